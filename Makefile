@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# make            build build/memtrace
+# make test       (as root) install missing Debian packages, build, run every test tier
+# make demo       build, record the bundled demo program, print its report
+# make install    put memtrace in $(PREFIX)/bin
+
+PREFIX  ?= /usr/local
+BUILD   := build
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+ARCH    := x86
+
+CFLAGS  ?= -O2 -g
+CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointer
+CPPFLAGS += -I$(BUILD) -Iuser -Ibpf -D_GNU_SOURCE
+LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
+LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lpthread
+
+BPF_SRC  := bpf/memtrace.bpf.c
+BPF_OBJ  := $(BUILD)/memtrace.bpf.o
+SKEL     := $(BUILD)/memtrace.skel.h
+USER_SRC := $(wildcard user/*.c)
+USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC))
+LIB_OBJ  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJ))
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
+PROG_C   := $(wildcard tests/progs/*.c)
+PROG_CXX := $(wildcard tests/progs/*.cpp)
+PROG_BIN := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_C)) \
+            $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROG_CXX))
+
+.PHONY: all test install demo deps clean progs unit
+all: $(BUILD)/memtrace
+
+$(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
+	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -c $< -o $@
+
+$(SKEL): $(BPF_OBJ)
+	$(BPFTOOL) gen skeleton $< name memtrace_bpf > $@
+
+$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace_abi.h $(SKEL) | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/libmemtrace.a: $(LIB_OBJ)
+	rm -f $@; ar rcs $@ $^
+
+$(BUILD)/memtrace: $(BUILD)/user/main.o $(BUILD)/libmemtrace.a
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libmemtrace.a -lcmocka $(LDLIBS)
+
+# Test targets keep frame pointers and line info so stacks and sites are exact.
+PROG_FLAGS := -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline -pthread
+$(BUILD)/progs/%: tests/progs/%.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -o $@ $< $(shell sed -n 's,^// link: ,,p' $<)
+$(BUILD)/progs/%: tests/progs/%.cpp | $(BUILD)
+	@mkdir -p $(@D)
+	$(CXX) $(PROG_FLAGS) -o $@ $< $(shell sed -n 's,^// link: ,,p' $<)
+$(BUILD)/progs/libtinyalloc.so: tests/progs/tinyalloc/tinyalloc.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
+
+progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so
+unit: $(UNIT_BIN)
+
+$(BUILD):
+	mkdir -p $(BUILD)
+
+deps:
+	@sh tests/install-deps.sh
+
+test: deps
+	$(MAKE) all unit progs
+	@sh tests/run.sh
+
+demo: all
+	$(MAKE) $(BUILD)/progs/demo
+	$(BUILD)/memtrace record -o $(BUILD)/demo.mtrace -- $(BUILD)/progs/demo
+	$(BUILD)/memtrace report $(BUILD)/demo.mtrace
+
+install: all
+	install -D -m 0755 $(BUILD)/memtrace $(DESTDIR)$(PREFIX)/bin/memtrace
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The one ABI between the BPF programs and user space: the records the
+ * probes put in the per-CPU ring buffers. No includes; fixed-width types
+ * only; padding spelled out. user/ _Static_asserts every size.
+ */
+#ifndef MEMTRACE_ABI_H
+#define MEMTRACE_ABI_H
+
+#define MT_MAX_STACK_DEPTH 127 /* frames kept per stack, at most */
+#define MT_DEFAULT_STACK_DEPTH 64
+
+enum mt_event_type {
+	MT_EVENT_ALLOC = 1,   /* a successful allocation */
+	MT_EVENT_FREE = 2,    /* free/delete of a non-NULL pointer */
+	MT_EVENT_REALLOC = 3, /* realloc of a non-NULL pointer that moved or resized it */
+	MT_EVENT_STACK = 4,   /* first sighting of a stack: its frames */
+};
+
+/* What an allocator entry point does with its arguments (rodata per program). */
+enum mt_func_kind {
+	MT_KIND_MALLOC = 1,         /* size = arg0: malloc, valloc, pvalloc, operator new */
+	MT_KIND_CALLOC = 2,         /* size = arg0 * arg1 */
+	MT_KIND_REALLOC = 3,        /* ptr = arg0, size = arg1 */
+	MT_KIND_REALLOCARRAY = 4,   /* ptr = arg0, size = arg1 * arg2 */
+	MT_KIND_MEMALIGN = 5,       /* size = arg1: memalign, aligned_alloc */
+	MT_KIND_POSIX_MEMALIGN = 6, /* *arg0 = result, size = arg2, returns 0 */
+	MT_KIND_FREE = 7,           /* ptr = arg0: free, operator delete */
+};
+
+struct mt_event_header {
+	__u16 type; /* enum mt_event_type */
+	__u16 size; /* bytes of the whole record, header included */
+	__u32 tid;  /* kernel thread id of the caller */
+	__u64 ts;   /* CLOCK_MONOTONIC ns: at return for allocations, entry for frees */
+};
+
+struct mt_alloc_event {
+	struct mt_event_header hdr; /* type ALLOC or REALLOC */
+	__u64 ptr;                  /* returned pointer */
+	__u64 size;                 /* bytes requested (calloc: nmemb * size) */
+	__u64 old_ptr;              /* REALLOC: the pointer passed in; else 0 */
+	__u64 stack_id;             /* hash of the frames; an MT_EVENT_STACK carries them */
+};
+
+struct mt_free_event {
+	struct mt_event_header hdr; /* type FREE */
+	__u64 ptr;                  /* pointer freed, never 0 */
+};
+
+struct mt_stack_event {
+	struct mt_event_header hdr;                /* type STACK; size counts only nr frames */
+	__u64 stack_id;                            /* hash of the frames */
+	__u32 nr;                                  /* frames that follow */
+	__u32 pad;                                 /* zero */
+	__u64 frames[MT_MAX_STACK_DEPTH];          /* return addresses, innermost (the site) first */
+};
+
+#endif /* MEMTRACE_ABI_H */

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The trace as the writer takes it and the reader gives it back: plain
+ * structs, one per record kind of docs/trace-format.md. Pointers inside
+ * them are owned by whoever produced the struct and are valid only for
+ * the duration of the call that hands it over.
+ */
+#ifndef MEMTRACE_TRACE_H
+#define MEMTRACE_TRACE_H
+
+#include <stdint.h>
+
+#define TRACE_VERSION 1
+
+struct trace_meta {
+	const char *command_line; /* argv joined by spaces, or the target's cmdline */
+	const char *comm;         /* target's short name */
+	const char *kernel;       /* uname -r */
+	const char *hostname;
+	int32_t pid;               /* target pid as memtrace saw it */
+	uint32_t stack_depth;      /* max frames recorded (0: no stacks) */
+	uint64_t sample_bytes;     /* 0: every allocation; else mean bytes between samples */
+	uint64_t start_mono_ns;    /* CLOCK_MONOTONIC at attach: event timestamps' clock */
+	uint64_t start_real_ns;    /* CLOCK_REALTIME at the same moment */
+};
+
+struct trace_module {
+	uint64_t start;           /* mapping start address in the target */
+	uint64_t end;             /* mapping end (exclusive) */
+	uint64_t file_offset;     /* file offset the mapping starts at */
+	const char *path;         /* path as the target sees it */
+	uint8_t build_id[32];
+	uint32_t build_id_len;    /* 0: none found */
+};
+
+enum trace_event_type {
+	TRACE_EVENT_ALLOC = 1,
+	TRACE_EVENT_FREE = 2,
+	TRACE_EVENT_REALLOC = 3,
+};
+
+struct trace_event {
+	uint32_t type;     /* enum trace_event_type */
+	uint32_t tid;
+	uint64_t ts;       /* CLOCK_MONOTONIC ns */
+	uint64_t ptr;      /* ALLOC/REALLOC: the new pointer; FREE: the pointer freed */
+	uint64_t old_ptr;  /* REALLOC: the pointer passed in */
+	uint64_t size;     /* ALLOC/REALLOC: bytes */
+	uint32_t stack_id; /* ALLOC/REALLOC: id of a trace_stack (0: none) */
+};
+
+struct trace_stack {
+	uint32_t id;            /* >= 1, unique in the trace */
+	uint32_t nr;
+	const uint64_t *frames; /* return addresses, innermost (the allocation site) first */
+};
+
+struct trace_thread {
+	uint32_t tid;
+	const char *name;
+};
+
+struct trace_frame {
+	const char *function; /* demangled; NULL if unknown */
+	const char *file;     /* source file; NULL if unknown */
+	uint32_t line;        /* 0 if unknown */
+	uint32_t column;
+};
+
+/* What one address resolves to: frames[0] is the innermost inlined call, the
+ * last is the function the machine code belongs to. */
+struct trace_symbol {
+	uint64_t addr;                   /* the address as it appears in stacks */
+	int32_t module;                  /* index into the modules in order written; -1 none */
+	uint64_t module_offset;          /* addr relative to the module's ELF vaddr 0 */
+	uint32_t nframes;                /* 0: unresolved */
+	const struct trace_frame *frames;
+};
+
+struct trace_drops {
+	uint32_t cpu;
+	uint64_t count; /* events the kernel could not hand over on that cpu */
+};
+
+struct trace_end {
+	uint64_t end_mono_ns;  /* when recording stopped */
+	uint64_t events;       /* alloc/free/realloc records written */
+	uint64_t dropped;      /* sum of all trace_drops */
+	int32_t exit_status;   /* target's wait status if it exited under us; -1 unknown */
+	uint32_t flags;        /* TRACE_END_* */
+};
+
+#define TRACE_END_TARGET_EXITED 0x1 /* recording ended because the target exited */
+
+#endif /* MEMTRACE_TRACE_H */

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_TRACE_WRITER_H
+#define MEMTRACE_TRACE_WRITER_H
+
+#include "trace.h"
+#include <stdint.h>
+
+struct trace_writer;
+
+/* Create PATH (0600, O_EXCL|O_NOFOLLOW) and write the file header and META
+ * chunk. NULL with errno set on failure; nothing is left behind then. */
+struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta);
+
+/* Each adds one record to the current chunk; a chunk is compressed and
+ * written when it holds enough. 0 or -errno (I/O errors are sticky). */
+int trace_writer__add_module(struct trace_writer *w, const struct trace_module *m);
+int trace_writer__add_stack(struct trace_writer *w, const struct trace_stack *s);
+int trace_writer__add_event(struct trace_writer *w, const struct trace_event *e);
+int trace_writer__add_thread(struct trace_writer *w, const struct trace_thread *t);
+int trace_writer__add_symbol(struct trace_writer *w, const struct trace_symbol *s);
+int trace_writer__add_drops(struct trace_writer *w, const struct trace_drops *d);
+
+/* Compress and write what is pending, so a reader sees it even if we die. */
+int trace_writer__flush(struct trace_writer *w);
+
+/* Bytes written to the file so far (compressed). */
+uint64_t trace_writer__bytes(const struct trace_writer *w);
+
+/* Flush, write the END chunk, fsync and close. Frees W in every case. */
+int trace_writer__close(struct trace_writer *w, const struct trace_end *end);
+
+/* Close and free without an END chunk (the trace reads as partial). */
+void trace_writer__abort(struct trace_writer *w);
+
+#endif /* MEMTRACE_TRACE_WRITER_H */
