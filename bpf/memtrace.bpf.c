@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Allocator probes. Entry probes note the arguments and the stack of the
+ * outermost allocator call a thread makes; the return probe emits the
+ * allocation. Calls nested inside an allocator (operator new calling
+ * malloc, a custom realloc calling free) are not counted again: a per-thread
+ * depth, checked against the stack pointer, tells them apart.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "memtrace_abi.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u32 target_tgid = 0;   /* only this process is traced */
+const volatile __u32 stack_depth = MT_DEFAULT_STACK_DEPTH; /* 0: no stacks */
+const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader past this much */
+
+struct thread_state {
+	__u64 sp;       /* stack pointer at the outermost allocator entry */
+	__u64 size;     /* requested bytes */
+	__u64 arg;      /* realloc: old pointer; posix_memalign: where the result goes */
+	__u64 stack_id; /* hash of the stack taken at entry */
+	__u32 depth;    /* allocator calls open on this thread */
+	__u32 kind;     /* enum mt_func_kind of the outermost call */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct thread_state);
+} threads SEC(".maps");
+
+/* Stacks already handed to user space, so each is sent once. LRU: if one is
+ * evicted it is sent again, and user space interns it again. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u64);
+	__type(value, __u8);
+} stacks_seen SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mt_stack_event);
+} stack_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} drops SEC(".maps");
+
+struct ringbuf_inner {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 20); /* user space creates each CPU's ring at its own size */
+};
+
+/* One ring buffer per CPU, so CPUs never contend on a reservation. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* set to the number of CPUs before load */
+	__type(key, __u32);
+	__array(values, struct ringbuf_inner);
+} events SEC(".maps");
+
+static __always_inline void count_drop(void)
+{
+	__u32 zero = 0;
+	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+
+	if (n)
+		*n += 1;
+}
+
+static __always_inline void *cpu_ring(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&events, &cpu);
+}
+
+/* Wake the reader only when enough has piled up; it also polls on a timer. */
+static __always_inline __u64 wakeup_flag(void *ring)
+{
+	return bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA) >= wakeup_bytes ? BPF_RB_FORCE_WAKEUP
+									   : BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline __u64 hash_frames(const __u64 *frames, __u32 nr)
+{
+	__u64 h = 0xcbf29ce484222325ULL;
+
+	for (__u32 i = 0; i < MT_MAX_STACK_DEPTH; i++) {
+		if (i >= nr)
+			break;
+		h = (h ^ frames[i]) * 0x100000001b3ULL;
+		h ^= h >> 29;
+	}
+	return h | 1; /* 0 means "no stack" */
+}
+
+static __always_inline void send_stack(struct mt_stack_event *ev, __u32 nr)
+{
+	void *ring = cpu_ring();
+	__u64 size = sizeof(*ev) - sizeof(ev->frames) + (__u64)nr * sizeof(__u64);
+	__u8 one = 1;
+
+	if (size > sizeof(*ev))
+		return;
+	ev->hdr.type = MT_EVENT_STACK;
+	ev->hdr.size = size;
+	ev->nr = nr;
+	ev->pad = 0;
+	if (!ring || bpf_ringbuf_output(ring, ev, size, wakeup_flag(ring))) {
+		count_drop();
+		return;
+	}
+	bpf_map_update_elem(&stacks_seen, &ev->stack_id, &one, BPF_ANY);
+}
+
+/*
+ * A frame-pointer walk from allocator entry misses the caller: its return
+ * address is at [sp], not in a frame yet. Read it first, then walk the frames
+ * above it, skipping the probed instruction's own address.
+ */
+static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts)
+{
+	__u32 zero = 0;
+	struct mt_stack_event *ev;
+	__u32 depth = stack_depth;
+	long n;
+	__u32 nr;
+
+	if (depth == 0)
+		return 0;
+	if (depth > MT_MAX_STACK_DEPTH)
+		depth = MT_MAX_STACK_DEPTH;
+	ev = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!ev)
+		return 0;
+	if (bpf_probe_read_user(&ev->frames[0], sizeof(__u64), (void *)PT_REGS_SP(ctx)))
+		return 0;
+	nr = 1;
+	if (depth > 1) {
+		n = bpf_get_stack(ctx, &ev->frames[1], (depth - 1) * sizeof(__u64),
+				  BPF_F_USER_STACK | 1);
+		if (n > 0)
+			nr += n / sizeof(__u64);
+	}
+	ev->stack_id = hash_frames(ev->frames, nr);
+	if (!bpf_map_lookup_elem(&stacks_seen, &ev->stack_id)) {
+		ev->hdr.tid = tid;
+		ev->hdr.ts = ts;
+		send_stack(ev, nr);
+	}
+	return ev->stack_id;
+}
+
+static __always_inline struct thread_state *thread_state(__u32 tid)
+{
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	struct thread_state zero = {};
+
+	if (st)
+		return st;
+	bpf_map_update_elem(&threads, &tid, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&threads, &tid);
+}
+
+/* True for a call made from inside an allocator call still open on this
+ * thread. An open call whose frame is gone (longjmp, exception) is stale. */
+static __always_inline bool nested(const struct thread_state *st, __u64 sp)
+{
+	return st->depth && sp < st->sp;
+}
+
+static __always_inline bool traced_process(__u64 pid_tgid)
+{
+	return (pid_tgid >> 32) == target_tgid;
+}
+
+static __always_inline void emit_free(__u32 tid, __u64 ptr)
+{
+	void *ring = cpu_ring();
+	struct mt_free_event *ev;
+
+	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+		count_drop();
+		return;
+	}
+	ev->hdr.type = MT_EVENT_FREE;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = tid;
+	ev->hdr.ts = bpf_ktime_get_ns();
+	ev->ptr = ptr;
+	bpf_ringbuf_submit(ev, wakeup_flag(ring));
+}
+
+static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 old_ptr,
+				       const struct thread_state *st)
+{
+	void *ring = cpu_ring();
+	struct mt_alloc_event *ev;
+
+	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+		count_drop();
+		return;
+	}
+	ev->hdr.type = type;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = tid;
+	ev->hdr.ts = bpf_ktime_get_ns();
+	ev->ptr = ptr;
+	ev->size = st->size;
+	ev->old_ptr = old_ptr;
+	ev->stack_id = st->stack_id;
+	bpf_ringbuf_submit(ev, wakeup_flag(ring));
+}
+
+static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	__u64 sp = PT_REGS_SP(ctx);
+	struct thread_state *st;
+
+	if (!traced_process(pid_tgid))
+		return 0;
+	st = thread_state(tid);
+	if (!st)
+		return 0;
+	if (nested(st, sp)) {
+		st->depth++;
+		return 0;
+	}
+	st->depth = 1;
+	st->sp = sp;
+	st->kind = kind;
+	st->size = size;
+	st->arg = arg;
+	st->stack_id = kind == MT_KIND_FREE ? 0 : take_stack(ctx, tid, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* free has no return probe: it never calls back into a probed function. */
+static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct thread_state *st;
+
+	if (!traced_process(pid_tgid) || !ptr)
+		return 0;
+	st = bpf_map_lookup_elem(&threads, &tid);
+	if (st && nested(st, PT_REGS_SP(ctx)))
+		return 0;
+	if (st)
+		st->depth = 0; /* whatever was open is gone */
+	emit_free(tid, ptr);
+	return 0;
+}
+
+/* operator delete: emits the free, and stays open so the free inside is not
+ * counted a second time. */
+static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)pid_tgid;
+	struct thread_state *st;
+
+	if (!traced_process(pid_tgid))
+		return 0;
+	st = thread_state(tid);
+	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr)
+		emit_free(tid, ptr);
+	return on_alloc_enter(ctx, MT_KIND_FREE, 0, 0);
+}
+
+static __always_inline void finish_realloc(__u32 tid, struct thread_state *st, __u64 ret)
+{
+	if (ret)
+		emit_alloc(tid, st->arg ? MT_EVENT_REALLOC : MT_EVENT_ALLOC, ret, st->arg, st);
+	else if (st->arg && st->size == 0)
+		emit_free(tid, st->arg); /* glibc's realloc(p, 0) frees p */
+}
+
+static __always_inline int on_exit(struct pt_regs *ctx)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct thread_state *st = bpf_map_lookup_elem(&threads, &tid);
+	__u64 ret = PT_REGS_RC(ctx);
+	__u64 ptr = 0;
+
+	if (!st || !st->depth)
+		return 0;
+	if (--st->depth)
+		return 0;
+	switch (st->kind) {
+	case MT_KIND_FREE:
+		break;
+	case MT_KIND_REALLOC:
+	case MT_KIND_REALLOCARRAY:
+		finish_realloc(tid, st, ret);
+		break;
+	case MT_KIND_POSIX_MEMALIGN:
+		if (ret == 0 && !bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->arg) && ptr)
+			emit_alloc(tid, MT_EVENT_ALLOC, ptr, 0, st);
+		break;
+	default:
+		if (ret)
+			emit_alloc(tid, MT_EVENT_ALLOC, ret, 0, st);
+	}
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(malloc_enter, __u64 size) { return on_alloc_enter(ctx, MT_KIND_MALLOC, size, 0); }
+
+SEC("uprobe")
+int BPF_KPROBE(calloc_enter, __u64 n, __u64 size) { return on_alloc_enter(ctx, MT_KIND_CALLOC, n * size, 0); }
+
+SEC("uprobe")
+int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size) { return on_alloc_enter(ctx, MT_KIND_REALLOC, size, ptr); }
+
+SEC("uprobe")
+int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 n, __u64 size) { return on_alloc_enter(ctx, MT_KIND_REALLOCARRAY, n * size, ptr); }
+
+SEC("uprobe")
+int BPF_KPROBE(memalign_enter, __u64 align, __u64 size) { return on_alloc_enter(ctx, MT_KIND_MEMALIGN, size, 0); }
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size) { return on_alloc_enter(ctx, MT_KIND_POSIX_MEMALIGN, size, memptr); }
+
+SEC("uprobe")
+int BPF_KPROBE(free_enter, __u64 ptr) { return on_free_enter(ctx, ptr); }
+
+SEC("uprobe")
+int BPF_KPROBE(delete_enter, __u64 ptr) { return on_delete_enter(ctx, ptr); }
+
+SEC("uretprobe")
+int BPF_KRETPROBE(alloc_exit) { return on_exit(ctx); }

@@ -1,0 +1,529 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * memtrace record: start or find the target, bind the allocator functions,
+ * attach, stream events to the trace until the target exits, a signal, or
+ * the duration; then symbolize every distinct address once and close.
+ */
+#include "drain.h"
+#include "launcher.h"
+#include "loader.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
+#include "probes.h"
+#include "procmaps.h"
+#include "symbolizer.h"
+#include "trace_writer.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define POLL_MS 10
+#define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
+#define STATUS_NS (500 * 1000 * 1000ULL)
+
+struct record_opts {
+	const char *output;
+	double duration;
+	int pid;
+	char **cmd;
+	const char *lib;
+	uint32_t stack_depth;
+	uint64_t ring_bytes;
+	bool verbose;
+};
+
+struct recording {
+	struct record_opts o;
+	struct launcher child;
+	int pid;
+	int pidfd;
+	char comm[64];
+	char *cmdline;
+	char output[PATH_MAX];
+	struct procmaps maps;
+	struct probe_set probes;
+	struct trace_writer *w;
+	struct drain *drain;
+	struct loader *loader;
+	uint64_t start_ns;
+	int exit_status; /* wait status of a command we started, -1 unknown */
+	bool target_exited;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--lib PATH] [--stack-depth N] [-v]\n"
+		"                (-p PID | -- CMD [ARGS...])\n"
+		"  -p, --pid PID        trace a running process (all its threads)\n"
+		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
+		"  -d, --duration SEC   stop after SEC seconds\n"
+		"      --lib PATH       probe the allocator in PATH instead of the one the linker binds\n"
+		"      --stack-depth N  frames per stack, 0 for none (default %d, max %d)\n"
+		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
+		"  -v, --verbose        list every probe\n",
+		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
+}
+
+static int parse_opts(struct record_opts *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "lib", required_argument, NULL, 'L' },
+		{ "stack-depth", required_argument, NULL, 'S' },
+		{ "buffer-size", required_argument, NULL, 'B' },
+		{ "sample", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{},
+	};
+	uint64_t v;
+	int c;
+
+	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
+	o->ring_bytes = 8 << 20;
+	while ((c = getopt_long(argc, argv, "+p:o:d:vh", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_u64(optarg, &v) || v == 0 || v > INT_MAX)
+				return fail("invalid PID '%s'; give the number of a running process", optarg);
+			o->pid = v;
+			break;
+		case 'o': o->output = optarg; break;
+		case 'd':
+			o->duration = strtod(optarg, NULL);
+			if (!(o->duration > 0))
+				return fail("invalid duration '%s'; give seconds, e.g. -d 10", optarg);
+			break;
+		case 'L': o->lib = optarg; break;
+		case 'S':
+			if (parse_u64(optarg, &v) || v > MT_MAX_STACK_DEPTH)
+				return fail("invalid stack depth '%s'; give 0 to %d", optarg, MT_MAX_STACK_DEPTH);
+			o->stack_depth = v;
+			break;
+		case 'B':
+			if (parse_size(optarg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 30))
+				return fail("invalid buffer size '%s'; give a power of two from 4K to 1G", optarg);
+			o->ring_bytes = v;
+			break;
+		case 's':
+			return fail("--sample is not available yet; record every allocation instead");
+		case 'v': o->verbose = true; break;
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -EINVAL;
+		}
+	}
+	if (optind < argc)
+		o->cmd = argv + optind;
+	if (!o->cmd == !o->pid)
+		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
+	return 0;
+}
+
+static int check_kernel(void)
+{
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return fail("this kernel has no BTF (/sys/kernel/btf/vmlinux); memtrace needs a kernel built with CONFIG_DEBUG_INFO_BTF");
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK))
+		return fail("this kernel has no uprobes (CONFIG_UPROBE_EVENTS); memtrace cannot trace here");
+	return 0;
+}
+
+static int start_target(struct recording *r)
+{
+	int err;
+
+	if (r->o.cmd) {
+		err = launcher__spawn(&r->child, r->o.cmd);
+		if (err == -ENOENT || err == -EACCES || err == -ENOEXEC)
+			return fail("failed to execute '%s': %s; check the command name and its permissions",
+				    r->o.cmd[0], strerror(-err));
+		if (err)
+			return fail("failed to start '%s': %s", r->o.cmd[0], strerror(-err));
+		r->pid = r->child.pid;
+	} else {
+		r->pid = r->o.pid;
+		if (kill(r->pid, 0) && errno == ESRCH)
+			return fail("no process with PID %d; check the PID (pidof NAME)", r->pid);
+	}
+	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
+	if (r->pidfd < 0)
+		return fail("failed to watch PID %d: %s", r->pid, strerror(errno));
+	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
+	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
+	return 0;
+}
+
+static bool is_basename(const char *path, const char *prefix)
+{
+	const char *b = strrchr(path, '/');
+
+	return strncmp(b ? b + 1 : path, prefix, strlen(prefix)) == 0;
+}
+
+/* The order the dynamic linker searches for a symbol: the executable, what
+ * LD_PRELOAD put first, the other libraries, and libc and the linker last,
+ * since every other library depends on them. */
+static char **candidate_files(struct recording *r, size_t *n)
+{
+	char exe[PATH_MAX] = "", preload[4096] = "";
+	char **out = calloc(r->maps.nr_paths + 1, sizeof(char *));
+	int rank;
+
+	*n = 0;
+	if (!out)
+		return NULL;
+	proc_exe_path(r->pid, exe, sizeof(exe));
+	read_proc_environ(r->pid, "LD_PRELOAD", preload, sizeof(preload));
+	for (rank = 0; rank < 4; rank++) {
+		for (size_t i = 0; i < r->maps.nr_paths; i++) {
+			const char *p = r->maps.paths[i];
+			bool base = is_basename(p, "libc.so") || is_basename(p, "ld-linux");
+			int want = strcmp(p, exe) == 0 ? 0 : (*preload && strstr(preload, p)) ? 1 : base ? 3 : 2;
+
+			if (want == rank)
+				out[(*n)++] = root_path(r->pid, p);
+		}
+	}
+	return out;
+}
+
+static int bind_probes(struct recording *r)
+{
+	char **files;
+	size_t n;
+	int err;
+
+	err = procmaps__read(&r->maps, r->pid);
+	if (err)
+		return fail("failed to read the memory map of PID %d: %s", r->pid, strerror(-err));
+	files = candidate_files(r, &n);
+	if (!files)
+		return fail("out of memory");
+	err = probe_set__resolve(&r->probes, files, n, r->o.lib);
+	free_strings(files, n);
+	if (err == -ESRCH && r->o.lib)
+		return fail("no malloc and free in %s; give --lib the allocator library", r->o.lib);
+	if (err == -ESRCH)
+		return fail("PID %d has no malloc and free in any of its modules; give --lib PATH", r->pid);
+	if (err)
+		return fail("failed to find allocator functions: %s", strerror(-err));
+	return 0;
+}
+
+static void default_output(struct recording *r)
+{
+	if (r->o.output)
+		snprintf(r->output, sizeof(r->output), "%s", r->o.output);
+	else
+		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", r->comm, r->pid);
+}
+
+static int open_output(struct recording *r)
+{
+	struct utsname u;
+	char host[256] = "";
+	struct trace_meta m = {
+		.command_line = r->cmdline,
+		.comm = r->comm,
+		.pid = r->pid,
+		.stack_depth = r->o.stack_depth,
+	};
+
+	uname(&u);
+	gethostname(host, sizeof(host) - 1);
+	m.kernel = u.release;
+	m.hostname = host;
+	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	m.start_real_ns = now_ns(CLOCK_REALTIME);
+	r->start_ns = m.start_mono_ns;
+	default_output(r);
+	r->w = trace_writer__open(r->output, &m);
+	if (!r->w) {
+		if (errno == EEXIST)
+			return fail("failed to create %s: file exists; remove it or choose another with -o", r->output);
+		if (errno == ELOOP)
+			return fail("failed to create %s: it is a symbolic link; memtrace never writes through one", r->output);
+		return fail("failed to create %s: %s; choose a writable path with -o", r->output, strerror(errno));
+	}
+	for (size_t i = 0; i < r->maps.nr; i++)
+		trace_writer__add_module(r->w, &r->maps.mods[i]);
+	r->drain = drain__new(r->w);
+	return r->drain ? 0 : fail("out of memory");
+}
+
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	return drain__record(ctx, data, size);
+}
+
+static int attach_probes(struct recording *r)
+{
+	struct loader_opts lo = {
+		.pid = r->pid,
+		.stack_depth = r->o.stack_depth,
+		.ring_bytes = r->o.ring_bytes,
+		.on_record = on_record,
+		.ctx = r->drain,
+	};
+	const struct probe *bad = NULL;
+	int err;
+
+	err = loader__open(&r->loader, &lo);
+	if (err)
+		return fail("failed to open the BPF programs: %s", strerror(-err));
+	err = loader__load(r->loader);
+	if (err == -EPERM || err == -EACCES)
+		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON", strerror(-err));
+	if (err)
+		return fail("failed to load the BPF programs: %s", strerror(-err));
+	err = loader__attach(r->loader, &r->probes, &bad);
+	if (err && kill(r->pid, 0) && errno == ESRCH)
+		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
+	if (err)
+		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
+	return 0;
+}
+
+static void print_probe(const struct probe *p)
+{
+	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s\n", p->func,
+		strrchr(p->path, '/') ? strrchr(p->path, '/') + 1 : p->path, p->skipped,
+		(unsigned long long)p->offset, p->insn,
+		p->emulated ? "emulated" : "single-stepped (no emulated site before the arguments change)",
+		p->ret ? ", with return probe" : "");
+}
+
+static void announce(struct recording *r)
+{
+	if (r->o.verbose) {
+		for (size_t i = 0; i < r->probes.nr; i++)
+			print_probe(&r->probes.v[i]);
+	}
+	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s, writing %s\n", r->pid,
+		r->comm, r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s", r->output);
+}
+
+static bool target_gone(struct recording *r)
+{
+	struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
+	int status;
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (r->child.pid > 0 && waitpid(r->child.pid, &status, WNOHANG) == r->child.pid) {
+		r->exit_status = status;
+		r->child.pid = -1;
+	}
+	r->target_exited = true;
+	return true;
+}
+
+static void show_status(struct recording *r, uint64_t now, uint64_t *last_events)
+{
+	uint64_t events = drain__events(r->drain), drops = 0;
+	char written[32];
+
+	for (int cpu = 0; cpu < loader__nr_cpus(r->loader); cpu++)
+		drops += loader__drops(r->loader, cpu);
+	format_bytes(trace_writer__bytes(r->w), written, sizeof(written));
+	fprintf(stderr, "\rmemtrace: %llu events (%llu/s), %s written, %llu dropped  ",
+		(unsigned long long)events,
+		(unsigned long long)((events - *last_events) * 1000000000ULL / STATUS_NS), written,
+		(unsigned long long)drops);
+	*last_events = events;
+}
+
+static int record_loop(struct recording *r)
+{
+	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
+	bool status_line = isatty(STDERR_FILENO);
+	uint64_t next_status = r->start_ns + STATUS_NS, last_events = 0;
+	int err = 0;
+
+	while (!stop_signal && !err) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+		if (t0 >= deadline || target_gone(r))
+			break;
+		err = loader__poll(r->loader, POLL_MS);
+		if (!err)
+			err = drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
+		if (status_line && t0 >= next_status) {
+			show_status(r, t0, &last_events);
+			next_status = t0 + STATUS_NS;
+		}
+	}
+	if (status_line)
+		fprintf(stderr, "\r\033[K");
+	return err;
+}
+
+struct symbolize_ctx {
+	struct symbolizer *s;
+	struct trace_writer *w;
+};
+
+static int symbolize_one(void *ctx, uint64_t addr)
+{
+	struct symbolize_ctx *c = ctx;
+	struct trace_symbol sym;
+
+	if (symbolizer__resolve(c->s, addr, &sym))
+		return 0;
+	return trace_writer__add_symbol(c->w, &sym);
+}
+
+static int write_symbols(struct recording *r)
+{
+	char root[64];
+	struct symbolize_ctx c = { .w = r->w };
+	int err;
+
+	snprintf(root, sizeof(root), "/proc/%d/root", r->pid);
+	c.s = symbolizer__new(r->target_exited ? NULL : root);
+	if (!c.s)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->maps.nr; i++)
+		symbolizer__add_module(c.s, &r->maps.mods[i]);
+	err = drain__for_each_address(r->drain, symbolize_one, &c);
+	symbolizer__free(c.s);
+	return err;
+}
+
+/* Stop the probes, take what is still in the rings, then close the trace
+ * with its drops, symbols and END chunk. */
+static int finish(struct recording *r)
+{
+	struct trace_end end = { .exit_status = -1 };
+	int err;
+
+	loader__detach(r->loader);
+	err = loader__poll(r->loader, 0);
+	if (!err)
+		err = drain__flush(r->drain, UINT64_MAX);
+	for (int cpu = 0; !err && cpu < loader__nr_cpus(r->loader); cpu++) {
+		struct trace_drops d = { .cpu = cpu, .count = loader__drops(r->loader, cpu) };
+
+		end.dropped += d.count;
+		if (d.count)
+			err = trace_writer__add_drops(r->w, &d);
+	}
+	if (!err)
+		err = write_symbols(r);
+	end.end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	end.events = drain__events(r->drain);
+	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
+	end.exit_status = r->exit_status;
+	if (err) {
+		trace_writer__abort(r->w);
+		r->w = NULL;
+		return fail("failed to write %s: %s; the trace is readable up to the last complete chunk",
+			    r->output, strerror(-err));
+	}
+	err = trace_writer__close(r->w, &end);
+	r->w = NULL;
+	if (err)
+		return fail("failed to finish %s: %s", r->output, strerror(-err));
+	if (end.dropped)
+		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
+			(unsigned long long)end.dropped);
+	fprintf(stderr, "memtrace: wrote %llu events to %s\n", (unsigned long long)end.events, r->output);
+	return 0;
+}
+
+/* A command we started: wait for it and pass on how it ended. */
+static int command_status(struct recording *r)
+{
+	int status = r->exit_status;
+
+	if (r->child.pid > 0 && waitpid(r->child.pid, &status, 0) < 0)
+		return 1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static void install_signals(bool forward)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+static void cleanup(struct recording *r, bool failed)
+{
+	if (r->w) {
+		trace_writer__abort(r->w);
+		unlink(r->output); /* nothing was recorded: leave nothing behind */
+	}
+	loader__close(r->loader);
+	drain__free(r->drain);
+	probe_set__free(&r->probes);
+	procmaps__free(&r->maps);
+	if (failed && r->child.traced)
+		launcher__kill(&r->child);
+	if (r->pidfd > 0)
+		close(r->pidfd);
+	free(r->cmdline);
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct recording r = { .pidfd = -1, .exit_status = -1, .child.pid = -1 };
+	int err;
+
+	err = parse_opts(&r.o, argc, argv);
+	if (!err)
+		err = check_kernel();
+	if (!err)
+		err = start_target(&r);
+	if (!err)
+		err = bind_probes(&r);
+	if (!err)
+		err = open_output(&r);
+	if (!err)
+		err = attach_probes(&r);
+	if (err) {
+		cleanup(&r, true);
+		return 1;
+	}
+	install_signals(r.o.cmd != NULL);
+	announce(&r);
+	if (launcher__release(&r.child))
+		fail("failed to let '%s' run: %s", r.o.cmd[0], strerror(errno));
+	err = record_loop(&r);
+	if (stop_signal && r.child.pid > 0)
+		kill(r.child.pid, stop_signal); /* our command stops with us */
+	err = finish(&r) || err;
+	cleanup(&r, false);
+	if (r.o.cmd)
+		return err ? 1 : command_status(&r);
+	return err ? 1 : 0;
+}

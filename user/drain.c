@@ -1,0 +1,252 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "drain.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+_Static_assert(sizeof(struct mt_event_header) == 16, "ABI: header");
+_Static_assert(sizeof(struct mt_alloc_event) == 48, "ABI: alloc event");
+_Static_assert(sizeof(struct mt_free_event) == 24, "ABI: free event");
+_Static_assert(sizeof(struct mt_stack_event) == 32 + 8 * MT_MAX_STACK_DEPTH, "ABI: stack event");
+
+struct stack_slot {
+	uint64_t hash;   /* 0: empty slot */
+	uint32_t id;
+	uint32_t nr;     /* frames known; 0 until the STACK record arrives */
+	uint64_t *frames;
+};
+
+struct drain {
+	struct trace_writer *w;
+	struct stack_slot *stacks;
+	size_t stack_cap;  /* power of two */
+	size_t nr_stacks;
+	struct trace_event *pending;
+	size_t nr_pending;
+	size_t pending_cap;
+	uint64_t written;
+};
+
+static struct stack_slot *stack_slot(struct drain *d, uint64_t hash);
+
+static int grow_stacks(struct drain *d)
+{
+	struct stack_slot *old = d->stacks;
+	size_t old_cap = d->stack_cap;
+
+	d->stack_cap = old_cap ? old_cap * 2 : 4096;
+	d->stacks = calloc(d->stack_cap, sizeof(*d->stacks));
+	if (!d->stacks) {
+		d->stacks = old;
+		d->stack_cap = old_cap;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < old_cap; i++) {
+		if (old[i].hash)
+			*stack_slot(d, old[i].hash) = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+/* The slot holding HASH, or the empty slot where it belongs. */
+static struct stack_slot *stack_slot(struct drain *d, uint64_t hash)
+{
+	size_t mask = d->stack_cap - 1;
+	size_t i = (hash ^ (hash >> 31)) & mask;
+
+	while (d->stacks[i].hash && d->stacks[i].hash != hash)
+		i = (i + 1) & mask;
+	return &d->stacks[i];
+}
+
+/* Ids are handed out on first sight, of the stack or of an event using it:
+ * the two come through different CPUs' rings in either order. */
+static struct stack_slot *intern(struct drain *d, uint64_t hash)
+{
+	struct stack_slot *s;
+
+	if ((d->nr_stacks + 1) * 2 > d->stack_cap && grow_stacks(d))
+		return NULL;
+	s = stack_slot(d, hash);
+	if (!s->hash) {
+		s->hash = hash;
+		s->id = ++d->nr_stacks;
+	}
+	return s;
+}
+
+static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t size)
+{
+	struct stack_slot *s;
+	struct trace_stack ts;
+	uint32_t nr = ev->nr;
+
+	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8)
+		return 0; /* malformed: ignore rather than trust */
+	s = intern(d, ev->stack_id);
+	if (!s)
+		return -ENOMEM;
+	if (s->nr)
+		return 0; /* sent again after the kernel's LRU forgot it */
+	s->frames = malloc(nr * sizeof(uint64_t));
+	if (!s->frames)
+		return -ENOMEM;
+	memcpy(s->frames, ev->frames, nr * sizeof(uint64_t));
+	s->nr = nr;
+	ts.id = s->id;
+	ts.nr = nr;
+	ts.frames = s->frames;
+	return trace_writer__add_stack(d->w, &ts);
+}
+
+static struct trace_event *pending_slot(struct drain *d)
+{
+	if (d->nr_pending == d->pending_cap) {
+		size_t cap = d->pending_cap ? d->pending_cap * 2 : 65536;
+		struct trace_event *p = realloc(d->pending, cap * sizeof(*p));
+
+		if (!p)
+			return NULL;
+		d->pending = p;
+		d->pending_cap = cap;
+	}
+	return &d->pending[d->nr_pending++];
+}
+
+static int take_event(struct drain *d, const struct mt_event_header *h, size_t size)
+{
+	const struct mt_alloc_event *a = (const void *)h;
+	const struct mt_free_event *f = (const void *)h;
+	struct trace_event *e;
+	struct stack_slot *s;
+
+	if (size < (h->type == MT_EVENT_FREE ? sizeof(*f) : sizeof(*a)))
+		return 0;
+	e = pending_slot(d);
+	if (!e)
+		return -ENOMEM;
+	memset(e, 0, sizeof(*e));
+	e->type = h->type;
+	e->tid = h->tid;
+	e->ts = h->ts;
+	if (h->type == MT_EVENT_FREE) {
+		e->ptr = f->ptr;
+		return 0;
+	}
+	e->ptr = a->ptr;
+	e->old_ptr = a->old_ptr;
+	e->size = a->size;
+	if (a->stack_id) {
+		s = intern(d, a->stack_id);
+		if (!s)
+			return -ENOMEM;
+		e->stack_id = s->id;
+	}
+	return 0;
+}
+
+int drain__record(struct drain *d, const void *data, size_t size)
+{
+	const struct mt_event_header *h = data;
+
+	if (size < sizeof(*h))
+		return 0;
+	switch (h->type) {
+	case MT_EVENT_STACK:
+		return take_stack(d, data, size);
+	case MT_EVENT_ALLOC:
+	case MT_EVENT_FREE:
+	case MT_EVENT_REALLOC:
+		return take_event(d, h, size);
+	default:
+		return 0;
+	}
+}
+
+static int by_time(const void *a, const void *b)
+{
+	const struct trace_event *x = a, *y = b;
+
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+int drain__flush(struct drain *d, uint64_t watermark_ns)
+{
+	size_t n = 0;
+	int err = 0;
+
+	/* Each ring is nearly in order, so this sort is cheap in practice. */
+	qsort(d->pending, d->nr_pending, sizeof(*d->pending), by_time);
+	while (n < d->nr_pending && d->pending[n].ts < watermark_ns && !err)
+		err = trace_writer__add_event(d->w, &d->pending[n++]);
+	d->written += n;
+	memmove(d->pending, d->pending + n, (d->nr_pending - n) * sizeof(*d->pending));
+	d->nr_pending -= n;
+	return err;
+}
+
+uint64_t drain__events(const struct drain *d)
+{
+	return d->written;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int drain__for_each_address(struct drain *d, int (*fn)(void *ctx, uint64_t addr), void *ctx)
+{
+	uint64_t *all;
+	size_t n = 0, total = 0;
+	int err = 0;
+
+	for (size_t i = 0; i < d->stack_cap; i++)
+		total += d->stacks[i].nr;
+	all = malloc((total ? total : 1) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	for (size_t i = 0; i < d->stack_cap; i++) {
+		memcpy(all + n, d->stacks[i].frames, d->stacks[i].nr * sizeof(*all));
+		n += d->stacks[i].nr;
+	}
+	qsort(all, n, sizeof(*all), cmp_u64);
+	for (size_t i = 0; i < n && !err; i++) {
+		if (i == 0 || all[i] != all[i - 1])
+			err = fn(ctx, all[i]);
+	}
+	free(all);
+	return err;
+}
+
+struct drain *drain__new(struct trace_writer *w)
+{
+	struct drain *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->w = w;
+	if (grow_stacks(d)) {
+		free(d);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return d;
+}
+
+void drain__free(struct drain *d)
+{
+	if (!d)
+		return;
+	for (size_t i = 0; i < d->stack_cap; i++)
+		free(d->stacks[i].frames);
+	free(d->stacks);
+	free(d->pending);
+	free(d);
+}

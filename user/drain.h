@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_DRAIN_H
+#define MEMTRACE_DRAIN_H
+
+#include "trace_writer.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Between the rings and the writer: interns the stacks the probes send by
+ * hash into small ids, and puts the events of all CPUs back in time order
+ * (each ring is in order; together they are not) before they are written.
+ */
+struct drain;
+
+struct drain *drain__new(struct trace_writer *w);
+
+/* Take one ring record (ABI of bpf/memtrace_abi.h). 0 or -errno. */
+int drain__record(struct drain *d, const void *data, size_t size);
+
+/* Write, in time order, the pending events stamped before WATERMARK_NS
+ * (UINT64_MAX: all of them). 0 or -errno from the writer. */
+int drain__flush(struct drain *d, uint64_t watermark_ns);
+
+/* Events written so far. */
+uint64_t drain__events(const struct drain *d);
+
+/* Call FN once for every distinct address in the stacks seen, in order. */
+int drain__for_each_address(struct drain *d, int (*fn)(void *ctx, uint64_t addr), void *ctx);
+
+void drain__free(struct drain *d);
+
+#endif /* MEMTRACE_DRAIN_H */

@@ -1,0 +1,37 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_LOADER_H
+#define MEMTRACE_LOADER_H
+
+#include "probes.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/* Called for every record a probe hands over, in ring order per CPU. */
+typedef int (*loader_record_fn)(void *ctx, const void *data, size_t size);
+
+struct loader_opts {
+	int pid;                  /* process to trace */
+	uint32_t stack_depth;     /* frames per stack; 0: none */
+	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
+	loader_record_fn on_record;
+	void *ctx;
+};
+
+struct loader;
+
+/* The fixed lifecycle: open (and configure), load, attach, poll, close. */
+int loader__open(struct loader **out, const struct loader_opts *opts);
+int loader__load(struct loader *l);
+/* Attach every probe; on failure FAILED names the probe and nothing stays attached. */
+int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);
+/* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records
+ * handed over, or -errno. */
+int loader__poll(struct loader *l, int timeout_ms);
+/* Remove every probe (the target runs untouched from here on). */
+void loader__detach(struct loader *l);
+/* Events the kernel could not hand over, for CPU. */
+uint64_t loader__drops(struct loader *l, int cpu);
+int loader__nr_cpus(const struct loader *l);
+void loader__close(struct loader *l);
+
+#endif /* MEMTRACE_LOADER_H */

@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_PROBES_H
+#define MEMTRACE_PROBES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Which BPF entry program handles a function. */
+enum probe_prog {
+	PROBE_MALLOC,
+	PROBE_CALLOC,
+	PROBE_REALLOC,
+	PROBE_REALLOCARRAY,
+	PROBE_MEMALIGN,
+	PROBE_POSIX_MEMALIGN,
+	PROBE_FREE,
+	PROBE_DELETE,
+	PROBE_NR_PROGS,
+};
+
+struct probe {
+	const char *func;  /* symbol name (static string) */
+	char *path;        /* file to attach to, as memtrace can open it */
+	uint64_t offset;   /* file offset of the probed instruction */
+	uint32_t skipped;  /* bytes from the function's start to it */
+	bool emulated;     /* on an instruction the kernel emulates */
+	const char *insn;  /* its mnemonic */
+	enum probe_prog prog;
+	bool ret;          /* also a return probe */
+};
+
+struct probe_set {
+	struct probe *v;
+	size_t nr;
+	size_t nr_modules; /* distinct files probed */
+};
+
+/*
+ * Decide, for every allocator function, which of CANDIDATES (files in the
+ * order the dynamic linker searches them) defines it, as the linker would
+ * bind it. With LIB set, only that file is used. Functions no candidate
+ * defines are skipped. 0, or -ESRCH if not even malloc and free were found.
+ */
+int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, const char *lib);
+
+void probe_set__free(struct probe_set *ps);
+
+#endif /* MEMTRACE_PROBES_H */

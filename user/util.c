@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("memtrace: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return -1;
+}
+
+int parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return errno || *end ? -EINVAL : 0;
+}
+
+int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	uint64_t mult = 1;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': mult = 1ULL << 10; end++; break;
+	case 'm': case 'M': mult = 1ULL << 20; end++; break;
+	case 'g': case 'G': mult = 1ULL << 30; end++; break;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end || *out > UINT64_MAX / mult)
+		return -EINVAL;
+	*out *= mult;
+	return 0;
+}
+
+uint64_t now_ns(clockid_t clock)
+{
+	struct timespec ts;
+
+	clock_gettime(clock, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+void format_bytes(uint64_t bytes, char *buf, size_t cap)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	double v = bytes;
+	int u = 0;
+
+	while (v >= 1024 && u < 4) {
+		v /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, cap, "%llu B", (unsigned long long)bytes);
+	else
+		snprintf(buf, cap, "%.1f %s", v, units[u]);
+}
+
+static ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap)
+{
+	char path[64];
+	ssize_t n, total = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	while (total < (ssize_t)cap - 1 && (n = read(fd, buf + total, cap - 1 - total)) > 0)
+		total += n;
+	close(fd);
+	buf[total] = 0;
+	return total;
+}
+
+void read_proc_string(int pid, const char *name, char *buf, size_t cap)
+{
+	if (read_proc_file(pid, name, buf, cap) <= 0)
+		snprintf(buf, cap, "?");
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+char *read_proc_cmdline(int pid)
+{
+	char buf[8192];
+	ssize_t n = read_proc_file(pid, "cmdline", buf, sizeof(buf));
+
+	for (ssize_t i = 0; i + 1 < n; i++) {
+		if (!buf[i])
+			buf[i] = ' ';
+	}
+	return strdup(n > 0 ? buf : "?");
+}
+
+void read_proc_environ(int pid, const char *var, char *buf, size_t cap)
+{
+	static char env[65536];
+	ssize_t n = read_proc_file(pid, "environ", env, sizeof(env));
+	size_t len = strlen(var);
+
+	*buf = 0;
+	for (ssize_t i = 0; i < n; i += strlen(env + i) + 1) {
+		if (strncmp(env + i, var, len) == 0 && env[i + len] == '=') {
+			snprintf(buf, cap, "%s", env + i + len + 1);
+			return;
+		}
+	}
+}
+
+char *join_args(char *const *argv)
+{
+	size_t len = 1;
+	char *s;
+
+	for (int i = 0; argv[i]; i++)
+		len += strlen(argv[i]) + 1;
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	*s = 0;
+	for (int i = 0; argv[i]; i++) {
+		if (i)
+			strcat(s, " ");
+		strcat(s, argv[i]);
+	}
+	return s;
+}
+
+char *root_path(int pid, const char *path)
+{
+	char *s;
+
+	if (asprintf(&s, "/proc/%d/root%s", pid, path) < 0)
+		return NULL;
+	return s;
+}
+
+void free_strings(char **v, size_t n)
+{
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i]);
+	free(v);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_UTIL_H
+#define MEMTRACE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Print "memtrace: <message>" on stderr; returns -1 so commands can return it. */
+int fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Decimal, whole string. 0 or -EINVAL. */
+int parse_u64(const char *s, uint64_t *out);
+/* A size with an optional K, M or G suffix (powers of 1024). 0 or -EINVAL. */
+int parse_size(const char *s, uint64_t *out);
+
+uint64_t now_ns(clockid_t clock);
+
+/* "1.5 MiB"-style, into BUF. */
+void format_bytes(uint64_t bytes, char *buf, size_t cap);
+
+/* /proc/PID/NAME's first line into BUF ("?" if unreadable). */
+void read_proc_string(int pid, const char *name, char *buf, size_t cap);
+/* /proc/PID/cmdline with spaces between arguments; malloc'ed, never NULL
+ * unless out of memory. */
+char *read_proc_cmdline(int pid);
+/* The value of VAR in /proc/PID/environ into BUF, or "" if unset/unreadable. */
+void read_proc_environ(int pid, const char *var, char *buf, size_t cap);
+/* ARGV joined by spaces; malloc'ed. */
+char *join_args(char *const *argv);
+/* PATH as memtrace can open it: through /proc/PID/root, malloc'ed. */
+char *root_path(int pid, const char *path);
+void free_strings(char **v, size_t n);
+
+#endif /* MEMTRACE_UTIL_H */
