@@ -174,10 +174,11 @@ static __always_inline struct thread_state *thread_state(__u32 tid)
 }
 
 /* True for a call made from inside an allocator call still open on this
- * thread. An open call whose frame is gone (longjmp, exception) is stale. */
+ * thread; equal stack pointers are a tail call (operator delete jumping to
+ * free). An open call whose frame is gone (longjmp, exception) is stale. */
 static __always_inline bool nested(const struct thread_state *st, __u64 sp)
 {
-	return st->depth && sp < st->sp;
+	return st->depth && sp <= st->sp;
 }
 
 static __always_inline bool traced_process(__u64 pid_tgid)

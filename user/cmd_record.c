@@ -142,8 +142,32 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 	return 0;
 }
 
-static int check_kernel(void)
+#define CAP_PERFMON_BIT 38
+#define CAP_BPF_BIT 39
+
+static uint64_t effective_caps(void)
 {
+	char line[256];
+	unsigned long long caps = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	}
+	if (f)
+		fclose(f);
+	return caps;
+}
+
+/* Say what is missing before anything is started or created. */
+static int check_system(void)
+{
+	uint64_t caps = effective_caps();
+	uint64_t need = (1ULL << CAP_BPF_BIT) | (1ULL << CAP_PERFMON_BIT);
+
+	if ((caps & need) != need)
+		return fail("recording needs root or the CAP_BPF and CAP_PERFMON capabilities; run it with sudo");
 	if (access("/sys/kernel/btf/vmlinux", R_OK))
 		return fail("this kernel has no BTF (/sys/kernel/btf/vmlinux); memtrace needs a kernel built with CONFIG_DEBUG_INFO_BTF");
 	if (access("/sys/bus/event_source/devices/uprobe", F_OK))
@@ -270,6 +294,8 @@ static int open_output(struct recording *r)
 	}
 	for (size_t i = 0; i < r->maps.nr; i++)
 		trace_writer__add_module(r->w, &r->maps.mods[i]);
+	if (trace_writer__flush(r->w))
+		return fail("failed to write %s: %s", r->output, strerror(errno));
 	r->drain = drain__new(r->w);
 	return r->drain ? 0 : fail("out of memory");
 }
@@ -421,6 +447,7 @@ static int finish(struct recording *r)
 	int err;
 
 	loader__detach(r->loader);
+	end.end_mono_ns = now_ns(CLOCK_MONOTONIC);
 	err = loader__poll(r->loader, 0);
 	if (!err)
 		err = drain__flush(r->drain, UINT64_MAX);
@@ -433,7 +460,6 @@ static int finish(struct recording *r)
 	}
 	if (!err)
 		err = write_symbols(r);
-	end.end_mono_ns = now_ns(CLOCK_MONOTONIC);
 	end.events = drain__events(r->drain);
 	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
 	end.exit_status = r->exit_status;
@@ -501,7 +527,7 @@ int cmd_record(int argc, char **argv)
 
 	err = parse_opts(&r.o, argc, argv);
 	if (!err)
-		err = check_kernel();
+		err = check_system();
 	if (!err)
 		err = start_target(&r);
 	if (!err)

@@ -79,6 +79,18 @@ static struct stack_slot *intern(struct drain *d, uint64_t hash)
 	return s;
 }
 
+/* A frame-pointer walk through code built without frame pointers reads
+ * whatever the stack holds; a user return address is never 0 or above the
+ * canonical user half, so the stack is cut at the first such value. */
+static uint32_t plausible_frames(const uint64_t *frames, uint32_t nr)
+{
+	uint32_t n = 0;
+
+	while (n < nr && frames[n] >= 4096 && frames[n] < 0x800000000000ULL)
+		n++;
+	return n;
+}
+
 static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t size)
 {
 	struct stack_slot *s;
@@ -87,12 +99,13 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 
 	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8)
 		return 0; /* malformed: ignore rather than trust */
+	nr = plausible_frames((const uint64_t *)ev->frames, nr);
 	s = intern(d, ev->stack_id);
 	if (!s)
 		return -ENOMEM;
-	if (s->nr)
+	if (s->frames)
 		return 0; /* sent again after the kernel's LRU forgot it */
-	s->frames = malloc(nr * sizeof(uint64_t));
+	s->frames = malloc((nr ? nr : 1) * sizeof(uint64_t));
 	if (!s->frames)
 		return -ENOMEM;
 	memcpy(s->frames, ev->frames, nr * sizeof(uint64_t));
@@ -213,6 +226,8 @@ int drain__for_each_address(struct drain *d, int (*fn)(void *ctx, uint64_t addr)
 	if (!all)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->stack_cap; i++) {
+		if (!d->stacks[i].nr)
+			continue;
 		memcpy(all + n, d->stacks[i].frames, d->stacks[i].nr * sizeof(*all));
 		n += d->stacks[i].nr;
 	}

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* memtrace report [--json] [--top N] FILE */
+#include "analysis.h"
+#include "commands.h"
+#include "report.h"
+#include "trace_reader.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct report_args {
+	bool json;
+	struct report_options opts;
+	const char *path;
+};
+
+static void report_usage(FILE *f)
+{
+	fprintf(f, "usage: memtrace report [--json] [--top N] FILE\n"
+		   "  --json     print every site as JSON (the shape scripts rely on)\n"
+		   "  --top N    entries per ranked list in the text report (default %d)\n"
+		   "  -h, --help show this help\n",
+		REPORT_DEFAULT_TOP);
+}
+
+/* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
+static int report_parse_args(int argc, char **argv, struct report_args *args)
+{
+	static const struct option longopts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "top", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	unsigned long top;
+	char *end;
+	int c;
+
+	memset(args, 0, sizeof(*args));
+	args->opts.top = REPORT_DEFAULT_TOP;
+	optind = 0; /* glibc: start afresh even if main parsed options already */
+	opterr = 0; /* our one-line message instead of getopt's */
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			args->json = true;
+			break;
+		case 't':
+			errno = 0;
+			top = strtoul(optarg, &end, 10);
+			if (errno || end == optarg || *end || top == 0 || top > INT_MAX || optarg[0] == '-') {
+				fprintf(stderr, "memtrace: failed to parse --top '%s': not a positive "
+						"number; pass e.g. --top 20\n", optarg);
+				return -EINVAL;
+			}
+			args->opts.top = (unsigned int)top;
+			break;
+		case 'h':
+			report_usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "memtrace: failed to parse report options: '%s' is unknown or "
+					"lacks its value; see memtrace report --help\n", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	if (argc - optind != 1) {
+		fprintf(stderr, "memtrace: failed to start report: it takes exactly one trace file; "
+				"usage: memtrace report [--json] [--top N] FILE\n");
+		return -EINVAL;
+	}
+	args->path = argv[optind];
+	return 0;
+}
+
+/* What to do about a trace that cannot be read, after "<why>; ". */
+static const char *read_advice(int err)
+{
+	switch (err) {
+	case ENOENT:
+		return "check the path";
+	case EACCES:
+	case EPERM:
+		return "traces are created 0600: run as the user who recorded it, or root";
+	case EINVAL:
+		return "pass a file written by memtrace record";
+	case ENOTSUP:
+		return "report it with the memtrace version that recorded it, or newer";
+	case EBADMSG:
+		return "the file is damaged before its end; record the trace again";
+	case ENOMEM:
+		return "free some memory or report on a machine with more";
+	default:
+		return "check the file and the disk";
+	}
+}
+
+static const char *read_reason(int err)
+{
+	switch (err) {
+	case EINVAL:
+		return "not a memtrace trace file";
+	case ENOTSUP:
+		return "written by a newer memtrace (unknown trace format version)";
+	default:
+		return strerror(err);
+	}
+}
+
+static void report_read_error(const char *path, int err, const char *problem)
+{
+	fprintf(stderr, "memtrace: failed to read %s: %s; %s\n", path,
+		problem ? problem : read_reason(err), read_advice(err));
+}
+
+/* Feed every record of the trace at PATH into A. 0, or -errno after
+ * printing why. */
+static int report_load(const char *path, struct analysis *a)
+{
+	struct trace_reader *r;
+	int err;
+
+	r = trace_reader__open(path);
+	if (!r) {
+		err = errno ? errno : EINVAL;
+		report_read_error(path, err, NULL);
+		return -err;
+	}
+	err = trace_reader__read(r, &analysis_reader_ops, a);
+	if (err == -EBADMSG) {
+		report_read_error(path, EBADMSG, trace_reader__problem(r));
+	} else if (err) {
+		report_read_error(path, err < 0 ? -err : EIO, NULL);
+	} else if (trace_reader__partial(r)) {
+		err = analysis__set_partial(a, trace_reader__problem(r));
+		if (err)
+			report_read_error(path, -err, NULL);
+	}
+	trace_reader__close(r);
+	return err;
+}
+
+static int report_print(const struct report_args *args, const struct analysis *a)
+{
+	int err;
+
+	if (args->json)
+		err = report_json__write(stdout, a);
+	else
+		err = report_text__write(stdout, a, &args->opts);
+	if (err)
+		fprintf(stderr, "memtrace: failed to write the report: %s; check where stdout goes\n",
+			strerror(-err));
+	return err;
+}
+
+int cmd_report(int argc, char **argv)
+{
+	struct report_args args;
+	struct analysis *a;
+	int err;
+
+	err = report_parse_args(argc, argv, &args);
+	if (err)
+		return err > 0 ? 0 : 2;
+
+	a = analysis__new();
+	if (!a) {
+		report_read_error(args.path, ENOMEM, NULL);
+		return 1;
+	}
+	err = report_load(args.path, a);
+	if (err)
+		goto out_free;
+
+	err = analysis__finish(a);
+	if (err) {
+		report_read_error(args.path, -err, NULL);
+		goto out_free;
+	}
+	err = report_print(&args, a);
+
+out_free:
+	analysis__free(a);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A process's file-backed mappings from /proc/PID/maps: the executable ones
+ * as trace modules (with build-ids), and every mapped file once, for the
+ * loader to look for allocator symbols in.
+ */
+#ifndef MEMTRACE_PROCMAPS_H
+#define MEMTRACE_PROCMAPS_H
+
+#include "trace.h"
+#include <stddef.h>
+#include <stdint.h>
+
+struct procmaps {
+	struct trace_module *mods; /* executable file mappings, ascending addresses */
+	size_t nr;
+	char **paths;              /* every mapped file once, in maps order; owned */
+	size_t nr_paths;           /* mods[i].path points into paths[] */
+};
+
+/* Fill PM from /proc/PID/maps. Paths are as the target sees them, with a
+ * " (deleted)" suffix removed; build-ids are read through /proc/PID/root (or
+ * /proc/PID/map_files for deleted files), then the plain path; a module
+ * whose file cannot be read has build_id_len 0. 0 or -errno; PM is empty on
+ * failure. */
+int procmaps__read(struct procmaps *pm, int pid);
+
+/* The executable mapping containing ADDR, or NULL. */
+const struct trace_module *procmaps__find(const struct procmaps *pm, uint64_t addr);
+
+void procmaps__free(struct procmaps *pm);
+
+/* readlink /proc/PID/exe into BUF (NUL-terminated). 0, -ENAMETOOLONG, or -errno. */
+int proc_exe_path(int pid, char *buf, size_t cap);
+
+#endif /* MEMTRACE_PROCMAPS_H */

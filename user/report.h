@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The two renderings of a finished analysis that `memtrace report` prints. */
+#ifndef MEMTRACE_REPORT_H
+#define MEMTRACE_REPORT_H
+
+#include "analysis.h"
+#include <stdio.h>
+
+#define REPORT_DEFAULT_TOP 10
+
+struct report_options {
+	unsigned int top; /* entries per ranked list in the text report */
+};
+
+/* Human-readable report: warnings first, summary, ranked site lists.
+ * 0, or -EIO if writing to F failed. */
+int report_text__write(FILE *f, const struct analysis *a, const struct report_options *opts);
+
+/* The JSON document of DESIGN.md's contract, every site included.
+ * 0, or -EIO if writing to F failed. */
+int report_json__write(FILE *f, const struct analysis *a);
+
+#endif /* MEMTRACE_REPORT_H */

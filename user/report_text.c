@@ -1,0 +1,317 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * `memtrace report`: what a person reads. Anything that makes the figures
+ * less than exact (drops, a cut-short trace, sampling) comes first, so it
+ * cannot be missed; then the summary and the ranked site lists.
+ */
+#include "report.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STACK_LINES_MAX 16 /* frames printed per stack; the JSON has them all */
+
+/* One ranked list of sites. */
+struct ranking {
+	const char *title;
+	uint64_t (*value)(const struct analysis_figures *f);
+	void (*describe)(FILE *f, const struct analysis_figures *fig);
+	unsigned int stacks; /* stacks shown per site */
+};
+
+static const char *plural(uint64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+static void fmt_bytes(char *buf, size_t size, uint64_t b)
+{
+	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double v = (double)b;
+	int u = -1;
+
+	if (b < 1024) {
+		snprintf(buf, size, "%" PRIu64 " B", b);
+		return;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, size, "%.1f %s", v, units[u]);
+}
+
+static void fmt_duration(char *buf, size_t size, uint64_t ns)
+{
+	if (ns >= 1000000000ULL)
+		snprintf(buf, size, "%.3f s", ns / 1e9);
+	else if (ns >= 1000000)
+		snprintf(buf, size, "%.3f ms", ns / 1e6);
+	else
+		snprintf(buf, size, "%.3f us", ns / 1e3);
+}
+
+/* "1.2 MiB (1258291 bytes)": the human unit and the exact number. */
+static void print_bytes(FILE *f, uint64_t b)
+{
+	char h[32];
+
+	fmt_bytes(h, sizeof(h), b);
+	if (b < 1024)
+		fprintf(f, "%s", h);
+	else
+		fprintf(f, "%s (%" PRIu64 " bytes)", h, b);
+}
+
+static void report_text__warnings(FILE *f, const struct analysis *a)
+{
+	const struct analysis_trace *t = analysis__trace(a);
+	const struct analysis_totals *tot = analysis__totals(a);
+	char h[32];
+
+	if (tot->dropped_events)
+		fprintf(f, "WARNING: %" PRIu64 " events dropped: figures are lower bounds\n",
+			tot->dropped_events);
+	if (t->partial)
+		fprintf(f, "WARNING: trace is partial: %s\n", t->problem);
+	if (t->sample_bytes) {
+		fmt_bytes(h, sizeof(h), t->sample_bytes);
+		fprintf(f, "NOTE: sampled (one sample per %s allocated on average): "
+			   "figures are estimates\n", h);
+	}
+	if (tot->dropped_events || t->partial || t->sample_bytes)
+		fputc('\n', f);
+}
+
+static void report_text__summary(FILE *f, const struct analysis *a)
+{
+	const struct analysis_trace *t = analysis__trace(a);
+	const struct analysis_totals *tot = analysis__totals(a);
+	char d[32];
+
+	fprintf(f, "Summary\n");
+	fprintf(f, "  %-17s %s\n", "command:", t->command ? t->command : "(unknown)");
+	fprintf(f, "  %-17s %" PRId32 " (%s)\n", "pid:", t->pid, t->comm ? t->comm : "?");
+	fmt_duration(d, sizeof(d), t->duration_ns);
+	fprintf(f, "  %-17s %s%s\n", "duration:", d,
+		t->target_exited ? " (until the target exited)" : "");
+	fprintf(f, "  %-17s %" PRIu64 " calls, ", "allocations:", tot->allocations);
+	print_bytes(f, tot->allocated_bytes);
+	fprintf(f, "\n  %-17s %" PRIu64 " calls\n", "frees:", tot->frees);
+	fprintf(f, "  %-17s ", "peak:");
+	print_bytes(f, tot->peak_bytes);
+	fmt_duration(d, sizeof(d), tot->peak_time_ns);
+	fprintf(f, " at %s\n", d);
+	fprintf(f, "  %-17s %" PRIu64 " allocations, ", "leaked:", tot->leaked_allocations);
+	print_bytes(f, tot->leaked_bytes);
+	fprintf(f, "\n  %-17s %" PRIu64 " allocations", "temporary:", tot->temporary_allocations);
+	if (tot->allocations)
+		fprintf(f, " (%.1f%% of calls)",
+			100.0 * tot->temporary_allocations / tot->allocations);
+	fprintf(f, "\n  %-17s %" PRIu64 " (memory allocated before tracing began)\n",
+		"unmatched frees:", tot->unmatched_frees);
+	fprintf(f, "  %-17s %" PRIu64 "\n", "dropped events:", tot->dropped_events);
+}
+
+static uint64_t value_bytes(const struct analysis_figures *f)
+{
+	return f->allocated_bytes;
+}
+
+static uint64_t value_calls(const struct analysis_figures *f)
+{
+	return f->allocations;
+}
+
+static uint64_t value_peak(const struct analysis_figures *f)
+{
+	return f->peak_bytes;
+}
+
+static uint64_t value_leaked(const struct analysis_figures *f)
+{
+	return f->leaked_bytes;
+}
+
+static uint64_t value_temporary(const struct analysis_figures *f)
+{
+	return f->temporary_allocations;
+}
+
+static void describe_bytes(FILE *f, const struct analysis_figures *fig)
+{
+	print_bytes(f, fig->allocated_bytes);
+	fprintf(f, " in %" PRIu64 " call%s\n", fig->allocations, plural(fig->allocations));
+}
+
+static void describe_calls(FILE *f, const struct analysis_figures *fig)
+{
+	fprintf(f, "%" PRIu64 " call%s, ", fig->allocations, plural(fig->allocations));
+	print_bytes(f, fig->allocated_bytes);
+	fputc('\n', f);
+}
+
+static void describe_peak(FILE *f, const struct analysis_figures *fig)
+{
+	print_bytes(f, fig->peak_bytes);
+	fprintf(f, " live at the peak\n");
+}
+
+static void describe_leaked(FILE *f, const struct analysis_figures *fig)
+{
+	print_bytes(f, fig->leaked_bytes);
+	fprintf(f, " leaked in %" PRIu64 " allocation%s\n", fig->leaked_allocations,
+		plural(fig->leaked_allocations));
+}
+
+static void describe_temporary(FILE *f, const struct analysis_figures *fig)
+{
+	fprintf(f, "%" PRIu64 " of %" PRIu64 " allocations temporary\n",
+		fig->temporary_allocations, fig->allocations);
+}
+
+static const struct ranking rankings[] = {
+	{ "Top sites by allocated bytes", value_bytes, describe_bytes, 1 },
+	{ "Top sites by allocation calls", value_calls, describe_calls, 1 },
+	{ "Top sites by contribution to the peak", value_peak, describe_peak, 1 },
+	{ "Leaks (bytes still live at the end)", value_leaked, describe_leaked, 3 },
+	{ "Temporary allocations (freed before their thread allocated again)", value_temporary,
+	  describe_temporary, 1 },
+};
+
+static void print_frame(FILE *f, size_t i, const struct analysis_frame *fr)
+{
+	const char *base;
+
+	fprintf(f, "        #%-2zu ", i);
+	if (!fr->function) {
+		base = fr->module ? strrchr(fr->module, '/') : NULL;
+		base = base ? base + 1 : fr->module;
+		if (base)
+			fprintf(f, "%s+0x%" PRIx64 "\n", base, fr->module_offset);
+		else
+			fprintf(f, "0x%" PRIx64 "\n", fr->address);
+		return;
+	}
+	fprintf(f, "%s%s", fr->function, fr->inlined ? " (inlined)" : "");
+	if (fr->file)
+		fprintf(f, "  %s:%" PRIu32, fr->file, fr->line);
+	fputc('\n', f);
+}
+
+static void print_stack(FILE *f, const struct analysis_stack *s, const struct ranking *r,
+			bool several)
+{
+	size_t i, n = s->nframes < STACK_LINES_MAX ? s->nframes : STACK_LINES_MAX;
+
+	if (several) {
+		fprintf(f, "      stack: ");
+		r->describe(f, &s->figures);
+	}
+	for (i = 0; i < n; i++)
+		print_frame(f, i, &s->frames[i]);
+	if (n < s->nframes)
+		fprintf(f, "        ... %zu more frames (see --json)\n", s->nframes - n);
+}
+
+/* The site's stacks that count for R, largest first, up to R->stacks. */
+static void print_site_stacks(FILE *f, const struct analysis_site *site, const struct ranking *r)
+{
+	const struct analysis_stack *best[4] = { NULL };
+	unsigned int max = r->stacks < 4 ? r->stacks : 4, n = 0, k;
+	size_t i, more = 0;
+
+	/* Insertion into a tiny top-N array: sites rarely have many stacks
+	 * that matter, and this needs no allocation. */
+	for (i = 0; i < site->nstacks; i++) {
+		const struct analysis_stack *s = site->stacks[i];
+
+		if (!r->value(&s->figures))
+			continue;
+		if (n == max && r->value(&s->figures) <= r->value(&best[n - 1]->figures)) {
+			more++;
+			continue;
+		}
+		if (n == max)
+			more++;
+		k = n < max ? n++ : n - 1;
+		for (; k > 0 && r->value(&best[k - 1]->figures) < r->value(&s->figures); k--)
+			best[k] = best[k - 1];
+		best[k] = s;
+	}
+	for (k = 0; k < n; k++)
+		print_stack(f, best[k], r, n > 1 || more);
+	if (more)
+		fprintf(f, "      ... and %zu more stacks\n", more);
+}
+
+static void print_site(FILE *f, unsigned int rank, const struct analysis_site *s,
+		       const struct ranking *r)
+{
+	fprintf(f, "  %2u. %s", rank, s->name);
+	if (s->file)
+		fprintf(f, "  %s:%" PRIu32, s->file, s->line);
+	if (s->module)
+		fprintf(f, "  in %s", s->module);
+	fprintf(f, "\n      ");
+	r->describe(f, &s->figures);
+	print_site_stacks(f, s, r);
+}
+
+static int rank_cmp(const void *px, const void *py, void *arg)
+{
+	const struct analysis_site *x = *(const struct analysis_site *const *)px;
+	const struct analysis_site *y = *(const struct analysis_site *const *)py;
+	const struct ranking *r = arg;
+	uint64_t vx = r->value(&x->figures), vy = r->value(&y->figures);
+
+	if (vx != vy)
+		return vx > vy ? -1 : 1;
+	if (x->figures.allocated_bytes != y->figures.allocated_bytes)
+		return x->figures.allocated_bytes > y->figures.allocated_bytes ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+/* BY has room for every site. */
+static void report_text__ranking(FILE *f, const struct analysis *a, const struct ranking *r,
+				 unsigned int top, const struct analysis_site **by)
+{
+	const struct analysis_site *sites;
+	size_t nsites, n = 0, i;
+
+	sites = analysis__sites(a, &nsites);
+	for (i = 0; i < nsites; i++)
+		if (r->value(&sites[i].figures))
+			by[n++] = &sites[i];
+	qsort_r(by, n, sizeof(*by), rank_cmp, (void *)r);
+
+	fprintf(f, "\n%s\n", r->title);
+	if (!n)
+		fprintf(f, "  (none)\n");
+	for (i = 0; i < n && i < top; i++)
+		print_site(f, (unsigned int)i + 1, by[i], r);
+	if (n > top)
+		fprintf(f, "  ... %zu more sites (--top N shows more)\n", n - top);
+}
+
+int report_text__write(FILE *f, const struct analysis *a, const struct report_options *opts)
+{
+	const struct analysis_site **by;
+	unsigned int top = opts && opts->top ? opts->top : REPORT_DEFAULT_TOP;
+	size_t nsites, i;
+
+	analysis__sites(a, &nsites);
+	by = malloc((nsites ? nsites : 1) * sizeof(*by));
+	if (!by)
+		return -ENOMEM;
+	report_text__warnings(f, a);
+	report_text__summary(f, a);
+	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++)
+		report_text__ranking(f, a, &rankings[i], top, by);
+	free(by);
+	if (fflush(f) || ferror(f))
+		return -EIO;
+	return 0;
+}

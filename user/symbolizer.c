@@ -1,0 +1,672 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Symbolization with libdwfl: one Dwfl per distinct file, reported at base 0
+ * so it is queried with ELF vaddrs, whatever address the target loaded it
+ * at. Results are kept in an arena with interned strings, because a trace
+ * resolves every distinct address once and keeps all the answers.
+ */
+#include "symbolizer.h"
+#include "elf_util.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libiberty/demangle.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_FRAMES 64 /* inline depth kept per address; deeper is truncated */
+#define ARENA_BLOCK (64 * 1024)
+
+struct arena_block {
+	struct arena_block *next;
+	size_t used, cap;
+	char data[];
+};
+
+/* A CU's address range, for DWARF without .debug_aranges (clang's default),
+ * where libdw 0.188 cannot map an address to its CU by itself. */
+struct cu_range {
+	uint64_t lo, hi; /* DWARF addresses */
+	Dwarf_Off die;   /* offset of the CU DIE */
+};
+
+struct sym_file {
+	char *path; /* as the target sees it */
+	uint8_t build_id[32];
+	uint32_t build_id_len;
+	int state;       /* 0: not tried yet, 1: loaded, -1: unusable */
+	bool debug_only; /* only a separate debug file was found: no file offsets */
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Elf *elf; /* owned by dwfl */
+	struct cu_range *cus; /* built on the first address libdw cannot place */
+	size_t nr_cus;
+	bool cus_built;
+};
+
+struct sym_map {
+	uint64_t start, end, file_offset;
+	size_t file; /* index into files */
+};
+
+struct symbolizer {
+	char *root; /* "" for none */
+	char *debuginfo_path;
+	Dwfl_Callbacks cb;
+	struct sym_map *maps;
+	size_t nr_maps, cap_maps;
+	size_t *order; /* map indices by start address, rebuilt when maps change */
+	bool order_stale;
+	struct sym_file *files;
+	size_t nr_files, cap_files;
+	struct arena_block *arena;
+	const char **strs; /* open-addressing set of interned strings */
+	size_t nr_strs, cap_strs;
+};
+
+/* ---- arena and interned strings ---- */
+
+static void *arena_alloc(struct symbolizer *s, size_t size)
+{
+	struct arena_block *b = s->arena;
+
+	size = (size + 7) & ~(size_t)7;
+	if (!b || b->cap - b->used < size) {
+		size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
+
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		b->next = s->arena;
+		s->arena = b;
+	}
+	b->used += size;
+	return b->data + b->used - size;
+}
+
+static size_t str_hash(const char *str)
+{
+	size_t h = 14695981039346656037ULL;
+
+	for (; *str; str++)
+		h = (h ^ (unsigned char)*str) * 1099511628211ULL;
+	return h;
+}
+
+static int strs_grow(struct symbolizer *s)
+{
+	size_t cap = s->cap_strs ? s->cap_strs * 2 : 1024, i;
+	const char **v = calloc(cap, sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < s->cap_strs; i++) {
+		size_t h;
+
+		if (!s->strs[i])
+			continue;
+		for (h = str_hash(s->strs[i]) & (cap - 1); v[h]; h = (h + 1) & (cap - 1))
+			;
+		v[h] = s->strs[i];
+	}
+	free(s->strs);
+	s->strs = v;
+	s->cap_strs = cap;
+	return 0;
+}
+
+/* File names and functions repeat across addresses; store each once. */
+static const char *str_intern(struct symbolizer *s, const char *str)
+{
+	size_t h, len;
+	char *copy;
+
+	if (!str)
+		return NULL;
+	if (2 * (s->nr_strs + 1) > s->cap_strs && strs_grow(s))
+		return NULL;
+	for (h = str_hash(str) & (s->cap_strs - 1); s->strs[h]; h = (h + 1) & (s->cap_strs - 1))
+		if (strcmp(s->strs[h], str) == 0)
+			return s->strs[h];
+	len = strlen(str) + 1;
+	copy = arena_alloc(s, len);
+	if (!copy)
+		return NULL;
+	memcpy(copy, str, len);
+	s->strs[h] = copy;
+	s->nr_strs++;
+	return copy;
+}
+
+char *symbolizer_demangle(const char *name)
+{
+	/* Only Itanium C++ (_Z) and Rust v0 (_R) names; legacy Rust is _Z too. */
+	if (!name || name[0] != '_' || (name[1] != 'Z' && name[1] != 'R'))
+		return NULL;
+	return cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+}
+
+static const char *intern_demangled(struct symbolizer *s, const char *name)
+{
+	char *d = symbolizer_demangle(name);
+	const char *r;
+
+	if (!d)
+		return str_intern(s, name);
+	r = str_intern(s, d);
+	free(d);
+	return r;
+}
+
+/* ---- construction ---- */
+
+struct symbolizer *symbolizer__new(const char *root)
+{
+	struct symbolizer *s = calloc(1, sizeof(*s));
+	int n;
+
+	if (!s)
+		return NULL;
+	s->root = strdup(root ? root : "");
+	if (!s->root)
+		goto err_free;
+	/* Debug files of a container's libraries live in the container. */
+	if (*s->root)
+		n = asprintf(&s->debuginfo_path, ":.debug:%s/usr/lib/debug:/usr/lib/debug", s->root);
+	else
+		n = asprintf(&s->debuginfo_path, ":.debug:/usr/lib/debug");
+	if (n < 0)
+		goto err_root;
+	s->cb.find_elf = dwfl_build_id_find_elf;
+	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.section_address = dwfl_offline_section_address;
+	s->cb.debuginfo_path = &s->debuginfo_path;
+	return s;
+
+err_root:
+	free(s->root);
+err_free:
+	free(s);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void symbolizer__free(struct symbolizer *s)
+{
+	struct arena_block *b, *next;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nr_files; i++) {
+		if (s->files[i].dwfl)
+			dwfl_end(s->files[i].dwfl);
+		free(s->files[i].cus);
+		free(s->files[i].path);
+	}
+	for (b = s->arena; b; b = next) {
+		next = b->next;
+		free(b);
+	}
+	free(s->strs);
+	free(s->files);
+	free(s->maps);
+	free(s->order);
+	free(s->debuginfo_path);
+	free(s->root);
+	free(s);
+}
+
+static int file_index(struct symbolizer *s, const struct trace_module *m, size_t *out)
+{
+	struct sym_file *f;
+
+	for (size_t i = 0; i < s->nr_files; i++) {
+		f = &s->files[i];
+		if (strcmp(f->path, m->path) == 0 && f->build_id_len == m->build_id_len &&
+		    memcmp(f->build_id, m->build_id, m->build_id_len) == 0) {
+			*out = i;
+			return 0;
+		}
+	}
+	if (s->nr_files == s->cap_files) {
+		size_t cap = s->cap_files ? s->cap_files * 2 : 16;
+
+		f = realloc(s->files, cap * sizeof(*f));
+		if (!f)
+			return -ENOMEM;
+		s->files = f;
+		s->cap_files = cap;
+	}
+	f = &s->files[s->nr_files];
+	memset(f, 0, sizeof(*f));
+	f->path = strdup(m->path);
+	if (!f->path)
+		return -ENOMEM;
+	f->build_id_len = m->build_id_len > sizeof(f->build_id) ? 0 : m->build_id_len;
+	memcpy(f->build_id, m->build_id, f->build_id_len);
+	*out = s->nr_files++;
+	return 0;
+}
+
+int symbolizer__add_module(struct symbolizer *s, const struct trace_module *m)
+{
+	struct sym_map *map;
+	size_t file;
+	int err;
+
+	if (!m->path || m->end <= m->start)
+		return -EINVAL;
+	err = file_index(s, m, &file);
+	if (err)
+		return err;
+	if (s->nr_maps == s->cap_maps) {
+		size_t cap = s->cap_maps ? s->cap_maps * 2 : 16;
+
+		map = realloc(s->maps, cap * sizeof(*map));
+		if (!map)
+			return -ENOMEM;
+		s->maps = map;
+		s->cap_maps = cap;
+	}
+	map = &s->maps[s->nr_maps++];
+	map->start = m->start;
+	map->end = m->end;
+	map->file_offset = m->file_offset;
+	map->file = file;
+	s->order_stale = true;
+	return 0;
+}
+
+/* ---- loading a file's debug info ---- */
+
+static bool build_id_matches(const struct sym_file *f, Dwfl_Module *mod)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n;
+
+	if (!f->build_id_len)
+		return true; /* nothing recorded to check against */
+	n = dwfl_module_build_id(mod, &bits, &vaddr);
+	return n == (int)f->build_id_len && memcmp(bits, f->build_id, (size_t)n) == 0;
+}
+
+static int file_try(struct symbolizer *s, struct sym_file *f, const char *path)
+{
+	const char *name = strrchr(f->path, '/');
+	Dwarf_Addr bias = 0;
+	Dwfl_Module *mod;
+	Dwfl *dwfl;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	dwfl = dwfl_begin(&s->cb);
+	if (!dwfl) {
+		close(fd);
+		return -ENOMEM;
+	}
+	dwfl_report_begin(dwfl);
+	/* Base 0 plus p_vaddr: module addresses are the file's own vaddrs. */
+	mod = dwfl_report_elf(dwfl, name ? name + 1 : f->path, path, fd, 0, true);
+	if (!mod) {
+		close(fd); /* consumed only on success */
+		goto err_end;
+	}
+	dwfl_report_end(dwfl, NULL, NULL);
+	f->elf = dwfl_module_getelf(mod, &bias);
+	if (!f->elf || bias != 0 || !build_id_matches(f, mod))
+		goto err_end;
+	f->dwfl = dwfl;
+	f->mod = mod;
+	return 0;
+
+err_end:
+	dwfl_end(dwfl);
+	f->elf = NULL;
+	return -ENOENT;
+}
+
+static int file_try_debug(struct symbolizer *s, struct sym_file *f, const char *prefix)
+{
+	char path[PATH_MAX], hex[2 * sizeof(f->build_id) + 1];
+	uint32_t i;
+
+	for (i = 0; i < f->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", f->build_id[i]);
+	if (snprintf(path, sizeof(path), "%s/usr/lib/debug/.build-id/%.2s/%s.debug", prefix, hex,
+		     hex + 2) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return file_try(s, f, path);
+}
+
+/* The file under the root, then the plain path; failing both (stripped
+ * binaries on another machine), a debug file found by build-id alone. */
+static int file_load(struct symbolizer *s, struct sym_file *f)
+{
+	char path[PATH_MAX];
+	bool found;
+
+	if (f->state)
+		return f->state > 0 ? 0 : -ENOENT;
+	found = *s->root && snprintf(path, sizeof(path), "%s%s", s->root, f->path) < (int)sizeof(path) &&
+		file_try(s, f, path) == 0;
+	if (!found)
+		found = file_try(s, f, f->path) == 0;
+	if (!found && f->build_id_len) {
+		found = (*s->root && file_try_debug(s, f, s->root) == 0) ||
+			file_try_debug(s, f, "") == 0;
+		f->debug_only = found;
+	}
+	f->state = found ? 1 : -1;
+	return found ? 0 : -ENOENT;
+}
+
+/* A separate debug file keeps p_vaddr but not the file layout, so place the
+ * mapping at the start of the one executable PT_LOAD (our modules are the
+ * executable mappings, and the text segment is mapped from its first page). */
+static int debug_vaddr(Elf *elf, const struct sym_map *map, uint64_t addr, uint64_t *vaddr)
+{
+	size_t phnum, i, found = 0;
+	GElf_Phdr ph, text;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return -EINVAL;
+	for (i = 0; i < phnum; i++) {
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+			text = ph;
+			found++;
+		}
+	}
+	if (found != 1)
+		return -ERANGE;
+	*vaddr = (text.p_vaddr & ~(uint64_t)0xfff) + (addr - map->start);
+	return 0;
+}
+
+/* ---- resolving ---- */
+
+static int cmp_start(const void *a, const void *b, void *arg)
+{
+	const struct sym_map *maps = arg;
+	uint64_t x = maps[*(const size_t *)a].start, y = maps[*(const size_t *)b].start;
+
+	return x < y ? -1 : x > y;
+}
+
+static long map_find(struct symbolizer *s, uint64_t addr)
+{
+	size_t lo = 0, hi = s->nr_maps;
+
+	if (s->order_stale) {
+		size_t *order = realloc(s->order, (s->nr_maps ? s->nr_maps : 1) * sizeof(*order));
+
+		if (!order)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->nr_maps; i++)
+			order[i] = i;
+		qsort_r(order, s->nr_maps, sizeof(*order), cmp_start, s->maps);
+		s->order = order;
+		s->order_stale = false;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct sym_map *m = &s->maps[s->order[mid]];
+
+		if (addr < m->start)
+			hi = mid;
+		else if (addr >= m->end)
+			lo = mid + 1;
+		else
+			return (long)s->order[mid];
+	}
+	return -ESRCH;
+}
+
+/* Prefer the linkage name (qualified once demangled) over DW_AT_name, and
+ * follow abstract_origin/specification: inlined instances carry neither. */
+static const char *die_name(struct symbolizer *s, Dwarf_Die *die)
+{
+	Dwarf_Attribute attr;
+	const char *name;
+
+	name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_linkage_name, &attr));
+	if (!name)
+		name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_MIPS_linkage_name, &attr));
+	if (name)
+		return intern_demangled(s, name);
+	return str_intern(s, dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name, &attr)));
+}
+
+static uint32_t die_udata(Dwarf_Die *die, int at)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word v;
+
+	if (dwarf_formudata(dwarf_attr(die, at, &attr), &v) != 0)
+		return 0;
+	return (uint32_t)v;
+}
+
+/* Where an inlined call was made: the location of the next outer frame. */
+static void call_site(struct symbolizer *s, Dwarf_Die *die, Dwarf_Files *files,
+		      struct trace_frame *fr)
+{
+	Dwarf_Attribute attr;
+	Dwarf_Word idx;
+
+	fr->file = NULL;
+	if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &idx) == 0)
+		fr->file = str_intern(s, dwarf_filesrc(files, idx, NULL, NULL));
+	fr->line = die_udata(die, DW_AT_call_line);
+	fr->column = die_udata(die, DW_AT_call_column);
+}
+
+static int cmp_cu(const void *a, const void *b)
+{
+	const struct cu_range *x = a, *y = b;
+
+	return x->lo < y->lo ? -1 : x->lo > y->lo;
+}
+
+static int cus_add(struct sym_file *f, size_t *cap, uint64_t lo, uint64_t hi, Dwarf_Off die)
+{
+	if (f->nr_cus == *cap) {
+		size_t n = *cap ? *cap * 2 : 64;
+		struct cu_range *v = realloc(f->cus, n * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		f->cus = v;
+		*cap = n;
+	}
+	f->cus[f->nr_cus++] = (struct cu_range){ .lo = lo, .hi = hi, .die = die };
+	return 0;
+}
+
+static void cus_build(struct sym_file *f, Dwarf *dw)
+{
+	Dwarf_Off off = 0, next;
+	size_t hsize, cap = 0;
+
+	f->cus_built = true;
+	while (dwarf_next_unit(dw, off, &next, &hsize, NULL, NULL, NULL, NULL, NULL, NULL) == 0) {
+		Dwarf_Addr base, lo, hi;
+		Dwarf_Die cu;
+		ptrdiff_t it = 0;
+
+		if (dwarf_offdie(dw, off + hsize, &cu)) {
+			while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0)
+				if (cus_add(f, &cap, lo, hi, off + hsize))
+					return;
+		}
+		off = next;
+	}
+	qsort(f->cus, f->nr_cus, sizeof(*f->cus), cmp_cu);
+}
+
+/* The CU holding module address PC, into BUF; *BIAS turns PC into a DWARF address. */
+static Dwarf_Die *cu_find(struct sym_file *f, uint64_t pc, Dwarf_Die *buf, Dwarf_Addr *bias)
+{
+	Dwarf_Die *cu = dwfl_module_addrdie(f->mod, pc, bias);
+	Dwarf *dw;
+	size_t lo = 0, hi;
+
+	if (cu)
+		return cu;
+	dw = dwfl_module_getdwarf(f->mod, bias);
+	if (!dw)
+		return NULL;
+	if (!f->cus_built)
+		cus_build(f, dw);
+	/* Ranges are disjoint in practice: take the last one starting at or below. */
+	for (hi = f->nr_cus; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->cus[mid].lo <= pc - *bias)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo || pc - *bias >= f->cus[lo - 1].hi)
+		return NULL;
+	return dwarf_offdie(dw, f->cus[lo - 1].die, buf);
+}
+
+static void line_of(struct symbolizer *s, Dwarf_Die *cu, uint64_t dw_pc, struct trace_frame *fr)
+{
+	Dwarf_Line *line = dwarf_getsrc_die(cu, dw_pc);
+	int l = 0, c = 0;
+
+	if (!line)
+		return;
+	fr->file = str_intern(s, dwarf_linesrc(line, NULL, NULL));
+	if (dwarf_lineno(line, &l) == 0 && l > 0)
+		fr->line = (uint32_t)l;
+	if (dwarf_linecol(line, &c) == 0 && c > 0)
+		fr->column = (uint32_t)c;
+}
+
+/* Walk the DIE parents of the innermost scope at PC (like eu-addr2line -i):
+ * each inlined_subroutine is a frame, the enclosing subprogram the last.
+ * FR[0]'s location is the line table's; the others' come from call sites. */
+static uint32_t dwarf_frames(struct symbolizer *s, struct sym_file *f, uint64_t pc,
+			     struct trace_frame *fr)
+{
+	Dwarf_Die cubuf, *cudie, *scopes = NULL, inner;
+	Dwarf_Files *files = NULL;
+	Dwarf_Addr bias;
+	uint32_t nf = 0;
+	int n, i;
+
+	cudie = cu_find(f, pc, &cubuf, &bias);
+	if (!cudie)
+		return 0;
+	line_of(s, cudie, pc - bias, &fr[0]);
+	n = dwarf_getscopes(cudie, pc - bias, &scopes);
+	if (n <= 0)
+		goto out;
+	inner = scopes[0];
+	free(scopes);
+	scopes = NULL;
+	n = dwarf_getscopes_die(&inner, &scopes);
+	if (dwarf_getsrcfiles(cudie, &files, NULL) != 0)
+		files = NULL;
+	for (i = 0; i < n && nf < MAX_FRAMES; i++) {
+		int tag = dwarf_tag(&scopes[i]);
+
+		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
+		    tag != DW_TAG_entry_point)
+			continue;
+		fr[nf++].function = die_name(s, &scopes[i]);
+		if (tag != DW_TAG_inlined_subroutine)
+			break;
+		if (nf < MAX_FRAMES)
+			call_site(s, &scopes[i], files, &fr[nf]);
+	}
+out:
+	free(scopes);
+	return nf;
+}
+
+/* A symtab hit counts only if PC lies inside the symbol: a sizeless one may
+ * just be the nearest name before an anonymous static function. */
+static const char *symtab_name(Dwfl_Module *mod, uint64_t pc, bool *sized)
+{
+	GElf_Off off;
+	GElf_Sym sym;
+	const char *name = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+
+	*sized = name && sym.st_size && off < sym.st_size;
+	return name;
+}
+
+static int describe(struct symbolizer *s, struct sym_file *f, uint64_t pc, struct trace_symbol *out)
+{
+	struct trace_frame fr[MAX_FRAMES + 1];
+	const char *sym;
+	uint32_t nf;
+	bool sized;
+
+	memset(fr, 0, sizeof(fr));
+	nf = dwarf_frames(s, f, pc, fr);
+	sym = symtab_name(f->mod, pc, &sized);
+	/* The symtab's linkage name qualifies C++ methods and marks clones
+	 * (.cold, .constprop); DWARF's names the inlined frames. */
+	if (sym && (sized || nf == 0)) {
+		if (nf == 0)
+			nf = 1;
+		fr[nf - 1].function = intern_demangled(s, sym);
+	}
+	if (nf == 0)
+		return 0;
+	out->frames = arena_alloc(s, nf * sizeof(*fr));
+	if (!out->frames)
+		return -ENOMEM;
+	memcpy((void *)out->frames, fr, nf * sizeof(*fr));
+	out->nframes = nf;
+	return 0;
+}
+
+static int map_vaddr(struct sym_file *f, const struct sym_map *map, uint64_t addr, uint64_t *vaddr)
+{
+	if (f->debug_only)
+		return debug_vaddr(f->elf, map, addr, vaddr);
+	return elf_vaddr_of_offset(f->elf, addr - map->start + map->file_offset, vaddr);
+}
+
+int symbolizer__resolve(struct symbolizer *s, uint64_t addr, struct trace_symbol *out)
+{
+	const struct sym_map *map;
+	struct sym_file *f;
+	uint64_t vaddr;
+	long idx;
+
+	memset(out, 0, sizeof(*out));
+	out->addr = addr;
+	out->module = -1;
+	idx = map_find(s, addr);
+	if (idx == -ENOMEM)
+		return -ENOMEM;
+	if (idx < 0)
+		return 0;
+	map = &s->maps[idx];
+	f = &s->files[map->file];
+	out->module = (int32_t)idx;
+	out->module_offset = addr - map->start + map->file_offset;
+	if (file_load(s, f) || map_vaddr(f, map, addr, &vaddr))
+		return 0;
+	out->module_offset = vaddr;
+	/* A return address follows the call; the call is what the stack means. */
+	return describe(s, f, vaddr - 1, out);
+}

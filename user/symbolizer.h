@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Return addresses of a (possibly foreign, possibly containerized) process
+ * to function, file:line and inline frames, through elfutils' libdwfl and
+ * libiberty's demangler. Debug info is found the standard ways:
+ * .gnu_debuglink and /usr/lib/debug/.build-id, under ROOT first.
+ */
+#ifndef MEMTRACE_SYMBOLIZER_H
+#define MEMTRACE_SYMBOLIZER_H
+
+#include "trace.h"
+#include <stdint.h>
+
+struct symbolizer;
+
+/* ROOT prefixes every module path ("/proc/4242/root", a sysroot; NULL or ""
+ * for none); a file missing under ROOT is looked for at its plain path.
+ * NULL with errno set. */
+struct symbolizer *symbolizer__new(const char *root);
+
+/* Add one mapping of the target (M is copied). Mappings of one file (same
+ * path and build-id) share its debug info, which is loaded on first use.
+ * 0 or -errno. */
+int symbolizer__add_module(struct symbolizer *s, const struct trace_module *m);
+
+/* Resolve the return address ADDR (the call at ADDR-1 is what is looked
+ * up). out->module is the index of the mapping in add order (-1: none);
+ * out->module_offset the ELF vaddr of ADDR (the file offset if the file
+ * cannot be read). No module or no symbols: nframes 0, still 0 returned.
+ * Strings and frames live until symbolizer__free. 0 or -errno. */
+int symbolizer__resolve(struct symbolizer *s, uint64_t addr, struct trace_symbol *out);
+
+void symbolizer__free(struct symbolizer *s);
+
+/* C++ or Rust NAME demangled, malloc'd; NULL if it is not a mangled name. */
+char *symbolizer_demangle(const char *name);
+
+#endif /* MEMTRACE_SYMBOLIZER_H */

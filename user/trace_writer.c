@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Trace writer: encodes records into a raw buffer, and turns the buffer into
+ * a zstd-compressed chunk when it holds TRACE_CHUNK_TARGET bytes, when the
+ * chunk type changes, or on flush. docs/trace-format.md is the layout.
+ *
+ * The per-event path does no allocation and no stdio: it reserves room in the
+ * raw buffer (which only grows for unusually large records) and encodes.
+ */
+#include "trace_writer.h"
+#include "trace_format.h"
+#include "varint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* Room for an event record: type, size and six 10-byte varints, rounded up. */
+#define EVENT_RECORD_MAX 80
+/* Extra room every reservation gets so rec_close can widen the size field. */
+#define RECORD_SLACK (2 * VARINT_MAX_LEN)
+
+struct trace_writer {
+	int fd;
+	int err;		  /* sticky -errno of the first I/O failure */
+	ZSTD_CCtx *cctx;
+	uint8_t *raw;		  /* records of the chunk being built */
+	size_t raw_len, raw_cap;
+	uint8_t *out;		  /* chunk header + compressed payload */
+	size_t out_cap;
+	uint16_t chunk_type;	  /* type of the chunk being built */
+	uint32_t records;	  /* records in the chunk being built */
+	uint32_t seq;		  /* seq of the next chunk */
+	uint64_t bytes;		  /* written to the file */
+	/* Delta state; reset at every chunk so each decodes on its own. */
+	uint64_t prev_ts, prev_ptr, prev_stack, prev_addr;
+	uint32_t prev_tid;
+	bool have_tid;
+};
+
+static void writer_reset_deltas(struct trace_writer *w)
+{
+	w->prev_ts = w->prev_ptr = w->prev_stack = w->prev_addr = 0;
+	w->prev_tid = 0;
+	w->have_tid = false;
+}
+
+/* write(2) until done: the file is useless with a hole in a chunk. */
+static int write_full(int fd, const uint8_t *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void put_u16(uint8_t *p, uint16_t v) { memcpy(p, &v, sizeof(v)); }
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, sizeof(v)); }
+
+static int writer_grow_out(struct trace_writer *w, size_t need)
+{
+	if (need <= w->out_cap)
+		return 0;
+	uint8_t *p = realloc(w->out, need);
+	if (!p)
+		return -ENOMEM;
+	w->out = p;
+	w->out_cap = need;
+	return 0;
+}
+
+static void chunk_header_fill(struct trace_writer *w, size_t csize)
+{
+	uint8_t *h = w->out;
+
+	memcpy(h, TRACE_CHUNK_MAGIC, TRACE_CHUNK_MAGIC_LEN);
+	put_u16(h + TRACE_CHK_OFF_TYPE, w->chunk_type);
+	put_u16(h + TRACE_CHK_OFF_FLAGS, 0);
+	put_u32(h + TRACE_CHK_OFF_SEQ, w->seq);
+	put_u32(h + TRACE_CHK_OFF_SIZE, (uint32_t)csize);
+	put_u32(h + TRACE_CHK_OFF_RAW_SIZE, (uint32_t)w->raw_len);
+	put_u32(h + TRACE_CHK_OFF_CRC, (uint32_t)crc32(0, h + TRACE_CHUNK_HEADER_SIZE, (uInt)csize));
+	put_u32(h + TRACE_CHK_OFF_RECORDS, w->records);
+	put_u32(h + TRACE_CHK_OFF_HEADER_CRC, (uint32_t)crc32(0, h, TRACE_CHK_OFF_HEADER_CRC));
+}
+
+/* Compress the pending records into one chunk and write it. */
+static int writer_write_chunk(struct trace_writer *w)
+{
+	size_t bound = ZSTD_compressBound(w->raw_len);
+	size_t csize;
+	int err;
+
+	err = writer_grow_out(w, TRACE_CHUNK_HEADER_SIZE + bound);
+	if (err)
+		return err;
+	csize = ZSTD_compressCCtx(w->cctx, w->out + TRACE_CHUNK_HEADER_SIZE, bound, w->raw,
+				  w->raw_len, TRACE_ZSTD_LEVEL);
+	if (ZSTD_isError(csize))
+		return -EIO;
+	chunk_header_fill(w, csize);
+	err = write_full(w->fd, w->out, TRACE_CHUNK_HEADER_SIZE + csize);
+	if (err)
+		return err;
+	w->bytes += TRACE_CHUNK_HEADER_SIZE + csize;
+	return 0;
+}
+
+int trace_writer__flush(struct trace_writer *w)
+{
+	if (w->err)
+		return w->err;
+	if (!w->raw_len)
+		return 0;
+	w->err = writer_write_chunk(w);
+	if (w->err)
+		return w->err;
+	w->seq++;
+	w->raw_len = 0;
+	w->records = 0;
+	writer_reset_deltas(w);
+	/* Modules that come once the META chunk is out go with the data. */
+	if (w->chunk_type == TRACE_CHUNK_META)
+		w->chunk_type = TRACE_CHUNK_DATA;
+	return 0;
+}
+
+/* Make room for NEED more raw bytes without passing TRACE_CHUNK_RAW_MAX. */
+static int writer_reserve(struct trace_writer *w, size_t need)
+{
+	need += RECORD_SLACK;
+	if (need > TRACE_CHUNK_RAW_MAX)
+		return -E2BIG;
+	if (w->raw_len + need > TRACE_CHUNK_RAW_MAX) {
+		int err = trace_writer__flush(w);
+		if (err)
+			return err;
+	}
+	if (w->raw_len + need <= w->raw_cap)
+		return 0;
+
+	size_t cap = w->raw_cap * 2;
+	if (cap < w->raw_len + need)
+		cap = w->raw_len + need;
+	uint8_t *p = realloc(w->raw, cap);
+	if (!p)
+		return -ENOMEM;
+	w->raw = p;
+	w->raw_cap = cap;
+	return 0;
+}
+
+/* Get ready for a record of at most NEED bytes that belongs in a chunk of
+ * TYPE (0: any chunk). Must come before any delta is computed, since it may
+ * close the chunk and so reset the deltas. */
+static int writer_prepare(struct trace_writer *w, uint16_t type, size_t need)
+{
+	int err;
+
+	if (w->err)
+		return w->err;
+	if (type && type != w->chunk_type) {
+		err = trace_writer__flush(w);
+		if (err)
+			return err;
+		w->chunk_type = type;
+	}
+	return writer_reserve(w, need);
+}
+
+static int writer_done_record(struct trace_writer *w)
+{
+	if (w->raw_len >= TRACE_CHUNK_TARGET)
+		return trace_writer__flush(w);
+	return 0;
+}
+
+/* Start a record: its type, then one byte kept for the size. Returns where
+ * the payload goes. */
+static uint8_t *rec_open(struct trace_writer *w, unsigned int type)
+{
+	uint8_t *p = w->raw + w->raw_len;
+
+	p += put_varint(p, type);
+	return p + 1;
+}
+
+/* Finish the record whose payload is PAYLOAD..END: write its size, moving
+ * the payload up when the size needs more than the one byte kept. */
+static void rec_close(struct trace_writer *w, uint8_t *payload, uint8_t *end)
+{
+	size_t len = (size_t)(end - payload);
+
+	if (len < 0x80) {
+		payload[-1] = (uint8_t)len;
+	} else {
+		uint8_t tmp[VARINT_MAX_LEN];
+		size_t n = put_varint(tmp, len);
+
+		memmove(payload + n - 1, payload, len);
+		memcpy(payload - 1, tmp, n);
+		end += n - 1;
+	}
+	w->raw_len = (size_t)(end - w->raw);
+	w->records++;
+}
+
+static size_t str_bytes(const char *s)
+{
+	size_t n;
+
+	if (!s)
+		return 1;
+	n = strnlen(s, TRACE_STRING_MAX);
+	return varint_len(n + 1) + n;
+}
+
+static uint8_t *put_str(uint8_t *p, const char *s)
+{
+	size_t n;
+
+	if (!s) {
+		*p = 0;
+		return p + 1;
+	}
+	n = strnlen(s, TRACE_STRING_MAX);
+	p += put_varint(p, n + 1);
+	memcpy(p, s, n);
+	return p + n;
+}
+
+static uint8_t *put_delta(uint8_t *p, uint64_t v, uint64_t prev)
+{
+	return p + put_varint(p, encode_zigzag((int64_t)(v - prev)));
+}
+
+static uint8_t *put_u(uint8_t *p, uint64_t v)
+{
+	return p + put_varint(p, v);
+}
+
+static int writer_add_meta(struct trace_writer *w, const struct trace_meta *m)
+{
+	size_t need = 16 + str_bytes(m->command_line) + str_bytes(m->comm) +
+		      str_bytes(m->kernel) + str_bytes(m->hostname) + 5 * VARINT_MAX_LEN;
+	int err = writer_prepare(w, TRACE_CHUNK_META, need);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_META), *p = payload;
+	p = put_str(p, m->command_line);
+	p = put_str(p, m->comm);
+	p = put_str(p, m->kernel);
+	p = put_str(p, m->hostname);
+	p = put_u(p, encode_zigzag(m->pid));
+	p = put_u(p, m->stack_depth);
+	p = put_u(p, m->sample_bytes);
+	p = put_u(p, m->start_mono_ns);
+	p = put_u(p, m->start_real_ns);
+	rec_close(w, payload, p);
+	return 0;
+}
+
+static int writer_write_header(struct trace_writer *w)
+{
+	uint8_t h[TRACE_HEADER_SIZE] = { 0 };
+
+	memcpy(h, TRACE_MAGIC, TRACE_MAGIC_LEN);
+	put_u16(h + TRACE_HDR_OFF_BOM, TRACE_BYTE_ORDER);
+	put_u32(h + TRACE_HDR_OFF_VERSION, TRACE_VERSION);
+	put_u32(h + TRACE_HDR_OFF_FLAGS, 0);
+	put_u32(h + TRACE_HDR_OFF_SIZE, TRACE_HEADER_SIZE);
+	w->bytes = TRACE_HEADER_SIZE;
+	return write_full(w->fd, h, sizeof(h));
+}
+
+static void writer_free(struct trace_writer *w)
+{
+	ZSTD_freeCCtx(w->cctx);
+	free(w->raw);
+	free(w->out);
+	free(w);
+}
+
+/* Everything that can fail without touching the file. */
+static struct trace_writer *writer_alloc(void)
+{
+	struct trace_writer *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->fd = -1;
+	w->chunk_type = TRACE_CHUNK_META;
+	w->raw_cap = TRACE_CHUNK_TARGET + (64u << 10);
+	w->raw = malloc(w->raw_cap);
+	w->cctx = ZSTD_createCCtx();
+	if (!w->raw || !w->cctx) {
+		writer_free(w);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return w;
+}
+
+/* The META chunk is written with the first record that is not a MODULE (or
+ * the first flush), so the modules listed at attach travel with the meta. */
+struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta)
+{
+	struct trace_writer *w;
+	int err;
+
+	w = writer_alloc();
+	if (!w)
+		return NULL;
+	err = writer_add_meta(w, meta);
+	if (err)
+		goto err_free;
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (w->fd < 0) {
+		err = -errno;
+		goto err_free;
+	}
+	err = writer_write_header(w);
+	if (err)
+		goto err_unlink;
+	return w;
+
+err_unlink:
+	close(w->fd);
+	unlink(path);
+err_free:
+	writer_free(w);
+	errno = -err;
+	return NULL;
+}
+
+int trace_writer__add_module(struct trace_writer *w, const struct trace_module *m)
+{
+	if (m->build_id_len > TRACE_BUILD_ID_MAX)
+		return -EINVAL;
+	int err = writer_prepare(w, 0, 4 * VARINT_MAX_LEN + str_bytes(m->path) + TRACE_BUILD_ID_MAX);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_MODULE), *p = payload;
+	p = put_u(p, m->start);
+	p = put_u(p, m->end - m->start);
+	p = put_u(p, m->file_offset);
+	p = put_str(p, m->path);
+	p = put_u(p, m->build_id_len);
+	memcpy(p, m->build_id, m->build_id_len);
+	p += m->build_id_len;
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+int trace_writer__add_stack(struct trace_writer *w, const struct trace_stack *s)
+{
+	if (!s->id || s->nr > TRACE_STACK_MAX_FRAMES)
+		return -EINVAL;
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, (2 + (size_t)s->nr) * VARINT_MAX_LEN);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_STACK), *p = payload;
+	p = put_delta(p, s->id, w->prev_stack);
+	w->prev_stack = s->id;
+	p = put_u(p, s->nr);
+	uint64_t prev = 0;
+	for (uint32_t i = 0; i < s->nr; i++) {
+		p = put_delta(p, s->frames[i], prev);
+		prev = s->frames[i];
+	}
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+static unsigned int event_record_type(uint32_t type)
+{
+	switch (type) {
+	case TRACE_EVENT_ALLOC:
+		return TRACE_REC_ALLOC;
+	case TRACE_EVENT_FREE:
+		return TRACE_REC_FREE;
+	case TRACE_EVENT_REALLOC:
+		return TRACE_REC_REALLOC;
+	}
+	return 0;
+}
+
+/* The hot path: one call per heap event. */
+int trace_writer__add_event(struct trace_writer *w, const struct trace_event *e)
+{
+	unsigned int type = event_record_type(e->type);
+	int err;
+
+	if (!type)
+		return -EINVAL;
+	err = writer_prepare(w, TRACE_CHUNK_DATA, EVENT_RECORD_MAX);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, type), *p = payload;
+	p = put_delta(p, e->ts, w->prev_ts);
+	w->prev_ts = e->ts;
+	/* Threads run in bursts, so "same as before" costs one byte. */
+	if (w->have_tid && e->tid == w->prev_tid) {
+		*p++ = 0;
+	} else {
+		p = put_u(p, (uint64_t)e->tid + 1);
+		w->prev_tid = e->tid;
+		w->have_tid = true;
+	}
+	if (type == TRACE_REC_REALLOC) {
+		p = put_delta(p, e->old_ptr, w->prev_ptr);
+		w->prev_ptr = e->old_ptr;
+	}
+	p = put_delta(p, e->ptr, w->prev_ptr);
+	w->prev_ptr = e->ptr;
+	if (type != TRACE_REC_FREE) {
+		p = put_u(p, e->size);
+		p = put_u(p, e->stack_id);
+	}
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+int trace_writer__add_thread(struct trace_writer *w, const struct trace_thread *t)
+{
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, VARINT_MAX_LEN + str_bytes(t->name));
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_THREAD), *p = payload;
+	p = put_u(p, t->tid);
+	p = put_str(p, t->name);
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+static size_t symbol_bytes(const struct trace_symbol *s)
+{
+	size_t n = 4 * VARINT_MAX_LEN;
+
+	for (uint32_t i = 0; i < s->nframes; i++)
+		n += str_bytes(s->frames[i].function) + str_bytes(s->frames[i].file) +
+		     2 * VARINT_MAX_LEN;
+	return n;
+}
+
+int trace_writer__add_symbol(struct trace_writer *w, const struct trace_symbol *s)
+{
+	if (s->nframes > TRACE_SYMBOL_MAX_FRAMES || s->module < -1)
+		return -EINVAL;
+	int err = writer_prepare(w, TRACE_CHUNK_SYMBOLS, symbol_bytes(s));
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_SYMBOL), *p = payload;
+	p = put_delta(p, s->addr, w->prev_addr);
+	w->prev_addr = s->addr;
+	p = put_u(p, (uint64_t)((int64_t)s->module + 1));
+	p = put_u(p, s->module_offset);
+	p = put_u(p, s->nframes);
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		const struct trace_frame *f = &s->frames[i];
+
+		p = put_str(p, f->function);
+		p = put_str(p, f->file);
+		p = put_u(p, f->line);
+		p = put_u(p, f->column);
+	}
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+int trace_writer__add_drops(struct trace_writer *w, const struct trace_drops *d)
+{
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, 2 * VARINT_MAX_LEN);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_DROPS), *p = payload;
+	p = put_u(p, d->cpu);
+	p = put_u(p, d->count);
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+uint64_t trace_writer__bytes(const struct trace_writer *w)
+{
+	return w->bytes;
+}
+
+static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
+{
+	int err = writer_prepare(w, TRACE_CHUNK_END, 5 * VARINT_MAX_LEN);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_END), *p = payload;
+	p = put_u(p, e->end_mono_ns);
+	p = put_u(p, e->events);
+	p = put_u(p, e->dropped);
+	p = put_u(p, encode_zigzag(e->exit_status));
+	p = put_u(p, e->flags);
+	rec_close(w, payload, p);
+	return trace_writer__flush(w);
+}
+
+int trace_writer__close(struct trace_writer *w, const struct trace_end *end)
+{
+	const struct trace_end unknown = { .exit_status = -1 };
+	int err;
+
+	if (!w)
+		return -EINVAL;
+	err = writer_add_end(w, end ? end : &unknown);
+	if (!err && fsync(w->fd) < 0)
+		err = -errno;
+	if (close(w->fd) < 0 && !err)
+		err = -errno;
+	writer_free(w);
+	return err;
+}
+
+/* Pending records are still written, best effort: a reader gets them, and
+ * the missing END chunk tells it the recording did not finish. */
+void trace_writer__abort(struct trace_writer *w)
+{
+	if (!w)
+		return;
+	trace_writer__flush(w);
+	close(w->fd);
+	writer_free(w);
+}
