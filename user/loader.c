@@ -7,7 +7,27 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+/* Kernel >= 6.6 ABI that Debian's libbpf 1.1 and uapi headers predate. */
+#define MT_BPF_TRACE_UPROBE_MULTI 48
+#define MT_BPF_F_UPROBE_MULTI_RETURN 1
+
+struct uprobe_multi_attr {   /* union bpf_attr, link_create with uprobe_multi */
+	uint32_t prog_fd;
+	uint32_t target_fd;
+	uint32_t attach_type;
+	uint32_t flags;
+	uint64_t path;
+	uint64_t offsets;
+	uint64_t ref_ctr_offsets;
+	uint64_t cookies;
+	uint32_t cnt;
+	uint32_t multi_flags;
+	uint32_t pid;
+	uint32_t pad;
+};
 
 struct loader {
 	struct memtrace_bpf *skel;
@@ -15,13 +35,34 @@ struct loader {
 	struct ring_buffer *rb;
 	int nr_cpus;
 	int *ring_fds;
-	struct bpf_link **links;
+	bool multi;             /* one multi-uprobe link per program and file */
+	struct bpf_link **links; /* classic: one perf-event link per probe */
 	size_t nr_links;
+	int *link_fds;           /* multi: link fds */
+	size_t nr_link_fds;
 };
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0; /* failures are reported once, by the command */
+}
+
+static int open_skel(struct loader *l, bool multi)
+{
+	struct bpf_program *prog;
+
+	l->skel = memtrace_bpf__open();
+	if (!l->skel)
+		return -errno;
+	l->multi = multi;
+	bpf_object__for_each_program(prog, l->skel->obj) {
+		if (multi)
+			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_MULTI);
+	}
+	l->skel->rodata->target_tgid = l->opts.pid;
+	l->skel->rodata->stack_depth = l->opts.stack_depth;
+	l->skel->rodata->wakeup_bytes = l->opts.ring_bytes / 4;
+	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
 }
 
 int loader__open(struct loader **out, const struct loader_opts *opts)
@@ -34,19 +75,16 @@ int loader__open(struct loader **out, const struct loader_opts *opts)
 	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
 	l->opts = *opts;
 	l->nr_cpus = libbpf_num_possible_cpus();
-	l->skel = memtrace_bpf__open();
-	if (!l->skel || l->nr_cpus <= 0) {
-		err = l->skel ? l->nr_cpus : -errno;
+	err = l->nr_cpus > 0 ? open_skel(l, !getenv("MEMTRACE_NO_MULTI")) : -EINVAL;
+	if (err) {
+		memtrace_bpf__destroy(l->skel);
 		free(l);
-		return err ? err : -EINVAL;
+		return err;
 	}
-	l->skel->rodata->target_tgid = opts->pid;
-	l->skel->rodata->stack_depth = opts->stack_depth;
-	l->skel->rodata->wakeup_bytes = opts->ring_bytes / 4;
-	bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
 	*out = l;
 	return 0;
 }
+
 
 static int ring_cb(void *ctx, void *data, size_t size)
 {
@@ -84,10 +122,18 @@ static int create_rings(struct loader *l)
 	return 0;
 }
 
+/* Kernels before 6.6 have no multi-uprobe links: load for classic
+ * perf-event uprobes instead. */
 int loader__load(struct loader *l)
 {
 	int err = memtrace_bpf__load(l->skel);
 
+	if (err && l->multi && err != -EPERM) {
+		memtrace_bpf__destroy(l->skel);
+		err = open_skel(l, false);
+		if (!err)
+			err = memtrace_bpf__load(l->skel);
+	}
 	if (err)
 		return err;
 	return create_rings(l);
@@ -120,10 +166,68 @@ static int attach_one(struct loader *l, struct bpf_program *prog, const struct p
 	return 0;
 }
 
+/* One link for PROG on every probe in PATH that WANT selects. */
+static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
+			const char *path, bool ret, enum probe_prog which, const struct probe **failed)
+{
+	struct uprobe_multi_attr attr = {
+		.prog_fd = bpf_program__fd(prog),
+		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path,
+		.multi_flags = ret ? MT_BPF_F_UPROBE_MULTI_RETURN : 0,
+		.pid = l->opts.pid,
+	};
+	uint64_t offsets[PROBE_MAX];
+	int fd;
+
+	for (size_t i = 0; i < ps->nr; i++) {
+		const struct probe *p = &ps->v[i];
+
+		if (strcmp(p->path, path) || (ret ? !p->ret : p->prog != which))
+			continue;
+		offsets[attr.cnt++] = p->offset; /* entry and return share one breakpoint */
+		*failed = p;
+	}
+	if (!attr.cnt)
+		return 0;
+	attr.offsets = (uint64_t)(uintptr_t)offsets;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	if (fd < 0)
+		return -errno;
+	l->link_fds[l->nr_link_fds++] = fd;
+	return 0;
+}
+
+static int attach_all_multi(struct loader *l, const struct probe_set *ps, const struct probe **failed)
+{
+	int err = 0;
+
+	l->link_fds = calloc(ps->nr * (PROBE_NR_PROGS + 1), sizeof(int));
+	if (!l->link_fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < ps->nr && !err; i++) {
+		const char *path = ps->v[i].path;
+		size_t j = 0;
+
+		while (j < i && strcmp(ps->v[j].path, path))
+			j++;
+		if (j < i)
+			continue; /* this file is done */
+		err = attach_multi(l, l->skel->progs.alloc_exit, ps, path, true, 0, failed);
+		for (int p = 0; p < PROBE_NR_PROGS && !err; p++)
+			err = attach_multi(l, entry_prog(l->skel, p), ps, path, false, p, failed);
+	}
+	if (err)
+		loader__detach(l);
+	return err;
+}
+
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed)
 {
 	int err = 0;
 
+	if (l->multi)
+		return attach_all_multi(l, ps, failed);
 	l->links = calloc(ps->nr * 2, sizeof(*l->links));
 	if (!l->links)
 		return -ENOMEM;
@@ -162,6 +266,9 @@ void loader__detach(struct loader *l)
 	for (size_t i = l->nr_links; i > 0; i--)
 		bpf_link__destroy(l->links[i - 1]);
 	l->nr_links = 0;
+	for (size_t i = l->nr_link_fds; i > 0; i--)
+		close(l->link_fds[i - 1]);
+	l->nr_link_fds = 0;
 }
 
 uint64_t loader__drops(struct loader *l, int cpu)
@@ -195,6 +302,7 @@ void loader__close(struct loader *l)
 	}
 	free(l->ring_fds);
 	free(l->links);
+	free(l->link_fds);
 	memtrace_bpf__destroy(l->skel);
 	free(l);
 }

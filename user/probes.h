@@ -30,6 +30,8 @@ struct probe {
 	bool ret;          /* also a return probe */
 };
 
+#define PROBE_MAX 64 /* more than the allocator functions memtrace knows */
+
 struct probe_set {
 	struct probe *v;
 	size_t nr;
