@@ -65,6 +65,8 @@ $(BUILD)/progs/libtinyalloc.so: tests/progs/tinyalloc/tinyalloc.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
 
+$(BUILD)/progs/uses_tinyalloc: $(BUILD)/progs/libtinyalloc.so
+
 progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so
 unit: $(UNIT_BIN)
 
@@ -80,6 +82,7 @@ test: deps
 
 demo: all
 	$(MAKE) $(BUILD)/progs/demo
+	rm -f $(BUILD)/demo.mtrace
 	$(BUILD)/memtrace record -o $(BUILD)/demo.mtrace -- $(BUILD)/progs/demo
 	$(BUILD)/memtrace report $(BUILD)/demo.mtrace
 

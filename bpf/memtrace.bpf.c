@@ -17,6 +17,11 @@ const volatile __u32 target_tgid = 0;   /* only this process is traced */
 const volatile __u32 stack_depth = MT_DEFAULT_STACK_DEPTH; /* 0: no stacks */
 const volatile __u64 wakeup_bytes = 1 << 20; /* wake the reader past this much */
 
+/* Set by user space once every probe is attached and cleared before any is
+ * detached: attaching and detaching take time per link, and a window with
+ * malloc traced but free not would invent leaks. */
+volatile __u32 recording;
+
 struct thread_state {
 	__u64 sp;       /* stack pointer at the outermost allocator entry */
 	__u64 size;     /* requested bytes */
@@ -183,7 +188,7 @@ static __always_inline bool nested(const struct thread_state *st, __u64 sp)
 
 static __always_inline bool traced_process(__u64 pid_tgid)
 {
-	return (pid_tgid >> 32) == target_tgid;
+	return recording && (pid_tgid >> 32) == target_tgid;
 }
 
 static __always_inline void emit_free(__u32 tid, __u64 ptr)
@@ -300,7 +305,7 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 
 	if (!st || !st->depth)
 		return 0;
-	if (--st->depth)
+	if (--st->depth || !recording)
 		return 0;
 	switch (st->kind) {
 	case MT_KIND_FREE:

@@ -330,6 +330,7 @@ static int attach_probes(struct recording *r)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
 		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
+	loader__set_recording(r->loader, true);
 	return 0;
 }
 
@@ -446,8 +447,9 @@ static int finish(struct recording *r)
 	struct trace_end end = { .exit_status = -1 };
 	int err;
 
-	loader__detach(r->loader);
+	loader__set_recording(r->loader, false);
 	end.end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	loader__detach(r->loader);
 	err = loader__poll(r->loader, 0);
 	if (!err)
 		err = drain__flush(r->drain, UINT64_MAX);

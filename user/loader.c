@@ -249,6 +249,11 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 	return err;
 }
 
+void loader__set_recording(struct loader *l, bool on)
+{
+	__atomic_store_n(&l->skel->bss->recording, on ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
 int loader__poll(struct loader *l, int timeout_ms)
 {
 	int n = ring_buffer__poll(l->rb, timeout_ms);
@@ -262,6 +267,7 @@ int loader__poll(struct loader *l, int timeout_ms)
 
 void loader__detach(struct loader *l)
 {
+	loader__set_recording(l, false);
 	/* Entries first, so no return probe is left waiting on a missing entry. */
 	for (size_t i = l->nr_links; i > 0; i--)
 		bpf_link__destroy(l->links[i - 1]);

@@ -3,6 +3,7 @@
 #define MEMTRACE_LOADER_H
 
 #include "probes.h"
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,8 @@ int loader__open(struct loader **out, const struct loader_opts *opts);
 int loader__load(struct loader *l);
 /* Attach every probe; on failure FAILED names the probe and nothing stays attached. */
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);
+/* Start or stop taking events, at once for every probe. */
+void loader__set_recording(struct loader *l, bool on);
 /* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records
  * handed over, or -errno. */
 int loader__poll(struct loader *l, int timeout_ms);

@@ -75,7 +75,7 @@ static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct e
 	struct placement pl = { 0, false, "?" };
 
 	if (len && !elf_file__read(f, ef->file_offset, code, len))
-		placement_choose(code, len, &pl);
+		if (!getenv("MEMTRACE_NO_PLACEMENT")) placement_choose(code, len, &pl);
 
 	p->path = strdup(path);
 	if (!p->path)

@@ -1,0 +1,109 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Bad input: one line "memtrace: ..." on stderr, a non-zero exit status that
+# is not a crash, and nothing written. Damaged traces: the report either
+# succeeds and says the trace is partial, or refuses with one line.
+source "$(dirname "$0")/lib.sh"
+
+mt() { timeout -k 5 "$LIMIT" "$MEMTRACE" "$@"; }
+
+# --- report on things that are not (whole) traces ---
+printf 'this is not a trace\n' >"$TMP/text"
+mt report --json "$TMP/text" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "report on a text file" $? "$TMP/e"
+mt report --json "$TMP/missing.mtrace" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "report on a missing file" $? "$TMP/e"
+mt report --json "$TMP" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "report on a directory" $? "$TMP/e"
+: >"$TMP/empty"
+mt report --json "$TMP/empty" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "report on an empty file" $? "$TMP/e"
+
+# a real trace to damage
+good=$TMP/good.mtrace
+mt record -o "$good" -- "$PROGS/alloc_patterns" >/dev/null 2>"$TMP/e"
+expect_eq "record a trace to damage" $? 0
+size=$(stat -c %s "$good" 2>/dev/null || echo 0)
+if [ "$size" -gt 0 ]; then ok "trace is $size bytes"; else not_ok "no trace recorded"; fi
+
+# damaged_report DESCRIPTION FILE: exit 0 with valid JSON that says it is
+# partial (or a warning saying so), or one "memtrace: " line and a plain error
+damaged_report() {
+	local rc
+	mt report --json "$2" >"$TMP/o" 2>"$TMP/e"
+	rc=$?
+	if [ "$rc" = 0 ]; then
+		if ! jq -e . "$TMP/o" >/dev/null 2>&1; then
+			not_ok "$1: exit 0 but the output is not JSON"
+		elif jq -e '.trace.partial == true' "$TMP/o" >/dev/null 2>&1 ||
+			grep -qiE 'partial|truncat|incomplete|corrupt' "$TMP/e"; then
+			ok "$1: read as partial"
+		else
+			not_ok "$1: exit 0 and nothing says the trace is partial"
+		fi
+	else
+		expect_one_error "$1" "$rc" "$TMP/e"
+	fi
+}
+
+offsets="1 3 4 7 8 12 15 16 24 31 32 48 64 100 128 256 512"
+offsets="$offsets $((size / 4)) $((size / 3)) $((size / 2)) $((size * 2 / 3)) $((size * 3 / 4))"
+offsets="$offsets $((size - 256)) $((size - 64)) $((size - 16)) $((size - 8)) $((size - 4)) $((size - 1))"
+for off in $(printf '%s\n' $offsets | sort -n | uniq); do
+	[ "$off" -gt 0 ] && [ "$off" -lt "$size" ] || continue
+	head -c "$off" "$good" >"$TMP/cut.mtrace"
+	damaged_report "report on the trace cut at $off of $size bytes" "$TMP/cut.mtrace"
+done
+
+# the header of a real trace followed by garbage; a trace with zeroed bytes
+{ head -c 16 "$good"; head -c 4096 /dev/urandom; } >"$TMP/junk.mtrace"
+damaged_report "report on a trace header followed by random bytes" "$TMP/junk.mtrace"
+for at in $((size / 3)) $((size / 2)) $((size - 32)); do
+	cp "$good" "$TMP/zeroed.mtrace"
+	dd if=/dev/zero of="$TMP/zeroed.mtrace" bs=1 seek="$at" count=16 conv=notrunc status=none
+	damaged_report "report on the trace with 16 bytes zeroed at $at" "$TMP/zeroed.mtrace"
+done
+
+# --- record errors: refused, nothing written, the command not run ---
+# a PID that does not exist: beyond pid_max
+nopid=$(($(cat /proc/sys/kernel/pid_max) + 1))
+mt record -o "$TMP/nopid.mtrace" -p "$nopid" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -p of a PID that does not exist" $? "$TMP/e"
+[ -e "$TMP/nopid.mtrace" ] && not_ok "record -p $nopid left a file" || ok "record -p $nopid wrote nothing"
+
+mt record -o "$TMP/nocmd.mtrace" -- "$TMP/no-such-command" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -- a command that does not exist" $? "$TMP/e"
+[ -e "$TMP/nocmd.mtrace" ] && not_ok "record -- missing command left a file" ||
+	ok "record -- missing command wrote nothing"
+
+mt record -o "$TMP/no/such/dir/x.mtrace" -- touch "$TMP/ran1" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -o into a directory that does not exist" $? "$TMP/e"
+[ -e "$TMP/ran1" ] && not_ok "the command ran although -o could not be created" ||
+	ok "the command did not run when -o could not be created"
+
+mt record -o /proc/memtrace-e2e.mtrace -- touch "$TMP/ran2" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -o into an unwritable place (/proc)" $? "$TMP/e"
+[ -e "$TMP/ran2" ] && not_ok "the command ran although -o was unwritable" ||
+	ok "the command did not run when -o was unwritable"
+
+echo "precious" >"$TMP/exists.mtrace"
+before=$(sha256sum <"$TMP/exists.mtrace")
+mt record -o "$TMP/exists.mtrace" -- touch "$TMP/ran3" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -o onto an existing file" $? "$TMP/e"
+expect_eq "existing file untouched" "$(sha256sum <"$TMP/exists.mtrace")" "$before"
+[ -e "$TMP/ran3" ] && not_ok "the command ran although -o exists" ||
+	ok "the command did not run when -o exists"
+
+ln -s "$TMP/link-target.mtrace" "$TMP/dangling.mtrace"
+mt record -o "$TMP/dangling.mtrace" -- true >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -o through a dangling symlink" $? "$TMP/e"
+[ -e "$TMP/link-target.mtrace" ] && not_ok "a file was created through the symlink" ||
+	ok "nothing created through the dangling symlink"
+
+echo "precious" >"$TMP/target.mtrace"
+ln -s "$TMP/target.mtrace" "$TMP/link.mtrace"
+mt record -o "$TMP/link.mtrace" -- true >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -o through a symlink to a file" $? "$TMP/e"
+expect_eq "symlink target untouched" "$(cat "$TMP/target.mtrace")" precious
+if [ -L "$TMP/link.mtrace" ]; then ok "symlink still a symlink"; else not_ok "symlink replaced"; fi
+finish
