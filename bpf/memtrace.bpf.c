@@ -351,3 +351,10 @@ int BPF_KPROBE(delete_enter, __u64 ptr) { return on_delete_enter(ctx, ptr); }
 
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_exit) { return on_exit(ctx); }
+
+/* Empty programs at the same sites: the floor `make bench` measures against. */
+SEC("uprobe")
+int BPF_KPROBE(empty_enter) { return 0; }
+
+SEC("uretprobe")
+int BPF_KRETPROBE(empty_exit) { return 0; }

@@ -43,6 +43,7 @@ struct record_opts {
 	uint32_t stack_depth;
 	uint64_t ring_bytes;
 	bool verbose;
+	int empty_probes; /* --empty-probes, for make bench */
 };
 
 struct recording {
@@ -96,6 +97,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "buffer-size", required_argument, NULL, 'B' },
 		{ "sample", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "empty-probes", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -131,6 +133,11 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		case 's':
 			return fail("--sample is not available yet; record every allocation instead");
 		case 'v': o->verbose = true; break;
+		case 'E': /* undocumented: the floor make bench measures */
+			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2 : -1;
+			if (o->empty_probes < 0)
+				return fail("--empty-probes takes entry or entry+return");
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;
 		}
@@ -311,6 +318,7 @@ static int attach_probes(struct recording *r)
 		.pid = r->pid,
 		.stack_depth = r->o.stack_depth,
 		.ring_bytes = r->o.ring_bytes,
+		.empty_probes = r->o.empty_probes,
 		.on_record = on_record,
 		.ctx = r->drain,
 	};

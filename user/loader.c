@@ -139,8 +139,12 @@ int loader__load(struct loader *l)
 	return create_rings(l);
 }
 
-static struct bpf_program *entry_prog(struct memtrace_bpf *s, enum probe_prog p)
+static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 {
+	struct memtrace_bpf *s = l->skel;
+
+	if (l->opts.empty_probes)
+		return s->progs.empty_enter;
 	switch (p) {
 	case PROBE_MALLOC: return s->progs.malloc_enter;
 	case PROBE_CALLOC: return s->progs.calloc_enter;
@@ -152,6 +156,14 @@ static struct bpf_program *entry_prog(struct memtrace_bpf *s, enum probe_prog p)
 	case PROBE_DELETE: return s->progs.delete_enter;
 	default: return NULL;
 	}
+}
+
+/* NULL: no return probes (the entry-only bench floor). */
+static struct bpf_program *exit_prog(struct loader *l)
+{
+	if (l->opts.empty_probes == 1)
+		return NULL;
+	return l->opts.empty_probes ? l->skel->progs.empty_exit : l->skel->progs.alloc_exit;
 }
 
 static int attach_one(struct loader *l, struct bpf_program *prog, const struct probe *p, bool ret)
@@ -171,7 +183,6 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 			const char *path, bool ret, enum probe_prog which, const struct probe **failed)
 {
 	struct uprobe_multi_attr attr = {
-		.prog_fd = bpf_program__fd(prog),
 		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
 		.path = (uint64_t)(uintptr_t)path,
 		.multi_flags = ret ? MT_BPF_F_UPROBE_MULTI_RETURN : 0,
@@ -179,6 +190,10 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 	};
 	uint64_t offsets[PROBE_MAX];
 	int fd;
+
+	if (!prog)
+		return 0;
+	attr.prog_fd = bpf_program__fd(prog);
 
 	for (size_t i = 0; i < ps->nr; i++) {
 		const struct probe *p = &ps->v[i];
@@ -213,9 +228,9 @@ static int attach_all_multi(struct loader *l, const struct probe_set *ps, const 
 			j++;
 		if (j < i)
 			continue; /* this file is done */
-		err = attach_multi(l, l->skel->progs.alloc_exit, ps, path, true, 0, failed);
+		err = attach_multi(l, exit_prog(l), ps, path, true, 0, failed);
 		for (int p = 0; p < PROBE_NR_PROGS && !err; p++)
-			err = attach_multi(l, entry_prog(l->skel, p), ps, path, false, p, failed);
+			err = attach_multi(l, entry_prog(l, p), ps, path, false, p, failed);
 	}
 	if (err)
 		loader__detach(l);
@@ -234,13 +249,13 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 	/* Return probes first: an entry without its return would leave a
 	 * thread's depth open. */
 	for (size_t i = 0; i < ps->nr && !err; i++) {
-		if (ps->v[i].ret)
-			err = attach_one(l, l->skel->progs.alloc_exit, &ps->v[i], true);
+		if (ps->v[i].ret && exit_prog(l))
+			err = attach_one(l, exit_prog(l), &ps->v[i], true);
 		if (err)
 			*failed = &ps->v[i];
 	}
 	for (size_t i = 0; i < ps->nr && !err; i++) {
-		err = attach_one(l, entry_prog(l->skel, ps->v[i].prog), &ps->v[i], false);
+		err = attach_one(l, entry_prog(l, ps->v[i].prog), &ps->v[i], false);
 		if (err)
 			*failed = &ps->v[i];
 	}

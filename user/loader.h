@@ -14,6 +14,7 @@ struct loader_opts {
 	int pid;                  /* process to trace */
 	uint32_t stack_depth;     /* frames per stack; 0: none */
 	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
+	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return */
 	loader_record_fn on_record;
 	void *ctx;
 };

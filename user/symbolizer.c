@@ -13,6 +13,7 @@
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <libiberty/demangle.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -37,6 +38,14 @@ struct cu_range {
 	Dwarf_Off die;   /* offset of the CU DIE */
 };
 
+/* A function symbol by address: dwfl_module_addrinfo scans the whole
+ * symbol table per call, far too slow for thousands of addresses. */
+struct addr_sym {
+	uint64_t addr, size;
+	const char *name; /* owned by the Dwfl */
+	int rank;         /* among aliases, lower is the better name */
+};
+
 struct sym_file {
 	char *path; /* as the target sees it */
 	uint8_t build_id[32];
@@ -49,6 +58,9 @@ struct sym_file {
 	struct cu_range *cus; /* built on the first address libdw cannot place */
 	size_t nr_cus;
 	bool cus_built;
+	struct addr_sym *syms; /* sorted by addr, one per address */
+	size_t nr_syms;
+	bool syms_built;
 };
 
 struct sym_map {
@@ -210,6 +222,7 @@ void symbolizer__free(struct symbolizer *s)
 		if (s->files[i].dwfl)
 			dwfl_end(s->files[i].dwfl);
 		free(s->files[i].cus);
+		free(s->files[i].syms);
 		free(s->files[i].path);
 	}
 	for (b = s->arena; b; b = next) {
@@ -359,7 +372,8 @@ static int file_load(struct symbolizer *s, struct sym_file *f)
 
 	if (f->state)
 		return f->state > 0 ? 0 : -ENOENT;
-	found = *s->root && snprintf(path, sizeof(path), "%s%s", s->root, f->path) < (int)sizeof(path) &&
+	found = *s->root &&
+		snprintf(path, sizeof(path), "%s%s", s->root, f->path) < (int)sizeof(path) &&
 		file_try(s, f, path) == 0;
 	if (!found)
 		found = file_try(s, f, f->path) == 0;
@@ -508,11 +522,17 @@ static void cus_build(struct sym_file *f, Dwarf *dw)
 		if (dwarf_offdie(dw, off + hsize, &cu)) {
 			while ((it = dwarf_ranges(&cu, it, &base, &lo, &hi)) > 0)
 				if (cus_add(f, &cap, lo, hi, off + hsize))
-					return;
+					goto err_free;
 		}
 		off = next;
 	}
 	qsort(f->cus, f->nr_cus, sizeof(*f->cus), cmp_cu);
+	return;
+
+err_free: /* no table rather than a partial one */
+	free(f->cus);
+	f->cus = NULL;
+	f->nr_cus = 0;
 }
 
 /* The CU holding module address PC, into BUF; *BIAS turns PC into a DWARF address. */
@@ -557,58 +577,156 @@ static void line_of(struct symbolizer *s, Dwarf_Die *cu, uint64_t dw_pc, struct 
 		fr->column = (uint32_t)c;
 }
 
-/* Walk the DIE parents of the innermost scope at PC (like eu-addr2line -i):
- * each inlined_subroutine is a frame, the enclosing subprogram the last.
- * FR[0]'s location is the line table's; the others' come from call sites. */
+struct scope_chain {
+	Dwarf_Die die[MAX_FRAMES]; /* subprogram first, innermost inlined call last */
+	int nr;
+};
+
+/* Descend from PARENT through the code DIEs containing PC, pruning every
+ * other subtree: dwarf_getscopes walks the whole CU per call, which costs
+ * tens of microseconds per address in libc. True once PC's function is found. */
+static bool scope_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct scope_chain *c, int depth)
+{
+	Dwarf_Die child;
+
+	if (depth > 256 || dwarf_child(parent, &child) != 0)
+		return false;
+	do {
+		int tag = dwarf_tag(&child);
+
+		switch (tag) {
+		case DW_TAG_subprogram:
+		case DW_TAG_inlined_subroutine:
+		case DW_TAG_lexical_block:
+		case DW_TAG_try_block:
+		case DW_TAG_catch_block:
+			if (dwarf_haspc(&child, pc) != 1)
+				break;
+			if ((tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine) &&
+			    c->nr < MAX_FRAMES)
+				c->die[c->nr++] = child;
+			scope_walk(&child, pc, c, depth + 1);
+			return true;
+		case DW_TAG_namespace: /* C++ and Rust functions nest in these */
+		case DW_TAG_module:
+			if (scope_walk(&child, pc, c, depth + 1))
+				return true;
+			break;
+		default:
+			break;
+		}
+	} while (dwarf_siblingof(&child, &child) == 0);
+	return false;
+}
+
+/* One frame per inlined_subroutine, innermost first, then the subprogram.
+ * FR[0]'s location is the line table's; each outer frame's is the call site
+ * recorded on the inlined_subroutine it contains. */
 static uint32_t dwarf_frames(struct symbolizer *s, struct sym_file *f, uint64_t pc,
 			     struct trace_frame *fr)
 {
-	Dwarf_Die cubuf, *cudie, *scopes = NULL, inner;
+	struct scope_chain c = { .nr = 0 };
+	Dwarf_Die cubuf, *cudie;
 	Dwarf_Files *files = NULL;
 	Dwarf_Addr bias;
 	uint32_t nf = 0;
-	int n, i;
+	int i;
 
 	cudie = cu_find(f, pc, &cubuf, &bias);
 	if (!cudie)
 		return 0;
 	line_of(s, cudie, pc - bias, &fr[0]);
-	n = dwarf_getscopes(cudie, pc - bias, &scopes);
-	if (n <= 0)
-		goto out;
-	inner = scopes[0];
-	free(scopes);
-	scopes = NULL;
-	n = dwarf_getscopes_die(&inner, &scopes);
+	scope_walk(cudie, pc - bias, &c, 0);
 	if (dwarf_getsrcfiles(cudie, &files, NULL) != 0)
 		files = NULL;
-	for (i = 0; i < n && nf < MAX_FRAMES; i++) {
-		int tag = dwarf_tag(&scopes[i]);
-
-		if (tag != DW_TAG_inlined_subroutine && tag != DW_TAG_subprogram &&
-		    tag != DW_TAG_entry_point)
-			continue;
-		fr[nf++].function = die_name(s, &scopes[i]);
-		if (tag != DW_TAG_inlined_subroutine)
+	for (i = c.nr - 1; i >= 0; i--) {
+		fr[nf++].function = die_name(s, &c.die[i]);
+		if (dwarf_tag(&c.die[i]) != DW_TAG_inlined_subroutine)
 			break;
-		if (nf < MAX_FRAMES)
-			call_site(s, &scopes[i], files, &fr[nf]);
+		call_site(s, &c.die[i], files, &fr[nf]);
 	}
-out:
-	free(scopes);
 	return nf;
 }
 
-/* A symtab hit counts only if PC lies inside the symbol: a sizeless one may
- * just be the nearest name before an anonymous static function. */
-static const char *symtab_name(Dwfl_Module *mod, uint64_t pc, bool *sized)
+/* Among aliases (malloc and __libc_malloc) prefer what a user calls:
+ * global over weak over local, then fewer leading underscores. */
+static int alias_rank(const char *name, const GElf_Sym *sym)
 {
-	GElf_Off off;
-	GElf_Sym sym;
-	const char *name = dwfl_module_addrinfo(mod, pc, &off, &sym, NULL, NULL, NULL);
+	int bind = GELF_ST_BIND(sym->st_info);
+	int rank = bind == STB_GLOBAL ? 0 : bind == STB_WEAK ? 100 : 200;
 
-	*sized = name && sym.st_size && off < sym.st_size;
-	return name;
+	while (*name == '_' && rank % 100 < 99) {
+		name++;
+		rank++;
+	}
+	return rank;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct addr_sym *x = a, *y = b;
+
+	if (x->addr != y->addr)
+		return x->addr < y->addr ? -1 : 1;
+	if ((x->size != 0) != (y->size != 0))
+		return x->size ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+static void syms_build(struct sym_file *f)
+{
+	int n = dwfl_module_getsymtab(f->mod), i;
+	size_t kept = 0;
+
+	f->syms_built = true;
+	if (n <= 0 || !(f->syms = calloc((size_t)n, sizeof(*f->syms))))
+		return;
+	for (i = 1; i < n; i++) {
+		GElf_Sym sym;
+		GElf_Addr addr;
+		GElf_Word shndx;
+		const char *name = dwfl_module_getsym_info(f->mod, i, &sym, &addr, &shndx, NULL, NULL);
+		int type = GELF_ST_TYPE(sym.st_info);
+
+		if (!name || !*name || shndx == SHN_UNDEF ||
+		    (type != STT_FUNC && type != STT_GNU_IFUNC))
+			continue;
+		f->syms[f->nr_syms++] = (struct addr_sym){
+			.addr = addr, .size = sym.st_size, .name = name, .rank = alias_rank(name, &sym)
+		};
+	}
+	qsort(f->syms, f->nr_syms, sizeof(*f->syms), cmp_sym);
+	for (size_t j = 0; j < f->nr_syms; j++)
+		if (!kept || f->syms[kept - 1].addr != f->syms[j].addr)
+			f->syms[kept++] = f->syms[j];
+	f->nr_syms = kept;
+}
+
+/* The function symbol at PC; *SIZED says PC is inside its st_size, else it
+ * is only the nearest name before PC (which may be another function). */
+static const char *symtab_name(struct sym_file *f, uint64_t pc, bool *sized)
+{
+	size_t lo = 0, hi;
+	const struct addr_sym *sym;
+
+	if (!f->syms_built)
+		syms_build(f);
+	for (hi = f->nr_syms; lo < hi;) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->syms[mid].addr <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*sized = false;
+	if (!lo)
+		return NULL;
+	sym = &f->syms[lo - 1];
+	if (sym->size && pc - sym->addr >= sym->size)
+		return NULL;
+	*sized = sym->size != 0;
+	return sym->name;
 }
 
 static int describe(struct symbolizer *s, struct sym_file *f, uint64_t pc, struct trace_symbol *out)
@@ -620,7 +738,7 @@ static int describe(struct symbolizer *s, struct sym_file *f, uint64_t pc, struc
 
 	memset(fr, 0, sizeof(fr));
 	nf = dwarf_frames(s, f, pc, fr);
-	sym = symtab_name(f->mod, pc, &sized);
+	sym = symtab_name(f, pc, &sized);
 	/* The symtab's linkage name qualifies C++ methods and marks clones
 	 * (.cold, .constprop); DWARF's names the inlined frames. */
 	if (sym && (sized || nf == 0)) {

@@ -259,6 +259,34 @@ static void test_resolve_with_root(void **state)
 	symbolizer__free(sym);
 }
 
+/* Stripped binaries on another machine: only /usr/lib/debug/.build-id has
+ * the file (libc6-dbg provides libc's), and addresses still resolve. */
+static void test_resolve_debug_only(void **state)
+{
+	struct fixture *fx = *state;
+	const struct trace_module *libc = procmaps__find(&fx->pm, (uint64_t)(uintptr_t)malloc);
+	struct trace_module moved = *libc;
+	uint64_t addr = (uint64_t)(uintptr_t)malloc + 1;
+	struct trace_symbol want, got;
+	struct symbolizer *sym;
+
+	moved.path = "/nonexistent/libc.so.6";
+	sym = symbolizer__new(NULL);
+	assert_non_null(sym);
+	assert_int_equal(symbolizer__add_module(sym, &moved), 0);
+	assert_int_equal(symbolizer__resolve(sym, addr, &got), 0);
+	if (got.nframes == 0) {
+		symbolizer__free(sym);
+		skip(); /* no debug file for this libc here */
+	}
+	assert_int_equal(symbolizer__resolve(fx->sym, addr, &want), 0);
+	assert_int_equal(got.module_offset, want.module_offset);
+	assert_int_equal(got.nframes, want.nframes);
+	assert_string_equal(got.frames[0].function, want.frames[0].function);
+	print_message("malloc+1 from the build-id debug file -> %s\n", got.frames[0].function);
+	symbolizer__free(sym);
+}
+
 static void test_demangle(void **state)
 {
 	char *d = symbolizer_demangle("_ZN3foo3barEi");
@@ -286,6 +314,7 @@ int main(void)
 		cmocka_unit_test(test_resolve_nowhere),
 		cmocka_unit_test(test_resolve_unreadable),
 		cmocka_unit_test(test_resolve_with_root),
+		cmocka_unit_test(test_resolve_debug_only),
 		cmocka_unit_test(test_demangle),
 	};
 
