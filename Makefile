@@ -91,3 +91,9 @@ install: all
 
 clean:
 	rm -rf $(BUILD)
+
+# make bench     (as root) what tracing costs per malloc+free pair against the empty-probe floors,
+#                throughput, bytes and recorder CPU per event; prints issue 4's targets table
+.PHONY: bench
+bench: all
+	bash bench/run.sh
