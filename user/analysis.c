@@ -22,6 +22,10 @@
 
 #define IDMAP_EMPTY UINT32_MAX
 #define NO_STACK 0 /* index of the "[no stack]" stack */
+#define LIVE_FREED UINT32_MAX /* live_entry.stack of a freed entry */
+/* A freed pointer is never forgotten before this many later frees; glibc
+ * caches a few hundred chunks per thread (tcache, fastbins). */
+#define FREED_KEEP 65536
 
 /* Bump allocator for everything that lives as long as the analysis. */
 struct arena_block {
@@ -43,22 +47,35 @@ struct idmap {
 	size_t count;
 };
 
-/* A live allocation. ptr 0 marks a free slot (0 is never allocated). */
+/*
+ * An allocation, live or freed. ptr 0 marks a free slot (0 is never
+ * allocated). A freed entry remembers a pointer whose last event was a
+ * matched free: allocators free again what they had cached (glibc's tcache
+ * at thread exit), and that is not memory from before the trace. It is
+ * turned back into a live entry when the pointer is allocated again, which
+ * is how allocators reuse addresses, so freed entries cost no extra probe.
+ */
 struct live_entry {
 	uint64_t ptr;
 	uint64_t size;
-	uint64_t seq;    /* global allocation number, for temporariness */
-	uint32_t stack;  /* index into stacks */
+	uint64_t seq;    /* live: global allocation number, for temporariness;
+			    freed: when it was freed (live_table.freed_stamp) */
+	uint32_t stack;  /* index into stacks; LIVE_FREED: freed */
 	uint32_t thread; /* index into threads */
 };
 
-/* Linear probing with backward-shift deletion: no tombstones, so millions
- * of alloc/free pairs never degrade the probes. */
+/* Linear probing. A free keeps its entry (as freed) rather than deleting
+ * it, and an allocation at that pointer takes it back; the load counts
+ * freed entries, so probes stay short. Freed entries whose pointer is never
+ * reused would pile up, so when they are many, the old ones are deleted
+ * (backward shift, no tombstones) instead of growing the table. */
 struct live_table {
 	struct live_entry *slots;
 	size_t mask;
-	unsigned int shift; /* 64 - log2(capacity): the hash takes the high bits */
-	size_t count;
+	unsigned int shift;   /* 64 - log2(capacity): the hash takes the high bits */
+	size_t count;         /* entries, live and freed */
+	size_t nfreed;        /* freed entries */
+	uint64_t freed_stamp; /* frees so far: the seq of the latest freed entry */
 };
 
 struct stack {
@@ -272,14 +289,21 @@ static inline size_t live__home(const struct live_table *t, uint64_t ptr)
 	return (size_t)((ptr * 0x9E3779B97F4A7C15ULL) >> t->shift);
 }
 
+static inline bool live__is_freed(const struct live_entry *e)
+{
+	return e->stack == LIVE_FREED;
+}
+
 static int live__resize(struct live_table *t, unsigned int bits)
 {
 	size_t cap = (size_t)1 << bits, i;
-	struct live_table n = { .mask = cap - 1, .shift = 64 - bits, .count = t->count };
+	struct live_table n = *t;
 
 	n.slots = calloc(cap, sizeof(*n.slots));
 	if (!n.slots)
 		return -ENOMEM;
+	n.mask = cap - 1;
+	n.shift = 64 - bits;
 	for (i = 0; t->slots && i <= t->mask; i++) {
 		size_t j;
 
@@ -294,47 +318,12 @@ static int live__resize(struct live_table *t, unsigned int bits)
 	return 0;
 }
 
-static struct live_entry *live__find(const struct live_table *t, uint64_t ptr)
+/* Empty slot I, shifting back every later entry of its run that would no
+ * longer be reachable from its home slot (no tombstones). */
+static void live__remove_at(struct live_table *t, size_t i)
 {
-	size_t i;
+	size_t j = i;
 
-	for (i = live__home(t, ptr); t->slots[i].ptr; i = (i + 1) & t->mask)
-		if (t->slots[i].ptr == ptr)
-			return &t->slots[i];
-	return NULL;
-}
-
-/* The slot for PTR: its live entry if there is one (*existed set), else a
- * free slot now holding PTR. NULL only when growing fails. */
-static struct live_entry *live__insert(struct live_table *t, uint64_t ptr, bool *existed)
-{
-	size_t i;
-
-	/* Grow at 70% load: linear probing stays short up to there. */
-	if ((t->count + 1) * 10 > (t->mask + 1) * 7) {
-		unsigned int bits = 64 - t->shift + 1;
-
-		if (live__resize(t, bits))
-			return NULL;
-	}
-	for (i = live__home(t, ptr); t->slots[i].ptr; i = (i + 1) & t->mask) {
-		if (t->slots[i].ptr == ptr) {
-			*existed = true;
-			return &t->slots[i];
-		}
-	}
-	*existed = false;
-	t->slots[i].ptr = ptr;
-	t->count++;
-	return &t->slots[i];
-}
-
-static void live__remove(struct live_table *t, struct live_entry *e)
-{
-	size_t i = (size_t)(e - t->slots), j = i;
-
-	/* Shift back every later entry of the run that would no longer be
-	 * reachable from its home slot once slot i is empty. */
 	for (;;) {
 		size_t home;
 
@@ -349,6 +338,87 @@ static void live__remove(struct live_table *t, struct live_entry *e)
 	}
 	t->slots[i].ptr = 0;
 	t->count--;
+}
+
+/* Forget the pointers freed FREED_KEEP or more frees ago, in place. */
+static void live__drop_old_freed(struct live_table *t)
+{
+	uint64_t cutoff = t->freed_stamp - FREED_KEEP;
+	size_t i, start, left;
+
+	/* Walk once round from an empty slot: shifting back never moves an
+	 * entry across it, so each entry is looked at once (a slot whose entry
+	 * was removed is looked at again for the one shifted into it). */
+	for (start = 0; t->slots[start].ptr; start++)
+		;
+	for (i = (start + 1) & t->mask, left = t->mask; left;) {
+		struct live_entry *e = &t->slots[i];
+
+		if (e->ptr && live__is_freed(e) && e->seq <= cutoff) {
+			live__remove_at(t, i);
+			t->nfreed--;
+			continue;
+		}
+		i = (i + 1) & t->mask;
+		left--;
+	}
+}
+
+/* Make room for one more entry. */
+static int live__reserve(struct live_table *t)
+{
+	if ((t->count + 1) * 10 <= (t->mask + 1) * 7)
+		return 0;
+	/* At most FREED_KEEP freed entries survive, so dropping the old ones
+	 * when there are more than twice that, and more than live ones, deletes
+	 * over a quarter of the entries: it is rare, and the table grows only
+	 * while freed entries are few, so it stays a small multiple of the
+	 * live ones (or of FREED_KEEP). */
+	if (t->nfreed > 2 * FREED_KEEP && t->nfreed > t->count - t->nfreed) {
+		live__drop_old_freed(t);
+		if ((t->count + 1) * 10 <= (t->mask + 1) * 7)
+			return 0;
+	}
+	/* Grow at 70% load: linear probing stays short up to there. */
+	return live__resize(t, 64 - t->shift + 1);
+}
+
+static struct live_entry *live__find(const struct live_table *t, uint64_t ptr)
+{
+	size_t i;
+
+	for (i = live__home(t, ptr); t->slots[i].ptr; i = (i + 1) & t->mask)
+		if (t->slots[i].ptr == ptr)
+			return &t->slots[i];
+	return NULL;
+}
+
+/* The slot for PTR: its entry if there is one, live or freed (*existed
+ * set), else a free slot now holding PTR. NULL only when growing fails. */
+static struct live_entry *live__insert(struct live_table *t, uint64_t ptr, bool *existed)
+{
+	size_t i;
+
+	if (live__reserve(t))
+		return NULL;
+	for (i = live__home(t, ptr); t->slots[i].ptr; i = (i + 1) & t->mask) {
+		if (t->slots[i].ptr == ptr) {
+			*existed = true;
+			return &t->slots[i];
+		}
+	}
+	*existed = false;
+	t->slots[i].ptr = ptr;
+	t->count++;
+	return &t->slots[i];
+}
+
+/* E's pointer was freed: keep it as a freed entry. */
+static inline void live__mark_freed(struct live_table *t, struct live_entry *e)
+{
+	e->stack = LIVE_FREED;
+	e->seq = ++t->freed_stamp;
+	t->nfreed++;
 }
 
 /* ---- lifetime ---- */
@@ -609,13 +679,17 @@ static void analysis__free_ptr(struct analysis *a, uint64_t ptr)
 		a->totals.unmatched_frees++;
 		return;
 	}
+	if (live__is_freed(e)) {
+		a->totals.internal_frees++;
+		return;
+	}
 	if (a->threads[e->thread].last_seq == e->seq) {
 		a->stacks[e->stack].pub.figures.temporary_allocations++;
 		a->totals.temporary_allocations++;
 	}
 	a->totals.frees++;
 	live__forget(a, e);
-	live__remove(&a->live, e);
+	live__mark_freed(&a->live, e);
 }
 
 static int analysis__alloc(struct analysis *a, const struct trace_event *ev)
@@ -634,7 +708,9 @@ static int analysis__alloc(struct analysis *a, const struct trace_event *ev)
 	e = live__insert(&a->live, ev->ptr, &existed);
 	if (!e)
 		return -ENOMEM;
-	if (existed)
+	if (existed && live__is_freed(e))
+		a->live.nfreed--;
+	else if (existed)
 		live__forget(a, e);
 
 	e->size = ev->size;
@@ -975,7 +1051,7 @@ static void analysis__settle_totals(struct analysis *a)
 	uint64_t start = a->start_mono_ns;
 	uint64_t end = a->trace.ended ? a->end_mono_ns : a->last_ts;
 
-	t->leaked_allocations = a->live.count;
+	t->leaked_allocations = a->live.count - a->live.nfreed;
 	t->leaked_bytes = a->live_bytes;
 	t->peak_time_ns = t->peak_bytes && a->peak_ts > start ? a->peak_ts - start : 0;
 	t->dropped_events = a->drops_sum > a->end_dropped ? a->drops_sum : a->end_dropped;

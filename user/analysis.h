@@ -13,8 +13,15 @@
  * - REALLOC is a free of OLD_PTR (matched or unmatched; none if OLD_PTR is 0)
  *   followed by an allocation of SIZE at PTR. With PTR 0 it is a free of
  *   OLD_PTR if SIZE is 0 (glibc's realloc(p, 0)), else a failed call: ignored.
- * - FREE of a live pointer is a free; of any other non-zero pointer an
- *   unmatched free, which is counted and subtracts from nothing.
+ * - A free (FREE, or REALLOC's free half) of a live pointer is a free. Of a
+ *   pointer whose last event was a matched free (not allocated since) it is
+ *   an internal free: the allocator releasing a chunk it had cached, e.g.
+ *   glibc flushing a thread's tcache at thread exit; counted, otherwise
+ *   ignored. Of a pointer never seen (allocated before the trace) it is an
+ *   unmatched free, counted and subtracting from nothing. A freed pointer
+ *   is remembered until it is allocated again, except that when more than
+ *   131072 freed pointers (and more than are live) wait for reuse, those
+ *   freed 65536 or more frees ago are forgotten: freed again, unmatched.
  * - An allocation at a pointer that is still live (its free was dropped)
  *   replaces the old allocation, which stops counting as live.
  * - Temporary: freed before the thread that made it made another
@@ -57,7 +64,8 @@ struct analysis_totals {
 	uint64_t leaked_allocations;
 	uint64_t leaked_bytes;
 	uint64_t temporary_allocations;
-	uint64_t unmatched_frees;
+	uint64_t unmatched_frees;       /* frees of pointers never seen allocated */
+	uint64_t internal_frees;        /* frees of pointers already freed, not reallocated */
 	uint64_t dropped_events;
 };
 

@@ -47,6 +47,7 @@ static void report_json__totals(struct json_out *j, const struct analysis_totals
 	json_u64(j, "leaked_bytes", t->leaked_bytes);
 	json_u64(j, "temporary_allocations", t->temporary_allocations);
 	json_u64(j, "unmatched_frees", t->unmatched_frees);
+	json_u64(j, "internal_frees", t->internal_frees);
 	json_u64(j, "dropped_events", t->dropped_events);
 	json_out__end_object(j);
 }

@@ -112,6 +112,9 @@ static void report_text__summary(FILE *f, const struct analysis *a)
 			100.0 * tot->temporary_allocations / tot->allocations);
 	fprintf(f, "\n  %-17s %" PRIu64 " (memory allocated before tracing began)\n",
 		"unmatched frees:", tot->unmatched_frees);
+	if (tot->internal_frees)
+		fprintf(f, "  %-17s %" PRIu64 " (the allocator releasing memory it had cached, "
+			   "e.g. at thread exit)\n", "internal frees:", tot->internal_frees);
 	fprintf(f, "  %-17s %" PRIu64 "\n", "dropped events:", tot->dropped_events);
 }
 

@@ -112,7 +112,8 @@ static size_t site_count(const struct analysis *a)
 /* Checks every total at once, so no rule can move a figure unnoticed. */
 static void check_totals(const struct analysis *a, uint64_t allocations, uint64_t frees,
 			 uint64_t allocated, uint64_t peak, uint64_t leaked_allocs,
-			 uint64_t leaked_bytes, uint64_t temporary, uint64_t unmatched)
+			 uint64_t leaked_bytes, uint64_t temporary, uint64_t unmatched,
+			 uint64_t internal)
 {
 	const struct analysis_totals *t = analysis__totals(a);
 
@@ -124,6 +125,7 @@ static void check_totals(const struct analysis *a, uint64_t allocations, uint64_
 	assert_int_equal(t->leaked_bytes, leaked_bytes);
 	assert_int_equal(t->temporary_allocations, temporary);
 	assert_int_equal(t->unmatched_frees, unmatched);
+	assert_int_equal(t->internal_frees, internal);
 }
 
 static void test_alloc_free(void **state)
@@ -134,7 +136,7 @@ static void test_alloc_free(void **state)
 	ev_alloc(a, 1, 1200, 0x2000, 50, 0);
 	ev_free(a, 1, 1300, 0x1000);
 	finish(a);
-	check_totals(a, 2, 1, 150, 150, 1, 50, 0, 0);
+	check_totals(a, 2, 1, 150, 150, 1, 50, 0, 0, 0);
 	assert_int_equal(analysis__totals(a)->peak_time_ns, 200);
 	analysis__free(a);
 }
@@ -146,7 +148,7 @@ static void test_calloc_bytes(void **state)
 
 	ev_alloc(a, 1, 1100, 0x1000, 7 * 3, 0);
 	finish(a);
-	check_totals(a, 1, 0, 21, 21, 1, 21, 0, 0);
+	check_totals(a, 1, 0, 21, 21, 1, 21, 0, 0, 0);
 	analysis__free(a);
 }
 
@@ -163,7 +165,7 @@ static void test_realloc_moving(void **state)
 	ev_realloc(a, 1, 1200, 0x1000, 0x2000, 200, 2);
 	finish(a);
 	/* free half matched; malloc then realloc of it: the first is temporary */
-	check_totals(a, 2, 1, 300, 200, 1, 200, 1, 0);
+	check_totals(a, 2, 1, 300, 200, 1, 200, 1, 0, 0);
 	s = site_named(a, "make");
 	assert_int_equal(s->figures.allocations, 1);
 	assert_int_equal(s->figures.leaked_bytes, 0);
@@ -185,7 +187,7 @@ static void test_realloc_in_place_and_zero(void **state)
 	ev_alloc(a, 1, 1400, 0x3000, 10, 0);
 	ev_realloc(a, 1, 1500, 0x3000, 0, 64, 0);       /* failed: 0x3000 stays */
 	finish(a);
-	check_totals(a, 3, 2, 410, 300, 1, 10, 2, 0);
+	check_totals(a, 3, 2, 410, 300, 1, 10, 2, 0, 0);
 	analysis__free(a);
 }
 
@@ -195,7 +197,7 @@ static void test_realloc_null_is_alloc(void **state)
 
 	ev_realloc(a, 1, 1100, 0, 0x1000, 64, 0);
 	finish(a);
-	check_totals(a, 1, 0, 64, 64, 1, 64, 0, 0);
+	check_totals(a, 1, 0, 64, 64, 1, 64, 0, 0, 0);
 	analysis__free(a);
 }
 
@@ -205,7 +207,7 @@ static void test_realloc_unknown(void **state)
 
 	ev_realloc(a, 1, 1100, 0xdead0, 0x1000, 64, 0);
 	finish(a);
-	check_totals(a, 1, 0, 64, 64, 1, 64, 0, 1);
+	check_totals(a, 1, 0, 64, 64, 1, 64, 0, 1, 0);
 	analysis__free(a);
 }
 
@@ -217,7 +219,86 @@ static void test_free_unknown(void **state)
 	ev_free(a, 1, 1200, 0xdead0);
 	ev_free(a, 1, 1300, 0); /* free(NULL): nothing at all */
 	finish(a);
-	check_totals(a, 1, 0, 10, 10, 1, 10, 0, 1);
+	check_totals(a, 1, 0, 10, 10, 1, 10, 0, 1, 0);
+	analysis__free(a);
+}
+
+/* glibc frees the chunks of an exiting thread's tcache, which the program
+ * had freed already: internal frees, not unmatched ones. */
+static void test_free_twice_is_internal(void **state)
+{
+	struct analysis *a = new_analysis();
+
+	ev_alloc(a, 1, 1100, 0x1000, 10, 0);
+	ev_free(a, 1, 1200, 0x1000);
+	ev_free(a, 2, 1300, 0x1000);
+	finish(a);
+	check_totals(a, 1, 1, 10, 10, 0, 0, 1, 0, 1);
+	analysis__free(a);
+}
+
+static void test_free_never_seen_is_unmatched(void **state)
+{
+	struct analysis *a = new_analysis();
+
+	ev_free(a, 1, 1100, 0x2000);
+	finish(a);
+	check_totals(a, 0, 0, 0, 0, 0, 0, 0, 1, 0);
+	analysis__free(a);
+}
+
+/* Allocating the pointer again forgets that it was freed: its next free is
+ * a matched one, and only a free after that is internal. */
+static void test_reuse_then_free_twice(void **state)
+{
+	struct analysis *a = new_analysis();
+
+	ev_alloc(a, 1, 1100, 0x1000, 10, 0);
+	ev_free(a, 1, 1200, 0x1000);
+	ev_alloc(a, 1, 1300, 0x1000, 20, 0);
+	ev_free(a, 1, 1400, 0x1000);
+	ev_free(a, 1, 1500, 0x1000);
+	finish(a);
+	check_totals(a, 2, 2, 30, 20, 0, 0, 2, 0, 1);
+	analysis__free(a);
+}
+
+/* realloc's free half remembers the old pointer like a free does. */
+static void test_realloc_moved_then_free_old(void **state)
+{
+	struct analysis *a = new_analysis();
+
+	ev_alloc(a, 1, 1100, 0x1000, 10, 0);
+	ev_realloc(a, 1, 1200, 0x1000, 0x2000, 40, 0);
+	ev_free(a, 1, 1300, 0x1000);
+	finish(a);
+	check_totals(a, 2, 1, 50, 40, 1, 40, 1, 0, 1);
+	analysis__free(a);
+}
+
+/* Freed pointers that are never allocated again are not kept forever: of
+ * 180000, the oldest is forgotten (freeing it again is unmatched), the
+ * latest is remembered (internal). The 20000 live ones among them (every
+ * 10th) survive the forgetting. */
+static void test_freed_pointers_bounded(void **state)
+{
+	const uint64_t n = 200000, base = 0x555500000000ULL;
+	struct analysis *a = new_analysis();
+	uint64_t i, ts = 1001;
+
+	for (i = 0; i < n; i++) {
+		ev_alloc(a, 1, ts++, base + i * 32, 8, 0);
+		if (i % 10)
+			ev_free(a, 1, ts++, base + i * 32);
+	}
+	ev_free(a, 1, ts++, base + 1 * 32);
+	ev_free(a, 1, ts++, base + (n - 1) * 32);
+	for (i = 0; i < n; i += 10)
+		ev_free(a, 1, ts++, base + i * 32);
+	finish(a);
+	/* Peak: the 20000 live plus one about to be freed. */
+	check_totals(a, n, n, n * 8, (n / 10 + 1) * 8, 0, 0, n - n / 10, 1, 1);
+	print_message("180000 freed, never reused: oldest forgotten, latest and live kept\n");
 	analysis__free(a);
 }
 
@@ -269,7 +350,7 @@ static void test_peak_two_sites(void **state)
 	ev_alloc(a, 2, 1080, 0xb3, 50, 2);  /* 600 */
 	ev_alloc(a, 3, 1090, 0xc1, 50, 3);  /* 650 again: a tie is not a new peak */
 	finish(a);
-	check_totals(a, 7, 2, 1050, 650, 5, 650, 1, 0); /* b1 was temporary */
+	check_totals(a, 7, 2, 1050, 650, 5, 650, 1, 0, 0); /* b1 was temporary */
 	assert_int_equal(analysis__totals(a)->peak_time_ns, 60);
 	s1 = site_named(a, "one");
 	s2 = site_named(a, "two");
@@ -295,7 +376,7 @@ static void test_leaks(void **state)
 	ev_alloc(a, 1, 1300, 0x3000, 40, 1);
 	ev_free(a, 1, 1400, 0x2000);
 	finish(a);
-	check_totals(a, 3, 1, 70, 70, 2, 50, 0, 0);
+	check_totals(a, 3, 1, 70, 70, 2, 50, 0, 0, 0);
 	s = site_named(a, "leaky");
 	assert_int_equal(s->figures.leaked_allocations, 2);
 	assert_int_equal(s->figures.leaked_bytes, 50);
@@ -327,7 +408,7 @@ static void test_temporary(void **state)
 	ev_realloc(a, 1, 1410, 0, 0xd, 1, 0);
 	ev_free(a, 1, 1420, 0xa);
 	finish(a);
-	check_totals(a, 7, 6, 7, 2, 1, 1, 4, 0);
+	check_totals(a, 7, 6, 7, 2, 1, 1, 4, 0, 0);
 	analysis__free(a);
 }
 
@@ -345,10 +426,10 @@ static void test_pointer_reuse(void **state)
 	ev_free(a, 1, 1200, 0x1000);
 	ev_alloc(a, 1, 1300, 0x1000, 30, 2);
 	ev_free(a, 1, 1400, 0x1000);
-	ev_free(a, 1, 1500, 0x1000); /* double free: the pointer is no longer live */
+	ev_free(a, 1, 1500, 0x1000); /* freed again, not reallocated: internal */
 	ev_alloc(a, 1, 1600, 0x1000, 5, 1);
 	finish(a);
-	check_totals(a, 3, 2, 45, 30, 1, 5, 2, 1);
+	check_totals(a, 3, 2, 45, 30, 1, 5, 2, 0, 1);
 	s = site_named(a, "first");
 	assert_int_equal(s->figures.allocations, 2);
 	assert_int_equal(s->figures.leaked_bytes, 5);
@@ -366,7 +447,7 @@ static void test_alloc_of_live_pointer(void **state)
 	ev_alloc(a, 1, 1100, 0x1000, 10, 0);
 	ev_alloc(a, 1, 1200, 0x1000, 20, 0);
 	finish(a);
-	check_totals(a, 2, 0, 30, 20, 1, 20, 0, 0);
+	check_totals(a, 2, 0, 30, 20, 1, 20, 0, 0, 0);
 	analysis__free(a);
 }
 
@@ -531,6 +612,7 @@ static const char tiny_json[] =
 	"    \"leaked_bytes\": 24,\n"
 	"    \"temporary_allocations\": 0,\n"
 	"    \"unmatched_frees\": 0,\n"
+	"    \"internal_frees\": 0,\n"
 	"    \"dropped_events\": 0\n"
 	"  },\n"
 	"  \"sites\": [\n"
@@ -600,6 +682,37 @@ static void test_json_tiny(void **state)
 	analysis__free(a);
 }
 
+/* The JSON and the text say internal frees; the text only when there are. */
+static void test_internal_frees_reported(void **state)
+{
+	struct analysis *a = new_analysis();
+	char *out;
+
+	ev_alloc(a, 1, 1100, 0x10, 8, 0);
+	ev_free(a, 1, 1200, 0x10);
+	ev_free(a, 1, 1300, 0x10);
+	ev_free(a, 1, 1400, 0x10);
+	ev_free(a, 1, 1500, 0x20);
+	finish(a);
+	out = render(a, true, 0);
+	assert_non_null(strstr(out, "    \"unmatched_frees\": 1,\n"
+				    "    \"internal_frees\": 2,\n"));
+	free(out);
+	out = render(a, false, 10);
+	assert_non_null(strstr(out, "  unmatched frees:  1 (memory allocated before tracing "
+				    "began)\n"
+				    "  internal frees:   2 (the allocator releasing memory it had "
+				    "cached, e.g. at thread exit)\n"));
+	free(out);
+	analysis__free(a);
+
+	a = tiny_trace();
+	out = render(a, false, 10);
+	assert_null(strstr(out, "internal frees"));
+	free(out);
+	analysis__free(a);
+}
+
 static void test_json_escapes(void **state)
 {
 	char *buf = NULL;
@@ -665,8 +778,8 @@ static void test_text_sections(void **state)
 	analysis__free(a);
 }
 
-/* 2M pointers live at once, then freed in a scrambled order (which moves
- * entries around in the table), each freed twice: the second is unmatched. */
+/* 2M pointers live at once, then freed in a scrambled order, every 1000th
+ * freed twice: the second free is internal (freed already, not reused). */
 static void test_live_table_stress(void **state)
 {
 	const uint64_t n = 2000000, base = 0x555500000000ULL;
@@ -684,7 +797,7 @@ static void test_live_table_stress(void **state)
 	finish(a);
 	/* Bytes: 31250 rounds of 1..64. Temporary: each of the 8 threads'
 	 * last allocation, freed with no later one of its thread. */
-	check_totals(a, n, n, 31250ULL * 64 * 65 / 2, 31250ULL * 64 * 65 / 2, 0, 0, 8, n / 1000);
+	check_totals(a, n, n, 31250ULL * 64 * 65 / 2, 31250ULL * 64 * 65 / 2, 0, 0, 8, 0, n / 1000);
 	print_message("2M live pointers inserted, freed, double-freed: totals exact\n");
 	analysis__free(a);
 }
@@ -699,6 +812,11 @@ int main(void)
 		cmocka_unit_test(test_realloc_null_is_alloc),
 		cmocka_unit_test(test_realloc_unknown),
 		cmocka_unit_test(test_free_unknown),
+		cmocka_unit_test(test_free_twice_is_internal),
+		cmocka_unit_test(test_free_never_seen_is_unmatched),
+		cmocka_unit_test(test_reuse_then_free_twice),
+		cmocka_unit_test(test_realloc_moved_then_free_old),
+		cmocka_unit_test(test_freed_pointers_bounded),
 		cmocka_unit_test(test_peak_two_sites),
 		cmocka_unit_test(test_leaks),
 		cmocka_unit_test(test_temporary),
@@ -709,6 +827,7 @@ int main(void)
 		cmocka_unit_test(test_no_stack),
 		cmocka_unit_test(test_inline_frames),
 		cmocka_unit_test(test_json_tiny),
+		cmocka_unit_test(test_internal_frees_reported),
 		cmocka_unit_test(test_json_escapes),
 		cmocka_unit_test(test_text_warnings_first),
 		cmocka_unit_test(test_text_sections),
