@@ -13,12 +13,16 @@
 
 #define STACK_LINES_MAX 16 /* frames printed per stack; the JSON has them all */
 
-/* One ranked list of sites. */
+/* One ranked list of sites: one line per site, and the stacks of the first
+ * few, so a screen shows the answer and where it comes from. */
 struct ranking {
 	const char *title;
 	uint64_t (*value)(const struct analysis_figures *f);
 	void (*describe)(FILE *f, const struct analysis_figures *fig);
-	unsigned int stacks; /* stacks shown per site */
+	/* The two short columns of a site's line (the first holds the value ranked by). */
+	void (*columns)(const struct analysis_figures *fig, char *first, char *second, size_t cap);
+	unsigned int stack_sites; /* leading sites whose stacks are shown */
+	unsigned int stacks;      /* stacks shown per such site */
 };
 
 static const char *plural(uint64_t n)
@@ -175,13 +179,43 @@ static void describe_temporary(FILE *f, const struct analysis_figures *fig)
 		fig->temporary_allocations, fig->allocations);
 }
 
+static void columns_bytes(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	fmt_bytes(a, 32, fig->allocated_bytes);
+	snprintf(b, cap, "%" PRIu64 " call%s", fig->allocations, plural(fig->allocations));
+}
+
+static void columns_calls(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	snprintf(a, 32, "%" PRIu64, fig->allocations);
+	fmt_bytes(b, cap, fig->allocated_bytes);
+}
+
+static void columns_peak(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	fmt_bytes(a, 32, fig->peak_bytes);
+	snprintf(b, cap, "live at the peak");
+}
+
+static void columns_leaked(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	fmt_bytes(a, 32, fig->leaked_bytes);
+	snprintf(b, cap, "%" PRIu64 " block%s", fig->leaked_allocations, plural(fig->leaked_allocations));
+}
+
+static void columns_temporary(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	snprintf(a, 32, "%" PRIu64, fig->temporary_allocations);
+	snprintf(b, cap, "of %" PRIu64 " calls", fig->allocations);
+}
+
 static const struct ranking rankings[] = {
-	{ "Top sites by allocated bytes", value_bytes, describe_bytes, 1 },
-	{ "Top sites by allocation calls", value_calls, describe_calls, 1 },
-	{ "Top sites by contribution to the peak", value_peak, describe_peak, 1 },
-	{ "Leaks (bytes still live at the end)", value_leaked, describe_leaked, 3 },
+	{ "Top sites by allocated bytes", value_bytes, describe_bytes, columns_bytes, 3, 1 },
+	{ "Top sites by allocation calls", value_calls, describe_calls, columns_calls, 0, 0 },
+	{ "Top sites by contribution to the peak", value_peak, describe_peak, columns_peak, 0, 0 },
+	{ "Leaks (bytes still live at the end)", value_leaked, describe_leaked, columns_leaked, 3, 2 },
 	{ "Temporary allocations (freed before their thread allocated again)", value_temporary,
-	  describe_temporary, 1 },
+	  describe_temporary, columns_temporary, 0, 0 },
 };
 
 static void print_frame(FILE *f, size_t i, const struct analysis_frame *fr)
@@ -253,14 +287,18 @@ static void print_site_stacks(FILE *f, const struct analysis_site *site, const s
 static void print_site(FILE *f, unsigned int rank, const struct analysis_site *s,
 		       const struct ranking *r)
 {
-	fprintf(f, "  %2u. %s", rank, s->name);
+	const char *module = s->module ? strrchr(s->module, '/') : NULL;
+	char first[32], second[48];
+
+	r->columns(&s->figures, first, second, sizeof(second));
+	fprintf(f, "  %3u. %10s  %-14s %s", rank, first, second, s->name);
 	if (s->file)
 		fprintf(f, "  %s:%" PRIu32, s->file, s->line);
-	if (s->module)
-		fprintf(f, "  in %s", s->module);
-	fprintf(f, "\n      ");
-	r->describe(f, &s->figures);
-	print_site_stacks(f, s, r);
+	if (module)
+		fprintf(f, "  [%s]", module + 1);
+	fputc('\n', f);
+	if (rank <= r->stack_sites)
+		print_site_stacks(f, s, r);
 }
 
 static int rank_cmp(const void *px, const void *py, void *arg)
