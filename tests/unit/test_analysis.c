@@ -764,14 +764,12 @@ static void test_text_sections(void **state)
 
 	assert_null(strstr(out, "WARNING"));
 	assert_non_null(strstr(out, "Top sites by allocated bytes\n"
-				    "   1. xalloc  util.h:3  in /bin/prog\n"
-				    "      32 B in 2 calls\n"
+				    "    1.       32 B  2 calls        xalloc  util.h:3  [prog]\n"
 				    "        #0  xalloc (inlined)  util.h:3\n"
 				    "        #1  make  a \"b\".c:10\n"
 				    "        #2  prog+0x2000\n"));
 	assert_non_null(strstr(out, "Leaks (bytes still live at the end)\n"
-				    "   1. xalloc  util.h:3  in /bin/prog\n"
-				    "      24 B leaked in 1 allocation\n"));
+				    "    1.       24 B  1 block        xalloc  util.h:3  [prog]\n"));
 	assert_non_null(strstr(out, "Temporary allocations (freed before their thread allocated "
 				    "again)\n  (none)\n"));
 	free(out);
