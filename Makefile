@@ -80,7 +80,7 @@ test: deps
 	$(MAKE) all unit progs
 	@sh tests/run.sh
 
-demo: all
+demo: deps all
 	$(MAKE) $(BUILD)/progs/demo
 	rm -f $(BUILD)/demo.mtrace
 	$(BUILD)/memtrace record -o $(BUILD)/demo.mtrace -- $(BUILD)/progs/demo
