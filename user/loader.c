@@ -61,7 +61,6 @@ static int open_skel(struct loader *l, bool multi)
 	}
 	l->skel->rodata->target_tgid = l->opts.pid;
 	l->skel->rodata->stack_depth = l->opts.stack_depth;
-	l->skel->rodata->wakeup_bytes = l->opts.ring_bytes / 4;
 	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
 }
 
@@ -275,7 +274,8 @@ int loader__poll(struct loader *l, int timeout_ms)
 
 	if (n < 0 && n != -EINTR)
 		return n;
-	/* Probes only wake us when a ring fills up; drain all of them anyway. */
+	/* Probes never wake us (it would cost them a wakeup per event): the
+	 * timeout is the drain's clock. */
 	n = ring_buffer__consume(l->rb);
 	return n < 0 && n != -EINTR ? n : 0;
 }
