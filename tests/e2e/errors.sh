@@ -106,4 +106,25 @@ mt record -o "$TMP/link.mtrace" -- true >"$TMP/o" 2>"$TMP/e"
 expect_one_error "record -o through a symlink to a file" $? "$TMP/e"
 expect_eq "symlink target untouched" "$(cat "$TMP/target.mtrace")" precious
 if [ -L "$TMP/link.mtrace" ]; then ok "symlink still a symlink"; else not_ok "symlink replaced"; fi
+# Without root or CAP_BPF+CAP_PERFMON: refused before anything starts.
+nobody_dir=$(mktemp -d /tmp/memtrace-nobody.XXXXXX)
+chmod 0777 "$nobody_dir"
+timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$MEMTRACE" record -o "$nobody_dir/x.mtrace" -- "$PROGS/alloc_patterns" >"$TMP/out" 2>"$TMP/e"
+expect_one_error "record without privileges" $? "$TMP/e"
+expect_eq "record without privileges: names the capabilities" \
+	"$(grep -c 'CAP_BPF and CAP_PERFMON' "$TMP/e")" 1
+expect_eq "record without privileges: no trace file" "$(ls "$nobody_dir" | wc -l)" 0
+expect_eq "record without privileges: command not run" "$(wc -c <"$TMP/out")" 0
+rm -rf "$nobody_dir"
+
+# Reports need no privileges.
+timeout 60 "$MEMTRACE" record -o "$TMP/priv.mtrace" -- "$PROGS/alloc_patterns" >/dev/null 2>&1
+chmod 0644 "$TMP/priv.mtrace"
+chmod 0755 "$TMP"
+timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+	"$MEMTRACE" report --json "$TMP/priv.mtrace" >"$TMP/priv.json" 2>"$TMP/e"
+expect_eq "report without privileges: exit status" $? 0
+expect_eq "report without privileges: allocations" "$(jq .totals.allocations "$TMP/priv.json")" 56
+
 finish
