@@ -15,7 +15,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointer
 CPPFLAGS += -I$(BUILD) -Iuser -Ibpf -D_GNU_SOURCE
 LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
-LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lpthread
+LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lpthread -lm
 
 BPF_SRC  := bpf/memtrace.bpf.c
 BPF_OBJ  := $(BUILD)/memtrace.bpf.o

@@ -15,6 +15,13 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u32 target_tgid = 0;   /* only this process is traced */
 const volatile __u32 stack_depth = MT_DEFAULT_STACK_DEPTH; /* 0: no stacks */
+const volatile __u64 sample_mean = 0; /* 0: every allocation; else mean bytes between samples */
+const volatile bool session_mode = false; /* entry programs attached as uprobe sessions */
+/* Exponential draws with mean sample_mean, made in user space (no logarithm
+ * in BPF); a random pick among them is the gap to the next sample. */
+const volatile __s64 sample_gaps[MT_SAMPLE_GAPS];
+
+extern bool bpf_session_is_return(void) __ksym __weak;
 
 /* Set by user space once every probe is attached and cleared before any is
  * detached: attaching and detaching take time per link, and a window with
@@ -22,6 +29,9 @@ const volatile __u32 stack_depth = MT_DEFAULT_STACK_DEPTH; /* 0: no stacks */
 volatile __u32 recording;
 
 struct thread_state {
+	__s64 sample_left; /* bytes until the next sample */
+	__u32 sampling;    /* sample_left has been drawn */
+	__u32 sampled;     /* the open outermost call is sampled (always, in exact mode) */
 	__u64 sp;       /* stack pointer at the outermost allocator entry */
 	__u64 size;     /* requested bytes */
 	__u64 arg;      /* realloc: old pointer; posix_memalign: where the result goes */
@@ -67,6 +77,15 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
+
+/* Sampled mode: the sampled pointers still live, so a free is sent only when
+ * it frees one of them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 20);
+	__type(key, __u64);
+	__type(value, __u8);
+} sampled SEC(".maps");
 
 struct ringbuf_inner {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -248,6 +267,42 @@ static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 o
 	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
 }
 
+/* Byte-based Poisson sampling: every byte is a sample point with
+ * probability 1/sample_mean, so the gaps between points are exponential. */
+static __always_inline bool pick_sample(struct thread_state *st, __u64 size)
+{
+	if (!sample_mean)
+		return true;
+	if (!st->sampling) {
+		st->sample_left = sample_gaps[bpf_get_prandom_u32() & (MT_SAMPLE_GAPS - 1)];
+		st->sampling = 1;
+	}
+	st->sample_left -= size;
+	if (st->sample_left > 0)
+		return false;
+	/* Memoryless: the distance to the next point past this block is a fresh draw. */
+	st->sample_left = sample_gaps[bpf_get_prandom_u32() & (MT_SAMPLE_GAPS - 1)];
+	return true;
+}
+
+/* A sampled mode free only matters for a sampled block; this forgets it. */
+static __always_inline bool forget_sampled(__u64 ptr)
+{
+	return !sample_mean || bpf_map_delete_elem(&sampled, &ptr) == 0;
+}
+
+/* Remember a sampled block; if it cannot be remembered its free would be
+ * lost, so it is dropped (and counted) instead. */
+static __always_inline bool remember_sampled(__u64 ptr)
+{
+	__u8 one = 1;
+
+	if (!sample_mean || bpf_map_update_elem(&sampled, &ptr, &one, BPF_ANY) == 0)
+		return true;
+	count_drop();
+	return false;
+}
+
 static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -264,12 +319,18 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 		st->depth++;
 		return 0;
 	}
+	st->sampled = kind == MT_KIND_FREE || pick_sample(st, size);
+	/* Nothing to learn from the return of an unsampled call that cannot nest:
+	 * a session cancels it. A realloc's return may still free a sampled block. */
+	if (!st->sampled && session_mode && !bpf_get_attach_cookie(ctx) &&
+	    kind != MT_KIND_REALLOC && kind != MT_KIND_REALLOCARRAY)
+		return 1;
 	st->depth = 1;
 	st->sp = sp;
 	st->kind = kind;
 	st->size = size;
 	st->arg = arg;
-	st->stack_id = kind == MT_KIND_FREE ? 0 : take_stack(ctx, tid, bpf_ktime_get_ns());
+	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, tid, 0) : 0;
 	return 0;
 }
 
@@ -287,7 +348,8 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 		return 0;
 	if (st)
 		st->depth = 0; /* whatever was open is gone */
-	emit_free(tid, ptr);
+	if (forget_sampled(ptr))
+		emit_free(tid, ptr);
 	return 0;
 }
 
@@ -302,17 +364,20 @@ static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
 	if (!traced_process(pid_tgid))
 		return 0;
 	st = thread_state(true);
-	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr)
+	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(ptr))
 		emit_free(tid, ptr);
 	return on_alloc_enter(ctx, MT_KIND_FREE, 0, 0);
 }
 
 static __always_inline void finish_realloc(__u32 tid, struct thread_state *st, __u64 ret)
 {
-	if (ret)
-		emit_alloc(tid, st->arg ? MT_EVENT_REALLOC : MT_EVENT_ALLOC, ret, st->arg, st);
-	else if (st->arg && st->size == 0)
-		emit_free(tid, st->arg); /* glibc's realloc(p, 0) frees p */
+	/* In sampled mode the old block is only of interest if it was sampled. */
+	__u64 old = st->arg && forget_sampled(st->arg) ? st->arg : 0;
+
+	if (ret && st->sampled && remember_sampled(ret))
+		emit_alloc(tid, old ? MT_EVENT_REALLOC : MT_EVENT_ALLOC, ret, old, st);
+	else if (old && (ret || st->size == 0))
+		emit_free(tid, old); /* moved unsampled, or glibc's realloc(p, 0) */
 }
 
 static __always_inline int on_exit(struct pt_regs *ctx)
@@ -334,39 +399,74 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 		finish_realloc(tid, st, ret);
 		break;
 	case MT_KIND_POSIX_MEMALIGN:
-		if (ret == 0 && !bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->arg) && ptr)
-			emit_alloc(tid, MT_EVENT_ALLOC, ptr, 0, st);
-		break;
+		if (ret == 0 && !bpf_probe_read_user(&ptr, sizeof(ptr), (void *)st->arg))
+			ret = ptr;
+		else
+			ret = 0;
+		/* fall through */
 	default:
-		if (ret)
+		if (ret && st->sampled && remember_sampled(ret))
 			emit_alloc(tid, MT_EVENT_ALLOC, ret, 0, st);
 	}
 	return 0;
 }
 
-SEC("uprobe")
-int BPF_KPROBE(malloc_enter, __u64 size) { return on_alloc_enter(ctx, MT_KIND_MALLOC, size, 0); }
+/*
+ * Entry programs. Attached as uprobe sessions (kernel >= 6.13) the same
+ * program also runs at the return; otherwise alloc_exit is attached as the
+ * return probe. Outside a session the return value is ignored.
+ */
+static __always_inline bool session_return(void)
+{
+	return session_mode && bpf_session_is_return();
+}
 
 SEC("uprobe")
-int BPF_KPROBE(calloc_enter, __u64 n, __u64 size) { return on_alloc_enter(ctx, MT_KIND_CALLOC, n * size, 0); }
+int BPF_KPROBE(malloc_enter, __u64 size)
+{
+	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_MALLOC, size, 0);
+}
 
 SEC("uprobe")
-int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size) { return on_alloc_enter(ctx, MT_KIND_REALLOC, size, ptr); }
+int BPF_KPROBE(calloc_enter, __u64 n, __u64 size)
+{
+	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_CALLOC, n * size, 0);
+}
 
 SEC("uprobe")
-int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 n, __u64 size) { return on_alloc_enter(ctx, MT_KIND_REALLOCARRAY, n * size, ptr); }
+int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
+{
+	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_REALLOC, size, ptr);
+}
 
 SEC("uprobe")
-int BPF_KPROBE(memalign_enter, __u64 align, __u64 size) { return on_alloc_enter(ctx, MT_KIND_MEMALIGN, size, 0); }
+int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 n, __u64 size)
+{
+	return session_return() ? on_exit(ctx)
+				: on_alloc_enter(ctx, MT_KIND_REALLOCARRAY, n * size, ptr);
+}
 
 SEC("uprobe")
-int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size) { return on_alloc_enter(ctx, MT_KIND_POSIX_MEMALIGN, size, memptr); }
+int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
+{
+	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_MEMALIGN, size, 0);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
+{
+	return session_return() ? on_exit(ctx)
+				: on_alloc_enter(ctx, MT_KIND_POSIX_MEMALIGN, size, memptr);
+}
 
 SEC("uprobe")
 int BPF_KPROBE(free_enter, __u64 ptr) { return on_free_enter(ctx, ptr); }
 
 SEC("uprobe")
-int BPF_KPROBE(delete_enter, __u64 ptr) { return on_delete_enter(ctx, ptr); }
+int BPF_KPROBE(delete_enter, __u64 ptr)
+{
+	return session_return() ? on_exit(ctx) : on_delete_enter(ctx, ptr);
+}
 
 SEC("uretprobe")
 int BPF_KRETPROBE(alloc_exit) { return on_exit(ctx); }

@@ -9,6 +9,7 @@
 
 #define MT_MAX_STACK_DEPTH 127 /* frames kept per stack, at most */
 #define MT_DEFAULT_STACK_DEPTH 64
+#define MT_SAMPLE_GAPS 1024     /* exponential draws user space provides for sampling */
 
 enum mt_event_type {
 	MT_EVENT_ALLOC = 1,   /* a successful allocation */

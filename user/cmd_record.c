@@ -42,6 +42,7 @@ struct record_opts {
 	const char *lib;
 	uint32_t stack_depth;
 	uint64_t ring_bytes;
+	uint64_t sample;
 	bool verbose;
 	int empty_probes; /* --empty-probes, for make bench */
 };
@@ -81,6 +82,8 @@ static void usage(FILE *f)
 		"  -d, --duration SEC   stop after SEC seconds\n"
 		"      --lib PATH       probe the allocator in PATH instead of the one the linker binds\n"
 		"      --stack-depth N  frames per stack, 0 for none (default %d, max %d)\n"
+		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
+		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"  -v, --verbose        list every probe\n",
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
@@ -131,7 +134,10 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			o->ring_bytes = v;
 			break;
 		case 's':
-			return fail("--sample is not available yet; record every allocation instead");
+			if (parse_size(optarg, &v) || v == 0 || v > (1ULL << 40))
+				return fail("invalid sample size '%s'; give mean bytes between samples, e.g. --sample=512K", optarg);
+			o->sample = v;
+			break;
 		case 'v': o->verbose = true; break;
 		case 'E': /* undocumented: the floor make bench measures */
 			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2 : -1;
@@ -281,6 +287,7 @@ static int open_output(struct recording *r)
 		.comm = r->comm,
 		.pid = r->pid,
 		.stack_depth = r->o.stack_depth,
+		.sample_bytes = r->o.sample,
 	};
 
 	uname(&u);
@@ -319,6 +326,7 @@ static int attach_probes(struct recording *r)
 		.stack_depth = r->o.stack_depth,
 		.ring_bytes = r->o.ring_bytes,
 		.empty_probes = r->o.empty_probes,
+		.sample_mean = r->o.sample,
 		.on_record = on_record,
 		.ctx = r->drain,
 	};
@@ -348,7 +356,12 @@ static void print_probe(const struct probe *p)
 		strrchr(p->path, '/') ? strrchr(p->path, '/') + 1 : p->path, p->skipped,
 		(unsigned long long)p->offset, p->insn,
 		p->emulated ? "emulated" : "single-stepped (no emulated site before the arguments change)",
-		p->ret ? ", with return probe" : "");
+		p->ret ? (p->may_nest ? ", with return probe" : ", with return probe (leaf)") : "");
+}
+
+static const char *mode_name(enum loader_mode m)
+{
+	return m == LOADER_SESSION ? "uprobe sessions" : m == LOADER_MULTI ? "multi-uprobe links" : "uprobes";
 }
 
 static void announce(struct recording *r)
@@ -356,6 +369,7 @@ static void announce(struct recording *r)
 	if (r->o.verbose) {
 		for (size_t i = 0; i < r->probes.nr; i++)
 			print_probe(&r->probes.v[i]);
+		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
 	}
 	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s, writing %s\n", r->pid,
 		r->comm, r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s", r->output);

@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "loader.h"
 #include "memtrace.skel.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
+#include <sys/random.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Kernel >= 6.6 ABI that Debian's libbpf 1.1 and uapi headers predate. */
 #define MT_BPF_TRACE_UPROBE_MULTI 48
+#define MT_BPF_TRACE_UPROBE_SESSION 57 /* kernel >= 6.13 */
 #define MT_BPF_F_UPROBE_MULTI_RETURN 1
 
 struct uprobe_multi_attr {   /* union bpf_attr, link_create with uprobe_multi */
@@ -35,7 +41,7 @@ struct loader {
 	struct ring_buffer *rb;
 	int nr_cpus;
 	int *ring_fds;
-	bool multi;             /* one multi-uprobe link per program and file */
+	enum loader_mode mode;
 	struct bpf_link **links; /* classic: one perf-event link per probe */
 	size_t nr_links;
 	int *link_fds;           /* multi: link fds */
@@ -47,21 +53,60 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0; /* failures are reported once, by the command */
 }
 
-static int open_skel(struct loader *l, bool multi)
+/* Programs that run at entry and, in a session, at the return too. */
+static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
+{
+	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
+	       p != s->progs.empty_exit;
+}
+
+/* Exponential gaps with the mean asked for: BPF has no logarithm. */
+static void fill_sample_gaps(struct memtrace_bpf *s, uint64_t mean)
+{
+	unsigned short seed[3];
+
+	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed))
+		seed[0] = getpid(), seed[1] = time(NULL), seed[2] = 0x4d54;
+	for (int i = 0; i < MT_SAMPLE_GAPS; i++) {
+		double u = 1.0 - erand48(seed); /* (0, 1] */
+
+		s->rodata->sample_gaps[i] = (int64_t)(-log(u) * (double)mean) + 1;
+	}
+}
+
+static int open_skel(struct loader *l, enum loader_mode mode)
 {
 	struct bpf_program *prog;
 
 	l->skel = memtrace_bpf__open();
 	if (!l->skel)
 		return -errno;
-	l->multi = multi;
+	l->mode = mode;
 	bpf_object__for_each_program(prog, l->skel->obj) {
-		if (multi)
+		if (mode == LOADER_SESSION && is_session_prog(l->skel, prog))
+			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_SESSION);
+		else if (mode != LOADER_CLASSIC)
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_MULTI);
 	}
 	l->skel->rodata->target_tgid = l->opts.pid;
 	l->skel->rodata->stack_depth = l->opts.stack_depth;
+	l->skel->rodata->session_mode = mode == LOADER_SESSION;
+	l->skel->rodata->sample_mean = l->opts.sample_mean;
+	if (l->opts.sample_mean)
+		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
+}
+
+/* The best the kernel offers, unless MEMTRACE_ATTACH names one (tests, bench). */
+static enum loader_mode first_mode(void)
+{
+	const char *want = getenv("MEMTRACE_ATTACH");
+
+	if (want && !strcmp(want, "classic"))
+		return LOADER_CLASSIC;
+	if (want && !strcmp(want, "multi"))
+		return LOADER_MULTI;
+	return LOADER_SESSION;
 }
 
 int loader__open(struct loader **out, const struct loader_opts *opts)
@@ -74,7 +119,7 @@ int loader__open(struct loader **out, const struct loader_opts *opts)
 	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
 	l->opts = *opts;
 	l->nr_cpus = libbpf_num_possible_cpus();
-	err = l->nr_cpus > 0 ? open_skel(l, !getenv("MEMTRACE_NO_MULTI")) : -EINVAL;
+	err = l->nr_cpus > 0 ? open_skel(l, first_mode()) : -EINVAL;
 	if (err) {
 		memtrace_bpf__destroy(l->skel);
 		free(l);
@@ -121,21 +166,26 @@ static int create_rings(struct loader *l)
 	return 0;
 }
 
-/* Kernels before 6.6 have no multi-uprobe links: load for classic
- * perf-event uprobes instead. */
+/* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
+ * links: step down until the programs load. */
 int loader__load(struct loader *l)
 {
 	int err = memtrace_bpf__load(l->skel);
 
-	if (err && l->multi && err != -EPERM) {
+	while (err && err != -EPERM && l->mode != LOADER_CLASSIC) {
 		memtrace_bpf__destroy(l->skel);
-		err = open_skel(l, false);
+		err = open_skel(l, l->mode + 1);
 		if (!err)
 			err = memtrace_bpf__load(l->skel);
 	}
 	if (err)
 		return err;
 	return create_rings(l);
+}
+
+enum loader_mode loader__mode(const struct loader *l)
+{
+	return l->mode;
 }
 
 static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
@@ -160,14 +210,14 @@ static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 /* NULL: no return probes (the entry-only bench floor). */
 static struct bpf_program *exit_prog(struct loader *l)
 {
-	if (l->opts.empty_probes == 1)
-		return NULL;
+	if (l->opts.empty_probes == 1 || (l->mode == LOADER_SESSION && !l->opts.empty_probes))
+		return NULL; /* sessions run the entry program at the return */
 	return l->opts.empty_probes ? l->skel->progs.empty_exit : l->skel->progs.alloc_exit;
 }
 
 static int attach_one(struct loader *l, struct bpf_program *prog, const struct probe *p, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .bpf_cookie = p->may_nest);
 	struct bpf_link *link;
 
 	link = bpf_program__attach_uprobe_opts(prog, l->opts.pid, p->path, p->offset, &uo);
@@ -181,13 +231,14 @@ static int attach_one(struct loader *l, struct bpf_program *prog, const struct p
 static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
 			const char *path, bool ret, enum probe_prog which, const struct probe **failed)
 {
+	bool session = l->mode == LOADER_SESSION && is_session_prog(l->skel, prog);
 	struct uprobe_multi_attr attr = {
-		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
+		.attach_type = session ? MT_BPF_TRACE_UPROBE_SESSION : MT_BPF_TRACE_UPROBE_MULTI,
 		.path = (uint64_t)(uintptr_t)path,
 		.multi_flags = ret ? MT_BPF_F_UPROBE_MULTI_RETURN : 0,
 		.pid = l->opts.pid,
 	};
-	uint64_t offsets[PROBE_MAX];
+	uint64_t offsets[PROBE_MAX], cookies[PROBE_MAX];
 	int fd;
 
 	if (!prog)
@@ -199,12 +250,14 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 
 		if (strcmp(p->path, path) || (ret ? !p->ret : p->prog != which))
 			continue;
+		cookies[attr.cnt] = p->may_nest;
 		offsets[attr.cnt++] = p->offset; /* entry and return share one breakpoint */
 		*failed = p;
 	}
 	if (!attr.cnt)
 		return 0;
 	attr.offsets = (uint64_t)(uintptr_t)offsets;
+	attr.cookies = (uint64_t)(uintptr_t)cookies;
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd < 0)
 		return -errno;
@@ -240,7 +293,7 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 {
 	int err = 0;
 
-	if (l->multi)
+	if (l->mode != LOADER_CLASSIC)
 		return attach_all_multi(l, ps, failed);
 	l->links = calloc(ps->nr * 2, sizeof(*l->links));
 	if (!l->links)

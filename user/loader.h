@@ -10,10 +10,18 @@
 /* Called for every record a probe hands over, in ring order per CPU. */
 typedef int (*loader_record_fn)(void *ctx, const void *data, size_t size);
 
+/* How probes are attached, best first. */
+enum loader_mode {
+	LOADER_SESSION, /* uprobe sessions in multi-uprobe links (kernel >= 6.13) */
+	LOADER_MULTI,   /* multi-uprobe links, entry and return (kernel >= 6.6) */
+	LOADER_CLASSIC, /* one perf-event uprobe per probe */
+};
+
 struct loader_opts {
 	int pid;                  /* process to trace */
 	uint32_t stack_depth;     /* frames per stack; 0: none */
 	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
+	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */
 	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return */
 	loader_record_fn on_record;
 	void *ctx;
@@ -36,6 +44,7 @@ void loader__detach(struct loader *l);
 /* Events the kernel could not hand over, for CPU. */
 uint64_t loader__drops(struct loader *l, int cpu);
 int loader__nr_cpus(const struct loader *l);
+enum loader_mode loader__mode(const struct loader *l);
 void loader__close(struct loader *l);
 
 #endif /* MEMTRACE_LOADER_H */

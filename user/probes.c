@@ -10,6 +10,7 @@
 #include "placement.h"
 
 #include <errno.h>
+#include <gelf.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,6 +67,66 @@ static bool already_probed(const struct probe_set *ps, const char *path, uint64_
 
 #define MAX_CODE 8192 /* bytes of a function scanned for branches into its prologue */
 
+struct code_range {
+	uint64_t start, end; /* ELF vaddrs */
+};
+
+/* The PLT sections: a call into them may reach any exported function. */
+static size_t plt_ranges(struct elf_file *f, struct code_range *out, size_t cap)
+{
+	Elf *elf = elf_file__elf(f);
+	Elf_Scn *scn = NULL;
+	size_t n = 0, shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while (n < cap && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		if (!strncmp(name, ".plt", 4))
+			out[n++] = (struct code_range){ sh.sh_addr, sh.sh_addr + sh.sh_size };
+	}
+	return n;
+}
+
+static bool lands_in(uint64_t target, const struct code_range *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (target >= r[i].start && target < r[i].end)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Could the function at VADDR (CODE, LEN bytes) call another probed
+ * function? Any direct call or jump to one of STARTS or into the PLT, or any
+ * indirect call or jump through memory, says yes. Every byte is tried as an
+ * opcode, so false alarms only keep a return probe that was not needed.
+ */
+static bool code_may_nest(const uint8_t *code, size_t len, uint64_t vaddr,
+			  const struct code_range *starts, size_t nstarts,
+			  const struct code_range *plt, size_t nplt)
+{
+	for (size_t i = 0; i + 5 <= len; i++) {
+		int32_t rel;
+		uint64_t target;
+
+		if (code[i] == 0xff && (code[i + 1] == 0x15 || code[i + 1] == 0x25))
+			return true;
+		if (code[i] != 0xe8 && code[i] != 0xe9)
+			continue;
+		memcpy(&rel, code + i + 1, sizeof(rel));
+		target = vaddr + i + 5 + (int64_t)rel;
+		if (lands_in(target, starts, nstarts) || lands_in(target, plt, nplt))
+			return true;
+	}
+	return false;
+}
+
 static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct elf_file *f,
 		     const char *path, const struct elf_function *ef)
 {
@@ -85,6 +146,8 @@ static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct e
 	p->skipped = pl.offset;
 	p->emulated = pl.emulated;
 	p->insn = pl.insn;
+	p->vaddr = ef->vaddr;
+	p->size = len;
 	p->prog = fn->prog;
 	p->ret = fn->prog != PROBE_FREE;
 	ps->nr++;
@@ -103,6 +166,28 @@ static size_t count_modules(const struct probe_set *ps)
 		n += j == i;
 	}
 	return n;
+}
+
+/* For sampling: which probed functions can be left without a return probe. */
+static void mark_nesting(struct probe_set *ps, struct elf_file *f, const char *path)
+{
+	struct code_range starts[PROBE_MAX], plt[8];
+	static uint8_t code[MAX_CODE];
+	size_t nstarts = 0, nplt = plt_ranges(f, plt, 8);
+
+	for (size_t i = 0; i < ps->nr; i++) {
+		if (!strcmp(ps->v[i].path, path))
+			starts[nstarts++] = (struct code_range){ ps->v[i].vaddr, ps->v[i].vaddr + 1 };
+	}
+	for (size_t i = 0; i < ps->nr; i++) {
+		struct probe *p = &ps->v[i];
+
+		if (strcmp(p->path, path))
+			continue;
+		p->may_nest = true;
+		if (p->size && !elf_file__read(f, p->offset - p->skipped, code, p->size))
+			p->may_nest = code_may_nest(code, p->size, p->vaddr, starts, nstarts, plt, nplt);
+	}
 }
 
 /* Bind every function to the first file that defines it. */
@@ -156,6 +241,8 @@ int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, 
 		files[j] = elf_file__open(paths[j]);
 	err = bind_functions(ps, files, paths, n);
 	for (size_t j = 0; j < n; j++) {
+		if (files[j] && !err)
+			mark_nesting(ps, files[j], paths[j]);
 		if (files[j])
 			elf_file__close(files[j]);
 	}

@@ -28,6 +28,9 @@ struct probe {
 	const char *insn;  /* its mnemonic */
 	enum probe_prog prog;
 	bool ret;          /* also a return probe */
+	bool may_nest;     /* its code may call another probed function */
+	uint64_t vaddr;    /* the function's ELF address */
+	uint64_t size;     /* bytes of it read (at most a few KiB) */
 };
 
 #define PROBE_MAX 64 /* more than the allocator functions memtrace knows */
