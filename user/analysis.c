@@ -16,6 +16,7 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,6 +117,8 @@ struct analysis {
 
 	struct live_table live;
 	uint64_t live_bytes;
+	uint64_t live_count;  /* live allocations (estimated, when sampled) */
+	double sample_mean;   /* 0: every allocation was recorded */
 	uint64_t alloc_seq;
 	uint64_t peak_epoch;
 	uint64_t peak_ts;
@@ -499,6 +502,7 @@ int analysis__set_meta(struct analysis *a, const struct trace_meta *m)
 	a->trace.comm = arena__strdup(a, m->comm, &err);
 	a->trace.pid = m->pid;
 	a->trace.sample_bytes = m->sample_bytes;
+	a->sample_mean = (double)m->sample_bytes;
 	a->start_mono_ns = m->start_mono_ns;
 	return err;
 }
@@ -649,6 +653,26 @@ static int thread__index(struct analysis *a, uint32_t tid, uint32_t *idx)
 	return 0;
 }
 
+/*
+ * Sampled traces: a block of SIZE bytes was recorded with probability
+ * p = 1 - exp(-SIZE / mean), so it stands for 1/p blocks and SIZE/p bytes,
+ * which makes every sum an unbiased estimate.
+ */
+static inline double sample_weight(const struct analysis *a, uint64_t size)
+{
+	return 1.0 / -expm1(-(double)(size ? size : 1) / a->sample_mean);
+}
+
+static inline uint64_t est_bytes(const struct analysis *a, uint64_t size)
+{
+	return a->sample_mean ? (uint64_t)llround((double)size * sample_weight(a, size)) : size;
+}
+
+static inline uint64_t est_count(const struct analysis *a, uint64_t size)
+{
+	return a->sample_mean ? (uint64_t)llround(sample_weight(a, size)) : 1;
+}
+
 /* Save the stack's live bytes as its share of the current peak before
  * they change, if they have not changed since that peak was reached. */
 static inline void stack__touch(struct analysis *a, struct stack *s)
@@ -663,11 +687,13 @@ static inline void stack__touch(struct analysis *a, struct stack *s)
 static void live__forget(struct analysis *a, const struct live_entry *e)
 {
 	struct stack *s = &a->stacks[e->stack];
+	uint64_t bytes = est_bytes(a, e->size), n = est_count(a, e->size);
 
 	stack__touch(a, s);
-	s->live_bytes -= e->size;
-	s->live_allocs--;
-	a->live_bytes -= e->size;
+	s->live_bytes -= bytes;
+	s->live_allocs -= n;
+	a->live_bytes -= bytes;
+	a->live_count -= n;
 }
 
 static void analysis__free_ptr(struct analysis *a, uint64_t ptr)
@@ -684,16 +710,17 @@ static void analysis__free_ptr(struct analysis *a, uint64_t ptr)
 		return;
 	}
 	if (a->threads[e->thread].last_seq == e->seq) {
-		a->stacks[e->stack].pub.figures.temporary_allocations++;
-		a->totals.temporary_allocations++;
+		a->stacks[e->stack].pub.figures.temporary_allocations += est_count(a, e->size);
+		a->totals.temporary_allocations += est_count(a, e->size);
 	}
-	a->totals.frees++;
+	a->totals.frees += est_count(a, e->size);
 	live__forget(a, e);
 	live__mark_freed(&a->live, e);
 }
 
 static int analysis__alloc(struct analysis *a, const struct trace_event *ev)
 {
+	uint64_t bytes, n;
 	uint32_t sidx, tidx;
 	struct live_entry *e;
 	struct stack *s;
@@ -721,13 +748,16 @@ static int analysis__alloc(struct analysis *a, const struct trace_event *ev)
 
 	s = &a->stacks[sidx];
 	stack__touch(a, s);
-	s->live_bytes += ev->size;
-	s->live_allocs++;
-	s->pub.figures.allocations++;
-	s->pub.figures.allocated_bytes += ev->size;
-	a->totals.allocations++;
-	a->totals.allocated_bytes += ev->size;
-	a->live_bytes += ev->size;
+	bytes = est_bytes(a, ev->size);
+	n = est_count(a, ev->size);
+	s->live_bytes += bytes;
+	s->live_allocs += n;
+	s->pub.figures.allocations += n;
+	s->pub.figures.allocated_bytes += bytes;
+	a->totals.allocations += n;
+	a->totals.allocated_bytes += bytes;
+	a->live_bytes += bytes;
+	a->live_count += n;
 	return 0;
 }
 
@@ -1051,7 +1081,7 @@ static void analysis__settle_totals(struct analysis *a)
 	uint64_t start = a->start_mono_ns;
 	uint64_t end = a->trace.ended ? a->end_mono_ns : a->last_ts;
 
-	t->leaked_allocations = a->live.count - a->live.nfreed;
+	t->leaked_allocations = a->live_count;
 	t->leaked_bytes = a->live_bytes;
 	t->peak_time_ns = t->peak_bytes && a->peak_ts > start ? a->peak_ts - start : 0;
 	t->dropped_events = a->drops_sum > a->end_dropped ? a->drops_sum : a->end_dropped;

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Every way of attaching gives the same exact figures (uprobe sessions,
+# multi-uprobe links, classic perf-event uprobes), and sampled mode's
+# estimates land near the exact figures of the same deterministic workload.
+. "$(dirname "$0")/lib.sh"
+
+for mode in session multi classic; do
+	trace=$TMP/$mode.mtrace
+	MEMTRACE_ATTACH=$mode record_cmd "$trace" "$PROGS/alloc_patterns"
+	expect_eq "$mode: record exit status" $? 0
+	report_json "$trace" "$TMP/$mode.json"
+	for f in allocations:56 frees:48 allocated_bytes:8400544 peak_bytes:8393460 \
+		leaked_allocations:8 leaked_bytes:4852 temporary_allocations:7 unmatched_frees:0; do
+		expect_eq "$mode: totals.${f%%:*}" "$(jqr "$TMP/$mode.json" ".totals.${f%%:*}")" "${f#*:}"
+	done
+	expect_site "$TMP/$mode.json" site_realloc_null allocations 3
+	expect_site "$TMP/$mode.json" site_posix_memalign leaked_bytes 200
+done
+MEMTRACE_ATTACH=classic timeout 60 "$MEMTRACE" record -v -o "$TMP/v.mtrace" -- "$PROGS/alloc_patterns" \
+	>/dev/null 2>"$TMP/v.err"
+expect_eq "classic: -v names the attach mode" "$(grep -c 'attached with uprobes$' "$TMP/v.err")" 1
+
+# heap_workload: 200000 allocations, 40683789 bytes, peak 27117795 (exact,
+# see tests/progs/heap_workload.c). A sample every 16 KiB on average keeps
+# about one allocation in 80, and the estimates stay within a few percent.
+record_cmd "$TMP/sampled.mtrace" "$PROGS/heap_workload"
+expect_eq "sampled: record exit status" $? 0
+timeout 60 "$MEMTRACE" record --sample=16K -o "$TMP/s16.mtrace" -- "$PROGS/heap_workload" >/dev/null 2>&1
+expect_eq "sampled --sample=16K: record exit status" $? 0
+report_json "$TMP/s16.mtrace" "$TMP/s16.json"
+expect_within "sampled: allocated_bytes estimate" "$(jqr "$TMP/s16.json" .totals.allocated_bytes)" 40683789 10
+expect_within "sampled: peak_bytes estimate" "$(jqr "$TMP/s16.json" .totals.peak_bytes)" 27117795 10
+expect_within "sampled: allocations estimate" "$(jqr "$TMP/s16.json" .totals.allocations)" 200000 15
+expect_eq "sampled: nothing leaked" "$(jqr "$TMP/s16.json" .totals.leaked_bytes)" 0
+expect_eq "sampled: report says the figures are estimates" \
+	"$("$MEMTRACE" report "$TMP/s16.mtrace" | grep -c '^NOTE: sampled')" 1
+exact_size=$(stat -c %s "$TMP/sampled.mtrace")
+sampled_size=$(stat -c %s "$TMP/s16.mtrace")
+if [ "$sampled_size" -lt $((exact_size / 10)) ]; then
+	ok "sampled trace is under a tenth of the exact one ($sampled_size of $exact_size bytes)"
+else
+	not_ok "sampled trace is $sampled_size bytes, the exact one $exact_size"
+fi
+finish
