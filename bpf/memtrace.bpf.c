@@ -29,9 +29,8 @@ extern bool bpf_session_is_return(void) __ksym __weak;
 volatile __u32 recording;
 
 struct thread_state {
-	__s64 sample_left; /* bytes until the next sample */
-	__u32 sampling;    /* sample_left has been drawn */
 	__u32 sampled;     /* the open outermost call is sampled (always, in exact mode) */
+	__u32 pad;
 	__u64 sp;       /* stack pointer at the outermost allocator entry */
 	__u64 size;     /* requested bytes */
 	__u64 arg;      /* realloc: old pointer; posix_memalign: where the result goes */
@@ -267,28 +266,75 @@ static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 o
 	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
 }
 
-/* Byte-based Poisson sampling: every byte is a sample point with
- * probability 1/sample_mean, so the gaps between points are exponential. */
-static __always_inline bool pick_sample(struct thread_state *st, __u64 size)
+struct sample_state {
+	__s64 left;    /* bytes until the next sample point */
+	__u64 drawn;   /* left has been drawn */
+};
+
+/* Per CPU rather than per thread: the bytes allocated on a CPU are still a
+ * Poisson process, and an unsampled call then needs no thread state at all. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sample_state);
+} sample_state SEC(".maps");
+
+static __always_inline __s64 sample_gap(void)
 {
+	return sample_gaps[bpf_get_prandom_u32() & (MT_SAMPLE_GAPS - 1)];
+}
+
+/* Byte-based Poisson sampling: every byte is a sample point with
+ * probability 1/sample_mean, so the gaps between points are exponential.
+ * A block is sampled when a point falls in it; it then stands for 1/p
+ * blocks, p = 1 - exp(-size/mean) (the analysis weighs it so). */
+static __always_inline bool pick_sample(__u64 size)
+{
+	__u32 zero = 0;
+	struct sample_state *ss;
+
 	if (!sample_mean)
 		return true;
-	if (!st->sampling) {
-		st->sample_left = sample_gaps[bpf_get_prandom_u32() & (MT_SAMPLE_GAPS - 1)];
-		st->sampling = 1;
+	ss = bpf_map_lookup_elem(&sample_state, &zero);
+	if (!ss)
+		return true;
+	if (!ss->drawn) {
+		ss->left = sample_gap();
+		ss->drawn = 1;
 	}
-	st->sample_left -= size;
-	if (st->sample_left > 0)
+	ss->left -= size;
+	if (ss->left > 0)
 		return false;
 	/* Memoryless: the distance to the next point past this block is a fresh draw. */
-	st->sample_left = sample_gaps[bpf_get_prandom_u32() & (MT_SAMPLE_GAPS - 1)];
+	ss->left = sample_gap();
 	return true;
+}
+
+/* A bit per hash of every pointer ever sampled: most frees are of blocks
+ * never sampled, and one bit read spares them the hash map. Bits are never
+ * cleared; a stale one only costs the map lookup it would have cost anyway. */
+#define SAMPLED_BITS_LOG2 20
+__u64 sampled_bits[(1 << SAMPLED_BITS_LOG2) / 64];
+
+static __always_inline __u32 sampled_bit(__u64 ptr)
+{
+	return ((ptr >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - SAMPLED_BITS_LOG2);
+}
+
+static __always_inline bool maybe_sampled(__u64 ptr)
+{
+	__u32 bit = sampled_bit(ptr);
+
+	return sampled_bits[(bit / 64) & ((1 << SAMPLED_BITS_LOG2) / 64 - 1)] & (1ULL << (bit % 64));
 }
 
 /* A sampled mode free only matters for a sampled block; this forgets it. */
 static __always_inline bool forget_sampled(__u64 ptr)
 {
-	return !sample_mean || bpf_map_delete_elem(&sampled, &ptr) == 0;
+	if (!sample_mean)
+		return true;
+	return maybe_sampled(ptr) && bpf_map_delete_elem(&sampled, &ptr) == 0;
 }
 
 /* Remember a sampled block; if it cannot be remembered its free would be
@@ -297,7 +343,13 @@ static __always_inline bool remember_sampled(__u64 ptr)
 {
 	__u8 one = 1;
 
-	if (!sample_mean || bpf_map_update_elem(&sampled, &ptr, &one, BPF_ANY) == 0)
+	__u32 bit = sampled_bit(ptr);
+
+	if (!sample_mean)
+		return true;
+	__sync_fetch_and_or(&sampled_bits[(bit / 64) & ((1 << SAMPLED_BITS_LOG2) / 64 - 1)],
+			    1ULL << (bit % 64));
+	if (bpf_map_update_elem(&sampled, &ptr, &one, BPF_ANY) == 0)
 		return true;
 	count_drop();
 	return false;
@@ -310,8 +362,16 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 	__u64 sp = PT_REGS_SP(ctx);
 	struct thread_state *st;
 
+	bool sampled;
+
 	if (!traced_process(pid_tgid))
 		return 0;
+	sampled = kind == MT_KIND_FREE || pick_sample(size);
+	/* Nothing to learn from the return of an unsampled call that cannot nest:
+	 * a session cancels it. A realloc's return may still free a sampled block. */
+	if (!sampled && session_mode && !bpf_get_attach_cookie(ctx) &&
+	    kind != MT_KIND_REALLOC && kind != MT_KIND_REALLOCARRAY)
+		return 1;
 	st = thread_state(true);
 	if (!st)
 		return 0;
@@ -319,12 +379,7 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 		st->depth++;
 		return 0;
 	}
-	st->sampled = kind == MT_KIND_FREE || pick_sample(st, size);
-	/* Nothing to learn from the return of an unsampled call that cannot nest:
-	 * a session cancels it. A realloc's return may still free a sampled block. */
-	if (!st->sampled && session_mode && !bpf_get_attach_cookie(ctx) &&
-	    kind != MT_KIND_REALLOC && kind != MT_KIND_REALLOCARRAY)
-		return 1;
+	st->sampled = sampled;
 	st->depth = 1;
 	st->sp = sp;
 	st->kind = kind;
@@ -343,6 +398,8 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 
 	if (!traced_process(pid_tgid) || !ptr)
 		return 0;
+	if (sample_mean && !maybe_sampled(ptr))
+		return 0; /* never sampled: nothing to say, whatever the nesting */
 	st = thread_state(false);
 	if (st && nested(st, PT_REGS_SP(ctx)))
 		return 0;
