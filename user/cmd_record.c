@@ -33,6 +33,7 @@
 #define POLL_MS 10
 #define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
 #define STATUS_NS (500 * 1000 * 1000ULL)
+#define FLUSH_NS (1000 * 1000 * 1000ULL) /* at most this much is lost if we are killed */
 
 struct record_opts {
 	const char *output;
@@ -410,6 +411,7 @@ static int record_loop(struct recording *r)
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
 	bool status_line = isatty(STDERR_FILENO);
 	uint64_t next_status = r->start_ns + STATUS_NS, last_events = 0;
+	uint64_t next_flush = r->start_ns + FLUSH_NS;
 	int err = 0;
 
 	while (!stop_signal && !err) {
@@ -420,6 +422,10 @@ static int record_loop(struct recording *r)
 		err = loader__poll(r->loader, POLL_MS);
 		if (!err)
 			err = drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
+		if (!err && t0 >= next_flush) {
+			err = trace_writer__flush(r->w);
+			next_flush = t0 + FLUSH_NS;
+		}
 		if (status_line && t0 >= next_status) {
 			show_status(r, t0, &last_events);
 			next_status = t0 + STATUS_NS;

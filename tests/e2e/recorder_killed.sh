@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# The recorder killed with SIGKILL mid-recording: the target keeps running
+# normally, and the trace reads as partial up to its last complete chunk
+# (the recorder flushes a chunk every second).
+. "$(dirname "$0")/lib.sh"
+
+"$PROGS/forever" >"$TMP/forever.out" &
+target=$!
+timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/k.mtrace" 2>"$TMP/err" &
+recorder=$!
+if wait_for_line "$TMP/err" "memtrace: attached" 10; then ok "attached"; else not_ok "never attached"; fi
+sleep 2.5
+kill -KILL "$recorder"
+wait "$recorder" 2>/dev/null
+sleep 0.5
+if kill -0 "$target" 2>/dev/null; then ok "target still running after the recorder was killed"; else not_ok "target died"; fi
+kill -TERM "$target"
+wait "$target"
+expect_eq "target exit status" $? 0
+expect_eq "target's memory was intact throughout" "$(cat "$TMP/forever.out")" "forever: clean exit"
+
+timeout 60 "$MEMTRACE" report "$TMP/k.mtrace" >"$TMP/report.txt" 2>&1
+expect_eq "report of the cut trace: exit status" $? 0
+expect_eq "report says the trace is partial, first" \
+	"$(head -n1 "$TMP/report.txt" | grep -c '^WARNING: trace is partial')" 1
+report_json "$TMP/k.mtrace" "$TMP/k.json"
+allocs=$(jqr "$TMP/k.json" .totals.allocations)
+frees=$(jqr "$TMP/k.json" .totals.frees)
+if [ "$allocs" -gt 1000 ] && [ $((allocs - frees)) -le 1 ] && [ $((allocs - frees)) -ge 0 ]; then
+	ok "the flushed chunks hold $allocs allocations and $frees frees"
+else
+	not_ok "cut trace: $allocs allocations, $frees frees"
+fi
+finish
