@@ -65,9 +65,13 @@ $(BUILD)/progs/libtinyalloc.so: tests/progs/tinyalloc/tinyalloc.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
 
+$(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
+
 $(BUILD)/progs/uses_tinyalloc: $(BUILD)/progs/libtinyalloc.so
 
-progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so
+progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so
 unit: $(UNIT_BIN)
 
 $(BUILD):

@@ -7,6 +7,7 @@
 #include "drain.h"
 #include "launcher.h"
 #include "loader.h"
+#include "module_set.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
 #include "probes.h"
@@ -56,7 +57,8 @@ struct recording {
 	char comm[64];
 	char *cmdline;
 	char output[PATH_MAX];
-	struct procmaps maps;
+	struct procmaps maps;       /* at attach: where the allocator functions are */
+	struct module_set modules;  /* every executable mapping seen while recording */
 	struct probe_set probes;
 	struct trace_writer *w;
 	struct drain *drain;
@@ -279,6 +281,25 @@ static void default_output(struct recording *r)
 		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", r->comm, r->pid);
 }
 
+static int write_module(void *ctx, const struct trace_module *m)
+{
+	return trace_writer__add_module(ctx, m);
+}
+
+/* Libraries loaded since attach (dlopen) join the module map, so the
+ * addresses in their stacks symbolize. A target that is gone has no map. */
+static int refresh_modules(struct recording *r)
+{
+	struct procmaps now;
+	int err;
+
+	if (procmaps__read(&now, r->pid))
+		return 0;
+	err = module_set__merge(&r->modules, &now, write_module, r->w);
+	procmaps__free(&now);
+	return err;
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -307,9 +328,7 @@ static int open_output(struct recording *r)
 			return fail("failed to create %s: it is a symbolic link; memtrace never writes through one", r->output);
 		return fail("failed to create %s: %s; choose a writable path with -o", r->output, strerror(errno));
 	}
-	for (size_t i = 0; i < r->maps.nr; i++)
-		trace_writer__add_module(r->w, &r->maps.mods[i]);
-	if (trace_writer__flush(r->w))
+	if (module_set__merge(&r->modules, &r->maps, write_module, r->w) || trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	r->drain = drain__new(r->w);
 	return r->drain ? 0 : fail("out of memory");
@@ -423,7 +442,9 @@ static int record_loop(struct recording *r)
 		if (!err)
 			err = drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
 		if (!err && t0 >= next_flush) {
-			err = trace_writer__flush(r->w);
+			err = refresh_modules(r);
+			if (!err)
+				err = trace_writer__flush(r->w);
 			next_flush = t0 + FLUSH_NS;
 		}
 		if (status_line && t0 >= next_status) {
@@ -461,8 +482,8 @@ static int write_symbols(struct recording *r)
 	c.s = symbolizer__new(r->target_exited ? NULL : root);
 	if (!c.s)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->maps.nr; i++)
-		symbolizer__add_module(c.s, &r->maps.mods[i]);
+	for (size_t i = 0; i < r->modules.nr; i++)
+		symbolizer__add_module(c.s, &r->modules.mods[i]);
 	err = drain__for_each_address(r->drain, symbolize_one, &c);
 	symbolizer__free(c.s);
 	return err;
@@ -488,6 +509,8 @@ static int finish(struct recording *r)
 		if (d.count)
 			err = trace_writer__add_drops(r->w, &d);
 	}
+	if (!err && !r->target_exited)
+		err = refresh_modules(r);
 	if (!err)
 		err = write_symbols(r);
 	end.events = drain__events(r->drain);
@@ -543,6 +566,7 @@ static void cleanup(struct recording *r, bool failed)
 	drain__free(r->drain);
 	probe_set__free(&r->probes);
 	procmaps__free(&r->maps);
+	module_set__free(&r->modules);
 	if (failed && r->child.traced)
 		launcher__kill(&r->child);
 	if (r->pidfd > 0)

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# A library loaded with dlopen after recording began: its allocations are
+# counted and symbolized (the module map follows the target's mappings).
+. "$(dirname "$0")/lib.sh"
+
+record_cmd "$TMP/dl.mtrace" "$PROGS/dlopen_host" "$PROGS/libplugin.so"
+expect_eq "dlopen_host: exit status" $? 0
+report_json "$TMP/dl.mtrace" "$TMP/dl.json"
+expect_site "$TMP/dl.json" plugin_work allocations 10
+expect_site "$TMP/dl.json" plugin_work allocated_bytes 770
+expect_site "$TMP/dl.json" plugin_work leaked_bytes 770
+expect_eq "plugin_work: source file" \
+	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .file] | first' "$TMP/dl.json")" \
+	"tests/progs/plugin/plugin.c"
+expect_eq "plugin_work: module" \
+	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .module] | first' "$TMP/dl.json" | xargs basename)" \
+	"libplugin.so"
+finish
