@@ -13,6 +13,7 @@
  * them as its bytes at the current peak (they had not changed since).
  */
 #include "analysis.h"
+#include "marks.h"
 #include "trace_reader.h"
 
 #include <errno.h>
@@ -154,6 +155,8 @@ struct analysis {
 	struct analysis_site *sites;
 	size_t nsites;
 	bool finished;
+
+	struct marks *marks; /* zones, frames, pools: marks.c */
 };
 
 /* ---- memory helpers ---- */
@@ -456,7 +459,8 @@ struct analysis *analysis__new(void)
 	if (!a)
 		return NULL;
 	a->trace.pid = -1;
-	if (live__resize(&a->live, 10) || stack__new(a, 0, &idx)) {
+	a->marks = marks__new();
+	if (!a->marks || live__resize(&a->live, 10) || stack__new(a, 0, &idx)) {
 		analysis__free(a);
 		errno = ENOMEM;
 		return NULL;
@@ -489,6 +493,7 @@ void analysis__free(struct analysis *a)
 	free(a->sym_frames);
 	free(a->sym_addrs.slots);
 	free(a->modules);
+	marks__free(a->marks);
 	free(a);
 }
 
@@ -792,7 +797,24 @@ int analysis__add_event(struct analysis *a, const struct trace_event *e)
 		a->peak_ts = e->ts;
 		a->peak_epoch++;
 	}
+	if (!err)
+		err = marks__add_event(a->marks, e, est_count(a, e->size), est_bytes(a, e->size));
 	return err;
+}
+
+int analysis__add_string(struct analysis *a, const struct trace_string *s)
+{
+	return marks__add_string(a->marks, s);
+}
+
+int analysis__add_mark(struct analysis *a, const struct trace_mark *m)
+{
+	return marks__add_mark(a->marks, m);
+}
+
+int analysis__add_thread(struct analysis *a, const struct trace_thread *t)
+{
+	return marks__add_thread(a->marks, t);
 }
 
 /* ---- finishing: symbolized frames and sites ---- */
@@ -1105,7 +1127,15 @@ int analysis__finish(struct analysis *a)
 	if (!err)
 		err = analysis__group_sites(a, by, n);
 	free(by);
+	if (!err)
+		err = marks__finish(a->marks, a->start_mono_ns, a->trace.ended ? a->end_mono_ns : 0,
+				    a->sites, a->nsites);
 	return err;
+}
+
+const struct marks *analysis__marks(const struct analysis *a)
+{
+	return a->marks;
 }
 
 const struct analysis_trace *analysis__trace(const struct analysis *a)
@@ -1161,6 +1191,21 @@ static int on_end(void *ctx, const struct trace_end *e)
 	return analysis__set_end(ctx, e);
 }
 
+static int on_string(void *ctx, const struct trace_string *s)
+{
+	return analysis__add_string(ctx, s);
+}
+
+static int on_mark(void *ctx, const struct trace_mark *m)
+{
+	return analysis__add_mark(ctx, m);
+}
+
+static int on_thread(void *ctx, const struct trace_thread *t)
+{
+	return analysis__add_thread(ctx, t);
+}
+
 const struct trace_reader_ops analysis_reader_ops = {
 	.meta = on_meta,
 	.module = on_module,
@@ -1169,4 +1214,7 @@ const struct trace_reader_ops analysis_reader_ops = {
 	.symbol = on_symbol,
 	.drops = on_drops,
 	.end = on_end,
+	.string = on_string,
+	.mark = on_mark,
+	.thread = on_thread,
 };

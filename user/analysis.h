@@ -44,6 +44,7 @@
 #include <stdint.h>
 
 struct trace_reader_ops;
+struct marks;
 
 /* The figures kept per stack, per site and (in analysis_totals) overall. */
 struct analysis_figures {
@@ -126,6 +127,11 @@ int analysis__add_symbol(struct analysis *a, const struct trace_symbol *s);
 int analysis__add_event(struct analysis *a, const struct trace_event *e);
 int analysis__add_drops(struct analysis *a, const struct trace_drops *d);
 int analysis__set_end(struct analysis *a, const struct trace_end *e);
+/* In-process marks and thread names, handed to marks.h's analysis (in file
+ * order with the events: marks and events are one time-ordered stream). */
+int analysis__add_string(struct analysis *a, const struct trace_string *s);
+int analysis__add_mark(struct analysis *a, const struct trace_mark *m);
+int analysis__add_thread(struct analysis *a, const struct trace_thread *t);
 
 /* The reader found the trace cut short or damaged at its end. */
 int analysis__set_partial(struct analysis *a, const char *problem);
@@ -139,6 +145,9 @@ int analysis__finish(struct analysis *a);
 const struct analysis_trace *analysis__trace(const struct analysis *a);
 const struct analysis_totals *analysis__totals(const struct analysis *a);
 const struct analysis_site *analysis__sites(const struct analysis *a, size_t *nsites);
+/* Zones, frames, pools and thread names (marks.h), settled by
+ * analysis__finish too. */
+const struct marks *analysis__marks(const struct analysis *a);
 
 /* Reader callbacks that feed the analysis given as ctx (for
  * trace_reader__read); declared in trace_reader.h's terms. */

@@ -4,6 +4,7 @@
  * "Contract"). Keys keep their names and order; new keys may be added.
  */
 #include "json_out.h"
+#include "marks.h"
 #include "report.h"
 
 static void json_u64(struct json_out *j, const char *key, uint64_t v)
@@ -112,23 +113,106 @@ static void report_json__site(struct json_out *j, const struct analysis_site *s)
 	json_out__end_object(j);
 }
 
-/* Zones, frames and pools come from the in-process header's probes; until
- * they are analysed the keys are there, empty, so scripts can rely on them. */
-static void report_json__inproc(struct json_out *j)
+static void report_json__zones(struct json_out *j, const struct marks *m)
 {
+	const struct marks_zone *z;
+	size_t n, i;
+
+	z = marks__zones(m, &n);
 	json_out__key(j, "zones");
 	json_out__begin_array(j, false);
+	for (i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		json_str(j, "name", z[i].name);
+		json_u64(j, "count", z[i].count);
+		json_u64(j, "allocations", z[i].allocations);
+		json_u64(j, "allocated_bytes", z[i].allocated_bytes);
+		json_u64(j, "inclusive_allocations", z[i].inclusive_allocations);
+		json_u64(j, "inclusive_allocated_bytes", z[i].inclusive_allocated_bytes);
+		json_u64(j, "leaked_bytes", z[i].leaked_bytes);
+		json_u64(j, "peak_bytes", z[i].peak_bytes);
+		json_u64(j, "time_ns", z[i].time_ns);
+		json_u64(j, "open_at_end", z[i].open_at_end);
+		json_u64(j, "unmatched_ends", z[i].unmatched_ends);
+		json_out__end_object(j);
+	}
 	json_out__end_array(j);
+}
+
+/* One line per frame: a game records thousands. */
+static void report_json__frames(struct json_out *j, const struct marks *m)
+{
+	const struct marks_frame *f;
+	size_t n, i;
+
+	f = marks__frames(m, &n);
 	json_out__key(j, "frames");
 	json_out__begin_object(j, false);
-	json_u64(j, "count", 0);
+	json_u64(j, "count", n);
 	json_out__key(j, "frames");
 	json_out__begin_array(j, false);
+	for (i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		json_u64(j, "allocations", f[i].allocations);
+		json_u64(j, "allocated_bytes", f[i].allocated_bytes);
+		json_u64(j, "duration_ns", f[i].duration_ns);
+		json_u64(j, "end_ns", f[i].end_ns);
+		json_str(j, "name", f[i].name);
+		json_out__end_object(j);
+	}
 	json_out__end_array(j);
 	json_out__end_object(j);
+}
+
+static void report_json__pools(struct json_out *j, const struct marks *m)
+{
+	const struct marks_pool *p;
+	size_t n, i;
+
+	p = marks__pools(m, &n);
 	json_out__key(j, "pools");
 	json_out__begin_array(j, false);
+	for (i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		json_str(j, "name", p[i].name);
+		json_u64(j, "allocations", p[i].allocations);
+		json_u64(j, "allocated_bytes", p[i].allocated_bytes);
+		json_u64(j, "leaked_allocations", p[i].leaked_allocations);
+		json_u64(j, "leaked_bytes", p[i].leaked_bytes);
+		json_u64(j, "peak_bytes", p[i].peak_bytes);
+		json_u64(j, "frees", p[i].frees);
+		json_u64(j, "resets", p[i].resets);
+		json_u64(j, "unmatched_frees", p[i].unmatched_frees);
+		json_out__end_object(j);
+	}
 	json_out__end_array(j);
+}
+
+static void report_json__threads(struct json_out *j, const struct marks *m)
+{
+	const struct marks_thread *t;
+	size_t n, i;
+
+	t = marks__threads(m, &n);
+	json_out__key(j, "threads");
+	json_out__begin_array(j, false);
+	for (i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		json_u64(j, "tid", t[i].tid);
+		json_str(j, "name", t[i].name);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+}
+
+/* Zones, frames and pools come from the in-process header's marks; the keys
+ * are there, empty, in a trace without any, so scripts can rely on them. */
+static void report_json__inproc(struct json_out *j, const struct marks *m)
+{
+	report_json__zones(j, m);
+	report_json__frames(j, m);
+	report_json__pools(j, m);
+	report_json__threads(j, m);
 }
 
 int report_json__write(FILE *f, const struct analysis *a)
@@ -147,7 +231,7 @@ int report_json__write(FILE *f, const struct analysis *a)
 	for (i = 0; i < n; i++)
 		report_json__site(&j, &sites[i]);
 	json_out__end_array(&j);
-	report_json__inproc(&j);
+	report_json__inproc(&j, analysis__marks(a));
 	json_out__end_object(&j);
 	return json_out__finish(&j);
 }

@@ -4,6 +4,7 @@
  * less than exact (drops, a cut-short trace, sampling) comes first, so it
  * cannot be missed; then the summary and the ranked site lists.
  */
+#include "marks.h"
 #include "report.h"
 
 #include <errno.h>
@@ -337,6 +338,176 @@ static void report_text__ranking(FILE *f, const struct analysis *a, const struct
 		fprintf(f, "  ... %zu more sites (--top N shows more)\n", n - top);
 }
 
+/* ---- in-process marks: shown only when the trace has them ---- */
+
+#define SPARK_COLUMNS 64
+
+static void report_text__zones(FILE *f, const struct marks *m, unsigned int top)
+{
+	const struct marks_zone *z;
+	char t[32], b[32], ib[32], pk[32], lk[32];
+	uint64_t unmatched = 0, open = 0;
+	size_t n, i;
+
+	z = marks__zones(m, &n);
+	if (!n)
+		return;
+	fprintf(f, "\nZones (exclusive: made while the zone was its thread's innermost; "
+		   "inclusive: nested zones too)\n");
+	fprintf(f, "  %-24s %8s %12s %8s %10s %8s %10s %10s %10s\n", "zone", "entered", "time",
+		"allocs", "bytes", "incl", "incl bytes", "peak", "leaked");
+	for (i = 0; i < n && i < top; i++) {
+		fmt_duration(t, sizeof(t), z[i].time_ns);
+		fmt_bytes(b, sizeof(b), z[i].allocated_bytes);
+		fmt_bytes(ib, sizeof(ib), z[i].inclusive_allocated_bytes);
+		fmt_bytes(pk, sizeof(pk), z[i].peak_bytes);
+		fmt_bytes(lk, sizeof(lk), z[i].leaked_bytes);
+		fprintf(f, "  %-24s %8" PRIu64 " %12s %8" PRIu64 " %10s %8" PRIu64 " %10s %10s %10s\n",
+			z[i].name, z[i].count, t, z[i].allocations, b, z[i].inclusive_allocations, ib,
+			pk, lk);
+	}
+	if (n > top)
+		fprintf(f, "  ... %zu more zones (--top N shows more)\n", n - top);
+	for (i = 0; i < n; i++) {
+		unmatched += z[i].unmatched_ends;
+		open += z[i].open_at_end;
+	}
+	if (open)
+		fprintf(f, "  %" PRIu64 " zone%s still open at the end: timed until then\n", open,
+			plural(open));
+	if (unmatched)
+		fprintf(f, "  %" PRIu64 " zone end%s without an open zone of that name: ignored\n",
+			unmatched, plural(unmatched));
+}
+
+/* Allocated bytes per frame in one line: each column is the largest frame
+ * of its share of the frames. */
+static void print_sparkline(FILE *f, const struct marks_frame *fr, size_t n)
+{
+	static const char *const levels[] = { " ", "\u2581", "\u2582", "\u2583", "\u2584",
+					       "\u2585", "\u2586", "\u2587", "\u2588" };
+	size_t cols = n < SPARK_COLUMNS ? n : SPARK_COLUMNS, c, i;
+	uint64_t max = 0, col;
+
+	for (i = 0; i < n; i++)
+		if (fr[i].allocated_bytes > max)
+			max = fr[i].allocated_bytes;
+	fprintf(f, "  bytes per frame%s: |", n > cols ? " (each column: the largest of its frames)" : "");
+	for (c = 0; c < cols; c++) {
+		col = 0;
+		for (i = c * n / cols; i < (c + 1) * n / cols; i++)
+			if (fr[i].allocated_bytes > col)
+				col = fr[i].allocated_bytes;
+		/* Any allocation shows: only an empty frame is blank. */
+		fputs(levels[col ? 1 + (int)((double)col * 7 / (double)max) : 0], f);
+	}
+	fprintf(f, "|\n");
+}
+
+static void print_top_frame(FILE *f, unsigned int rank, const struct marks_top_frame *t)
+{
+	char b[32], d[32], e[32];
+	size_t i;
+
+	fmt_bytes(b, sizeof(b), t->frame->allocated_bytes);
+	fmt_duration(d, sizeof(d), t->frame->duration_ns);
+	fmt_duration(e, sizeof(e), t->frame->end_ns);
+	fprintf(f, "  %3u. frame %-6zu %10s  %" PRIu64 " call%s  %s long, ended at %s%s%s\n", rank,
+		t->index, b, t->frame->allocations, plural(t->frame->allocations), d, e,
+		t->frame->name ? ", " : "", t->frame->name ? t->frame->name : "");
+	for (i = 0; i < t->nsites; i++) {
+		const struct marks_frame_site *s = &t->sites[i];
+
+		fmt_bytes(b, sizeof(b), s->allocated_bytes);
+		snprintf(d, sizeof(d), "%" PRIu64 " call%s", s->allocations, plural(s->allocations));
+		fprintf(f, "        %10s  %-14s %s", b, d, s->site->name);
+		if (s->site->file)
+			fprintf(f, "  %s:%" PRIu32, s->site->file, s->site->line);
+		fputc('\n', f);
+	}
+}
+
+static void report_text__frames(FILE *f, const struct marks *m, unsigned int top)
+{
+	const struct marks_totals *tot = marks__totals(m);
+	const struct marks_top_frame *tf;
+	const struct marks_frame *fr;
+	uint64_t bytes = 0, allocs = 0;
+	size_t n, ntop, i;
+	char b[32];
+
+	fr = marks__frames(m, &n);
+	if (!n)
+		return;
+	for (i = 0; i < n; i++) {
+		bytes += fr[i].allocated_bytes;
+		allocs += fr[i].allocations;
+	}
+	fmt_bytes(b, sizeof(b), bytes / n);
+	fprintf(f, "\nFrames: %zu (frame i ends at frame mark i), on average %" PRIu64
+		   " allocations and %s per frame\n", n, allocs / n, b);
+	print_sparkline(f, fr, n);
+	if (tot->tail_allocations) {
+		fmt_bytes(b, sizeof(b), tot->tail_allocated_bytes);
+		fprintf(f, "  after the last mark (in no frame): %" PRIu64 " allocations, %s\n",
+			tot->tail_allocations, b);
+	}
+	tf = marks__top_frames(m, &ntop);
+	fprintf(f, "\nFrames that allocated most, with their top sites\n");
+	if (!ntop)
+		fprintf(f, "  (none)\n");
+	for (i = 0; i < ntop && i < top; i++)
+		print_top_frame(f, (unsigned int)i + 1, &tf[i]);
+}
+
+static void report_text__pools(FILE *f, const struct marks *m, unsigned int top)
+{
+	const struct marks_pool *p;
+	char b[32], pk[32], lk[32];
+	size_t n, i;
+
+	p = marks__pools(m, &n);
+	if (!n)
+		return;
+	fprintf(f, "\nPools (MEMTRACE_ALLOC/FREE/POOL_RESET; not counted as heap allocations)\n");
+	fprintf(f, "  %-24s %8s %10s %10s %10s %8s %6s %9s\n", "pool", "allocs", "bytes", "peak",
+		"leaked", "blocks", "resets", "unmatched");
+	for (i = 0; i < n && i < top; i++) {
+		fmt_bytes(b, sizeof(b), p[i].allocated_bytes);
+		fmt_bytes(pk, sizeof(pk), p[i].peak_bytes);
+		fmt_bytes(lk, sizeof(lk), p[i].leaked_bytes);
+		fprintf(f, "  %-24s %8" PRIu64 " %10s %10s %10s %8" PRIu64 " %6" PRIu64 " %9" PRIu64 "\n",
+			p[i].name, p[i].allocations, b, pk, lk, p[i].leaked_allocations, p[i].resets,
+			p[i].unmatched_frees);
+	}
+	if (n > top)
+		fprintf(f, "  ... %zu more pools (--top N shows more)\n", n - top);
+}
+
+static void report_text__threads(FILE *f, const struct marks *m)
+{
+	const struct marks_thread *t;
+	size_t n, i;
+
+	t = marks__threads(m, &n);
+	if (!n)
+		return;
+	fprintf(f, "\nThreads named:");
+	for (i = 0; i < n; i++)
+		fprintf(f, "%s %" PRIu32 " %s", i ? "," : "", t[i].tid, t[i].name);
+	fputc('\n', f);
+}
+
+static void report_text__marks(FILE *f, const struct analysis *a, unsigned int top)
+{
+	const struct marks *m = analysis__marks(a);
+
+	report_text__zones(f, m, top);
+	report_text__frames(f, m, top);
+	report_text__pools(f, m, top);
+	report_text__threads(f, m);
+}
+
 int report_text__write(FILE *f, const struct analysis *a, const struct report_options *opts)
 {
 	const struct analysis_site **by;
@@ -351,6 +522,7 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 	report_text__summary(f, a);
 	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++)
 		report_text__ranking(f, a, &rankings[i], top, by);
+	report_text__marks(f, a, top);
 	free(by);
 	if (fflush(f) || ferror(f))
 		return -EIO;

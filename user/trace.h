@@ -55,6 +55,32 @@ struct trace_stack {
 	const uint64_t *frames; /* return addresses, innermost (the allocation site) first */
 };
 
+/* An interned string: marks refer to names by id (docs/trace-format.md). */
+struct trace_string {
+	uint32_t id;     /* >= 1, defined once per trace, before any mark that uses it */
+	const char *str; /* the text; NULL only if the writer had none */
+};
+
+/* What an in-process mark (inproc/memtrace.h) said. */
+enum trace_mark_kind {
+	TRACE_MARK_ZONE_BEGIN = 1, /* name: the zone */
+	TRACE_MARK_ZONE_END = 2,   /* name: the zone */
+	TRACE_MARK_FRAME = 3,      /* name: the frame's label, or 0 */
+	TRACE_MARK_POOL_ALLOC = 4, /* name: the pool; ptr, size */
+	TRACE_MARK_POOL_FREE = 5,  /* name: the pool; ptr */
+	TRACE_MARK_POOL_RESET = 6, /* name: the pool */
+	TRACE_MARK_THREAD_NAME = 7,/* name: the calling thread's new name */
+};
+
+struct trace_mark {
+	uint32_t kind; /* enum trace_mark_kind; a reader passes on kinds it does not know */
+	uint32_t tid;
+	uint64_t ts;   /* CLOCK_MONOTONIC ns, the clock of trace_event.ts */
+	uint32_t name; /* id of a trace_string; 0: none */
+	uint64_t ptr;  /* POOL_ALLOC, POOL_FREE; else 0 */
+	uint64_t size; /* POOL_ALLOC; else 0 */
+};
+
 struct trace_thread {
 	uint32_t tid;
 	const char *name;

@@ -52,6 +52,8 @@ enum trace_record_type {
 	TRACE_REC_DROPS = 8,
 	TRACE_REC_SYMBOL = 9,
 	TRACE_REC_END = 10,
+	TRACE_REC_STRING = 11,
+	TRACE_REC_MARK = 12,
 };
 
 #define TRACE_CHUNK_TARGET (1u << 20)     /* raw bytes at which the writer closes a chunk */

@@ -62,7 +62,7 @@ struct chunk {
 
 /* Delta state of docs/trace-format.md; zero at each chunk. */
 struct delta_state {
-	uint64_t ts, ptr, stack, addr;
+	uint64_t ts, ptr, stack, addr, pool_ptr;
 	uint32_t tid;
 	bool have_tid;
 };
@@ -252,15 +252,12 @@ static int rec_stack(struct trace_reader *r, struct delta_state *st, const uint8
 	return ops->stack ? deliver(r, ops->stack(ctx, &s)) : 0;
 }
 
-/* The hot path: most records are events. */
-static inline int rec_event(struct trace_reader *r, struct delta_state *st, uint64_t type,
-			    const uint8_t *p, const uint8_t *end,
-			    const struct trace_reader_ops *ops, void *ctx)
+/* The ts and tid fields that events and marks share. */
+static inline int get_ts_tid(struct delta_state *st, const uint8_t **p, const uint8_t *end)
 {
-	struct trace_event e = { 0 };
 	uint64_t tid;
 
-	if (get_delta(&p, end, &st->ts) || get_varint(&p, end, &tid))
+	if (get_delta(p, end, &st->ts) || get_varint(p, end, &tid))
 		return -EBADMSG;
 	if (tid) {
 		if (tid > (uint64_t)UINT32_MAX + 1)
@@ -270,6 +267,18 @@ static inline int rec_event(struct trace_reader *r, struct delta_state *st, uint
 	} else if (!st->have_tid) {
 		return -EBADMSG;
 	}
+	return 0;
+}
+
+/* The hot path: most records are events. */
+static inline int rec_event(struct trace_reader *r, struct delta_state *st, uint64_t type,
+			    const uint8_t *p, const uint8_t *end,
+			    const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_event e = { 0 };
+
+	if (get_ts_tid(st, &p, end))
+		return -EBADMSG;
 	if (type == TRACE_REC_REALLOC) {
 		if (get_delta(&p, end, &st->ptr))
 			return -EBADMSG;
@@ -287,6 +296,41 @@ static inline int rec_event(struct trace_reader *r, struct delta_state *st, uint
 	e.ts = st->ts;
 	e.ptr = st->ptr;
 	return ops->event ? deliver(r, ops->event(ctx, &e)) : 0;
+}
+
+static int rec_string(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
+		      const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_string s;
+	int err = sbuf_reset(r, (size_t)(end - p));
+	if (err)
+		return err;
+
+	if (get_u32(&p, end, &s.id) || s.id == 0 || get_str(r, &p, end, &s.str))
+		return -EBADMSG;
+	return ops->string ? deliver(r, ops->string(ctx, &s)) : 0;
+}
+
+/* A kind this reader does not know is delivered with its common fields;
+ * its own fields (after them) cannot touch the delta state, by the spec. */
+static int rec_mark(struct trace_reader *r, struct delta_state *st, const uint8_t *p,
+		    const uint8_t *end, const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_mark m = { 0 };
+
+	if (get_u32(&p, end, &m.kind) || m.kind == 0 || get_ts_tid(st, &p, end) ||
+	    get_u32(&p, end, &m.name))
+		return -EBADMSG;
+	if (m.kind == TRACE_MARK_POOL_ALLOC || m.kind == TRACE_MARK_POOL_FREE) {
+		if (get_delta(&p, end, &st->pool_ptr))
+			return -EBADMSG;
+		m.ptr = st->pool_ptr;
+	}
+	if (m.kind == TRACE_MARK_POOL_ALLOC && get_varint(&p, end, &m.size))
+		return -EBADMSG;
+	m.tid = st->tid;
+	m.ts = st->ts;
+	return ops->mark ? deliver(r, ops->mark(ctx, &m)) : 0;
 }
 
 static int rec_drops(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
@@ -366,6 +410,10 @@ static int record_decode(struct trace_reader *r, struct delta_state *st, uint64_
 		return rec_symbol(r, st, p, end, ops, ctx);
 	case TRACE_REC_END:
 		return rec_end(r, p, end, ops, ctx);
+	case TRACE_REC_STRING:
+		return rec_string(r, p, end, ops, ctx);
+	case TRACE_REC_MARK:
+		return rec_mark(r, st, p, end, ops, ctx);
 	case 0:
 		return -EBADMSG; /* never written */
 	}

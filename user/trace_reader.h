@@ -16,6 +16,8 @@ struct trace_reader_ops {
 	int (*symbol)(void *ctx, const struct trace_symbol *s);
 	int (*drops)(void *ctx, const struct trace_drops *d);
 	int (*end)(void *ctx, const struct trace_end *e);
+	int (*string)(void *ctx, const struct trace_string *s);
+	int (*mark)(void *ctx, const struct trace_mark *m);
 };
 
 struct trace_reader;

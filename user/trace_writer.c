@@ -6,6 +6,14 @@
  *
  * The per-event path does no allocation and no stdio: it reserves room in the
  * raw buffer (which only grows for unusually large records) and encodes.
+ *
+ * Compressing and writing a chunk takes milliseconds, which the caller (the
+ * drain of per-CPU ring buffers) cannot spare, so one thread of the writer's
+ * own does it. Records are still encoded by the caller, so the delta state
+ * never crosses threads. There are exactly two raw buffers: the caller fills
+ * one while the thread writes the other, and a caller that fills its buffer
+ * before the thread is done waits. So memory stays bounded however long the
+ * recording runs, and no chunk waits in a queue.
  */
 #include "trace_writer.h"
 #include "trace_format.h"
@@ -13,6 +21,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,27 +35,47 @@
 /* Extra room every reservation gets so rec_close can widen the size field. */
 #define RECORD_SLACK (2 * VARINT_MAX_LEN)
 
+/* A closed chunk, as handed to the writer thread. */
+struct chunk {
+	uint8_t *raw;
+	size_t len, cap;
+	uint16_t type;
+	uint32_t records, seq;
+};
+
 struct trace_writer {
 	int fd;
-	int err;		  /* sticky -errno of the first I/O failure */
-	ZSTD_CCtx *cctx;
+	/* The caller's side: the chunk being built. */
 	uint8_t *raw;		  /* records of the chunk being built */
 	size_t raw_len, raw_cap;
-	uint8_t *out;		  /* chunk header + compressed payload */
-	size_t out_cap;
 	uint16_t chunk_type;	  /* type of the chunk being built */
 	uint32_t records;	  /* records in the chunk being built */
 	uint32_t seq;		  /* seq of the next chunk */
-	uint64_t bytes;		  /* written to the file */
 	/* Delta state; reset at every chunk so each decodes on its own. */
-	uint64_t prev_ts, prev_ptr, prev_stack, prev_addr;
+	uint64_t prev_ts, prev_ptr, prev_stack, prev_addr, prev_pool_ptr;
 	uint32_t prev_tid;
 	bool have_tid;
+
+	/* Shared with the thread, under lock. */
+	pthread_t thread;
+	pthread_mutex_t lock;
+	pthread_cond_t wake;	  /* job handed over, or stop */
+	pthread_cond_t idle;	  /* job written */
+	struct chunk job;	  /* the thread's alone while busy; else the spare buffer */
+	bool busy, stop;
+	/* Set by the thread; atomic so the per-event check needs no lock. */
+	int err;		  /* sticky -errno of the first I/O failure */
+	uint64_t bytes;		  /* written to the file */
+
+	/* The thread's alone. */
+	ZSTD_CCtx *cctx;
+	uint8_t *out;		  /* chunk header + compressed payload */
+	size_t out_cap;
 };
 
 static void writer_reset_deltas(struct trace_writer *w)
 {
-	w->prev_ts = w->prev_ptr = w->prev_stack = w->prev_addr = 0;
+	w->prev_ts = w->prev_ptr = w->prev_stack = w->prev_addr = w->prev_pool_ptr = 0;
 	w->prev_tid = 0;
 	w->have_tid = false;
 }
@@ -84,52 +114,103 @@ static int writer_grow_out(struct trace_writer *w, size_t need)
 	return 0;
 }
 
-static void chunk_header_fill(struct trace_writer *w, size_t csize)
+static void chunk_header_fill(uint8_t *h, const struct chunk *c, size_t csize)
 {
-	uint8_t *h = w->out;
-
 	memcpy(h, TRACE_CHUNK_MAGIC, TRACE_CHUNK_MAGIC_LEN);
-	put_u16(h + TRACE_CHK_OFF_TYPE, w->chunk_type);
+	put_u16(h + TRACE_CHK_OFF_TYPE, c->type);
 	put_u16(h + TRACE_CHK_OFF_FLAGS, 0);
-	put_u32(h + TRACE_CHK_OFF_SEQ, w->seq);
+	put_u32(h + TRACE_CHK_OFF_SEQ, c->seq);
 	put_u32(h + TRACE_CHK_OFF_SIZE, (uint32_t)csize);
-	put_u32(h + TRACE_CHK_OFF_RAW_SIZE, (uint32_t)w->raw_len);
+	put_u32(h + TRACE_CHK_OFF_RAW_SIZE, (uint32_t)c->len);
 	put_u32(h + TRACE_CHK_OFF_CRC, (uint32_t)crc32(0, h + TRACE_CHUNK_HEADER_SIZE, (uInt)csize));
-	put_u32(h + TRACE_CHK_OFF_RECORDS, w->records);
+	put_u32(h + TRACE_CHK_OFF_RECORDS, c->records);
 	put_u32(h + TRACE_CHK_OFF_HEADER_CRC, (uint32_t)crc32(0, h, TRACE_CHK_OFF_HEADER_CRC));
 }
 
-/* Compress the pending records into one chunk and write it. */
-static int writer_write_chunk(struct trace_writer *w)
+/* On the thread: compress C into one chunk and write it. */
+static int chunk_write(struct trace_writer *w, const struct chunk *c)
 {
-	size_t bound = ZSTD_compressBound(w->raw_len);
+	size_t bound = ZSTD_compressBound(c->len);
 	size_t csize;
 	int err;
 
 	err = writer_grow_out(w, TRACE_CHUNK_HEADER_SIZE + bound);
 	if (err)
 		return err;
-	csize = ZSTD_compressCCtx(w->cctx, w->out + TRACE_CHUNK_HEADER_SIZE, bound, w->raw,
-				  w->raw_len, TRACE_ZSTD_LEVEL);
+	csize = ZSTD_compressCCtx(w->cctx, w->out + TRACE_CHUNK_HEADER_SIZE, bound, c->raw, c->len,
+				  TRACE_ZSTD_LEVEL);
 	if (ZSTD_isError(csize))
 		return -EIO;
-	chunk_header_fill(w, csize);
+	chunk_header_fill(w->out, c, csize);
 	err = write_full(w->fd, w->out, TRACE_CHUNK_HEADER_SIZE + csize);
 	if (err)
 		return err;
-	w->bytes += TRACE_CHUNK_HEADER_SIZE + csize;
+	__atomic_fetch_add(&w->bytes, TRACE_CHUNK_HEADER_SIZE + csize, __ATOMIC_RELAXED);
 	return 0;
 }
 
-int trace_writer__flush(struct trace_writer *w)
+/* Write each job handed over; on stop, finish the one in hand first. */
+static void *writer_thread(void *arg)
 {
-	if (w->err)
-		return w->err;
+	struct trace_writer *w = arg;
+
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (!w->busy && !w->stop)
+			pthread_cond_wait(&w->wake, &w->lock);
+		if (!w->busy)
+			break;
+		/* The caller leaves the job alone while busy: no lock needed. */
+		pthread_mutex_unlock(&w->lock);
+		int err = chunk_write(w, &w->job);
+		pthread_mutex_lock(&w->lock);
+		if (err)
+			__atomic_store_n(&w->err, err, __ATOMIC_RELAXED);
+		w->busy = false;
+		pthread_cond_signal(&w->idle);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static int writer_err(const struct trace_writer *w)
+{
+	return __atomic_load_n(&w->err, __ATOMIC_RELAXED);
+}
+
+/* With the lock held: wait until the thread's job is written, then report
+ * any error it had. After an error no job is handed over, so it sticks. */
+static int writer_wait_idle(struct trace_writer *w)
+{
+	while (w->busy)
+		pthread_cond_wait(&w->idle, &w->lock);
+	return w->err;
+}
+
+/* Hand the chunk being built to the thread, and build the next one in the
+ * buffer it gives back. Waits while the thread is busy with the previous
+ * chunk: that back-pressure is what keeps to two buffers. */
+static int writer_submit(struct trace_writer *w)
+{
+	int err;
+
 	if (!w->raw_len)
-		return 0;
-	w->err = writer_write_chunk(w);
-	if (w->err)
-		return w->err;
+		return writer_err(w);
+	pthread_mutex_lock(&w->lock);
+	err = writer_wait_idle(w);
+	if (!err) {
+		struct chunk spare = w->job;
+
+		w->job = (struct chunk){ w->raw, w->raw_len, w->raw_cap, w->chunk_type, w->records,
+					 w->seq };
+		w->busy = true;
+		pthread_cond_signal(&w->wake);
+		w->raw = spare.raw;
+		w->raw_cap = spare.cap;
+	}
+	pthread_mutex_unlock(&w->lock);
+	if (err)
+		return err;
 	w->seq++;
 	w->raw_len = 0;
 	w->records = 0;
@@ -140,6 +221,18 @@ int trace_writer__flush(struct trace_writer *w)
 	return 0;
 }
 
+int trace_writer__flush(struct trace_writer *w)
+{
+	int err = writer_submit(w);
+
+	if (err)
+		return err;
+	pthread_mutex_lock(&w->lock);
+	err = writer_wait_idle(w);
+	pthread_mutex_unlock(&w->lock);
+	return err;
+}
+
 /* Make room for NEED more raw bytes without passing TRACE_CHUNK_RAW_MAX. */
 static int writer_reserve(struct trace_writer *w, size_t need)
 {
@@ -147,7 +240,7 @@ static int writer_reserve(struct trace_writer *w, size_t need)
 	if (need > TRACE_CHUNK_RAW_MAX)
 		return -E2BIG;
 	if (w->raw_len + need > TRACE_CHUNK_RAW_MAX) {
-		int err = trace_writer__flush(w);
+		int err = writer_submit(w);
 		if (err)
 			return err;
 	}
@@ -170,12 +263,12 @@ static int writer_reserve(struct trace_writer *w, size_t need)
  * close the chunk and so reset the deltas. */
 static int writer_prepare(struct trace_writer *w, uint16_t type, size_t need)
 {
-	int err;
+	int err = writer_err(w);
 
-	if (w->err)
-		return w->err;
+	if (err)
+		return err;
 	if (type && type != w->chunk_type) {
-		err = trace_writer__flush(w);
+		err = writer_submit(w);
 		if (err)
 			return err;
 		w->chunk_type = type;
@@ -186,7 +279,7 @@ static int writer_prepare(struct trace_writer *w, uint16_t type, size_t need)
 static int writer_done_record(struct trace_writer *w)
 {
 	if (w->raw_len >= TRACE_CHUNK_TARGET)
-		return trace_writer__flush(w);
+		return writer_submit(w);
 	return 0;
 }
 
@@ -293,7 +386,11 @@ static void writer_free(struct trace_writer *w)
 {
 	ZSTD_freeCCtx(w->cctx);
 	free(w->raw);
+	free(w->job.raw);
 	free(w->out);
+	pthread_cond_destroy(&w->idle);
+	pthread_cond_destroy(&w->wake);
+	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
 
@@ -306,15 +403,43 @@ static struct trace_writer *writer_alloc(void)
 		return NULL;
 	w->fd = -1;
 	w->chunk_type = TRACE_CHUNK_META;
-	w->raw_cap = TRACE_CHUNK_TARGET + (64u << 10);
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->wake, NULL);
+	pthread_cond_init(&w->idle, NULL);
+	w->raw_cap = w->job.cap = TRACE_CHUNK_TARGET + (64u << 10);
 	w->raw = malloc(w->raw_cap);
+	w->job.raw = malloc(w->job.cap);
 	w->cctx = ZSTD_createCCtx();
-	if (!w->raw || !w->cctx) {
+	if (!w->raw || !w->job.raw || !w->cctx) {
 		writer_free(w);
 		errno = ENOMEM;
 		return NULL;
 	}
 	return w;
+}
+
+static int writer_start_thread(struct trace_writer *w)
+{
+	sigset_t all, old;
+	int err;
+
+	/* Signals stay with the caller's threads: a stop signal must interrupt
+	 * the recorder's poll, not a write here. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	err = pthread_create(&w->thread, NULL, writer_thread, w);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return -err;
+}
+
+/* Once everything is handed over: the thread writes what it holds and ends. */
+static void writer_stop_thread(struct trace_writer *w)
+{
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_cond_signal(&w->wake);
+	pthread_mutex_unlock(&w->lock);
+	pthread_join(w->thread, NULL);
 }
 
 /* The META chunk is written with the first record that is not a MODULE (or
@@ -336,6 +461,9 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 		goto err_free;
 	}
 	err = writer_write_header(w);
+	if (err)
+		goto err_unlink;
+	err = writer_start_thread(w);
 	if (err)
 		goto err_unlink;
 	return w;
@@ -403,6 +531,22 @@ static unsigned int event_record_type(uint32_t type)
 	return 0;
 }
 
+/* ts and tid of an event or a mark, which share the delta state. */
+static inline uint8_t *put_ts_tid(struct trace_writer *w, uint8_t *p, uint64_t ts, uint32_t tid)
+{
+	p = put_delta(p, ts, w->prev_ts);
+	w->prev_ts = ts;
+	/* Threads run in bursts, so "same as before" costs one byte. */
+	if (w->have_tid && tid == w->prev_tid) {
+		*p++ = 0;
+	} else {
+		p = put_u(p, (uint64_t)tid + 1);
+		w->prev_tid = tid;
+		w->have_tid = true;
+	}
+	return p;
+}
+
 /* The hot path: one call per heap event. */
 int trace_writer__add_event(struct trace_writer *w, const struct trace_event *e)
 {
@@ -416,16 +560,7 @@ int trace_writer__add_event(struct trace_writer *w, const struct trace_event *e)
 		return err;
 
 	uint8_t *payload = rec_open(w, type), *p = payload;
-	p = put_delta(p, e->ts, w->prev_ts);
-	w->prev_ts = e->ts;
-	/* Threads run in bursts, so "same as before" costs one byte. */
-	if (w->have_tid && e->tid == w->prev_tid) {
-		*p++ = 0;
-	} else {
-		p = put_u(p, (uint64_t)e->tid + 1);
-		w->prev_tid = e->tid;
-		w->have_tid = true;
-	}
+	p = put_ts_tid(w, p, e->ts, e->tid);
 	if (type == TRACE_REC_REALLOC) {
 		p = put_delta(p, e->old_ptr, w->prev_ptr);
 		w->prev_ptr = e->old_ptr;
@@ -502,9 +637,49 @@ int trace_writer__add_drops(struct trace_writer *w, const struct trace_drops *d)
 	return writer_done_record(w);
 }
 
+int trace_writer__add_string(struct trace_writer *w, const struct trace_string *s)
+{
+	if (!s->id)
+		return -EINVAL;
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, VARINT_MAX_LEN + str_bytes(s->str));
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_STRING), *p = payload;
+	p = put_u(p, s->id);
+	p = put_str(p, s->str);
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
+{
+	if (m->kind < TRACE_MARK_ZONE_BEGIN || m->kind > TRACE_MARK_THREAD_NAME)
+		return -EINVAL;
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, EVENT_RECORD_MAX);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_MARK), *p = payload;
+	p = put_u(p, m->kind);
+	p = put_ts_tid(w, p, m->ts, m->tid);
+	p = put_u(p, m->name);
+	/* Pool pointers have their own delta base: they live in the pool's
+	 * memory, far from the heap pointers of the events around them. */
+	if (m->kind == TRACE_MARK_POOL_ALLOC || m->kind == TRACE_MARK_POOL_FREE) {
+		p = put_delta(p, m->ptr, w->prev_pool_ptr);
+		w->prev_pool_ptr = m->ptr;
+	}
+	if (m->kind == TRACE_MARK_POOL_ALLOC)
+		p = put_u(p, m->size);
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+/* May lag behind by the chunk the thread is writing. */
 uint64_t trace_writer__bytes(const struct trace_writer *w)
 {
-	return w->bytes;
+	return __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
 }
 
 static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
@@ -531,6 +706,7 @@ int trace_writer__close(struct trace_writer *w, const struct trace_end *end)
 	if (!w)
 		return -EINVAL;
 	err = writer_add_end(w, end ? end : &unknown);
+	writer_stop_thread(w);
 	if (!err && fsync(w->fd) < 0)
 		err = -errno;
 	if (close(w->fd) < 0 && !err)
@@ -546,6 +722,7 @@ void trace_writer__abort(struct trace_writer *w)
 	if (!w)
 		return;
 	trace_writer__flush(w);
+	writer_stop_thread(w);
 	close(w->fd);
 	writer_free(w);
 }

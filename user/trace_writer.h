@@ -19,6 +19,10 @@ int trace_writer__add_event(struct trace_writer *w, const struct trace_event *e)
 int trace_writer__add_thread(struct trace_writer *w, const struct trace_thread *t);
 int trace_writer__add_symbol(struct trace_writer *w, const struct trace_symbol *s);
 int trace_writer__add_drops(struct trace_writer *w, const struct trace_drops *d);
+/* A string before the first mark that names it; id 0 is -EINVAL. */
+int trace_writer__add_string(struct trace_writer *w, const struct trace_string *s);
+/* A mark, in time order with the events; an unknown kind is -EINVAL. */
+int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m);
 
 /* Compress and write what is pending, so a reader sees it even if we die. */
 int trace_writer__flush(struct trace_writer *w);

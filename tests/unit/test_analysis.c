@@ -653,7 +653,8 @@ static const char tiny_json[] =
 	"    \"count\": 0,\n"
 	"    \"frames\": []\n"
 	"  },\n"
-	"  \"pools\": []\n"
+	"  \"pools\": [],\n"
+	"  \"threads\": []\n"
 	"}\n";
 
 static char *render(const struct analysis *a, bool json, unsigned int top)

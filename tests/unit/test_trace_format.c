@@ -167,6 +167,19 @@ static int fmt_end(void *ctx, const struct trace_end *e)
 	return 0;
 }
 
+static int fmt_string(void *ctx, const struct trace_string *s)
+{
+	lines_add(ctx, "string %u [%s]", s->id, s_or(s->str));
+	return 0;
+}
+
+static int fmt_mark(void *ctx, const struct trace_mark *m)
+{
+	lines_add(ctx, "mark %u tid=%u ts=%" PRIu64 " name=%u ptr=%" PRIx64 " size=%" PRIu64,
+		  m->kind, m->tid, m->ts, m->name, m->ptr, m->size);
+	return 0;
+}
+
 static const struct trace_reader_ops fmt_ops = {
 	.meta = fmt_meta,
 	.module = fmt_module,
@@ -176,6 +189,8 @@ static const struct trace_reader_ops fmt_ops = {
 	.symbol = fmt_symbol,
 	.drops = fmt_drops,
 	.end = fmt_end,
+	.string = fmt_string,
+	.mark = fmt_mark,
 };
 
 struct result {
@@ -259,6 +274,23 @@ static void add_thread(struct trace_writer *w, struct sample *s, uint32_t tid, c
 	fmt_thread(&s->want, &t);
 }
 
+static void add_string(struct trace_writer *w, struct sample *s, uint32_t id, const char *str)
+{
+	struct trace_string st = { id, str };
+
+	assert_int_equal(trace_writer__add_string(w, &st), 0);
+	fmt_string(&s->want, &st);
+}
+
+static void add_mark(struct trace_writer *w, struct sample *s, uint32_t kind, uint32_t tid,
+		     uint64_t ts, uint32_t name, uint64_t ptr, uint64_t size)
+{
+	struct trace_mark m = { kind, tid, ts, name, ptr, size };
+
+	assert_int_equal(trace_writer__add_mark(w, &m), 0);
+	fmt_mark(&s->want, &m);
+}
+
 static void sample_meta_chunk(struct trace_writer *w, struct sample *s)
 {
 	struct trace_module m0 = { 0x555555554000, 0x555555580000, 0x1000, "/usr/bin/server",
@@ -286,7 +318,18 @@ static void sample_data_chunk(struct trace_writer *w, struct sample *s)
 	add_stack(w, s, 2, 1, f1);
 	add_event(w, s, TRACE_EVENT_ALLOC, 7, 1000, 0x5555555592a0, 0, 32, 1);
 	add_event(w, s, TRACE_EVENT_ALLOC, 7, 2500, 0x5555555592d0, 0, 100, 1);
+	add_string(w, s, 1, "update");
+	add_string(w, s, UINT32_MAX, "");
+	add_string(w, s, 2, NULL);
+	add_mark(w, s, TRACE_MARK_ZONE_BEGIN, 7, 2550, 1, 0, 0); /* same tid as the event before */
 	add_event(w, s, TRACE_EVENT_FREE, 7, 2600, 0x5555555592a0, 0, 0, 0);
+	add_mark(w, s, TRACE_MARK_POOL_ALLOC, 7, 2610, 2, 0x7fff00001000, 64);
+	add_mark(w, s, TRACE_MARK_POOL_ALLOC, 9, 2620, 2, 0x7fff00001040, UINT64_MAX);
+	add_mark(w, s, TRACE_MARK_POOL_FREE, 9, 2630, 2, 0x7fff00001000, 0);
+	add_mark(w, s, TRACE_MARK_POOL_RESET, 9, 2640, 2, 0, 0);
+	add_mark(w, s, TRACE_MARK_FRAME, 9, 2650, 0, 0, 0);
+	add_mark(w, s, TRACE_MARK_THREAD_NAME, UINT32_MAX, 2660, UINT32_MAX, 0, 0);
+	add_mark(w, s, TRACE_MARK_ZONE_END, 7, 2500, 1, 0, 0); /* time going back */
 	add_event(w, s, TRACE_EVENT_REALLOC, 8, 2700, 0x555555559400, 0x5555555592d0, 400, 5);
 	add_event(w, s, TRACE_EVENT_ALLOC, 8, 100, 0, 0, 0, 0); /* time going back */
 	add_event(w, s, TRACE_EVENT_ALLOC, 0, UINT64_MAX, UINT64_MAX, 0, UINT64_MAX, UINT32_MAX);
@@ -309,6 +352,8 @@ static void sample_second_data_chunk(struct trace_writer *w, struct sample *s)
 	add_event(w, s, TRACE_EVENT_ALLOC, UINT32_MAX, 3000, 0x5555555592a0, 0, 64, 2);
 	add_module(w, s, &late);
 	add_event(w, s, TRACE_EVENT_FREE, UINT32_MAX, 3100, 0x5555555592a0, 0, 0, 0);
+	/* A pool pointer's delta base starts afresh in each chunk, too. */
+	add_mark(w, s, TRACE_MARK_POOL_FREE, UINT32_MAX, 3200, 1, 0x7fff00001040, 0);
 	static const uint64_t f[] = { 0x7ffff7a01000, 0x7ffff7a00ff0, 0x555555555123 };
 
 	add_stack(w, s, 3, 3, f);
@@ -764,6 +809,192 @@ static void test_write_error_sticky(void **state)
 	lines_free(&res.lines);
 }
 
+/* ---- the writer's thread: order, completeness, errors ---- */
+
+/* Event I of a stream that can be checked without storing it: random
+ * pointers and sizes, so deltas are large and a chunk encoded against the
+ * wrong base would show. */
+static struct trace_event stream_event(uint64_t i)
+{
+	uint64_t h = (i + 1) * 0x9e3779b97f4a7c15ull;
+	struct trace_event e = { 0 };
+
+	h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ull;
+	h ^= h >> 27;
+	e.type = TRACE_EVENT_ALLOC + (uint32_t)(h % 3);
+	e.tid = 100 + (uint32_t)(h >> 61);
+	e.ts = i * 1000 + (h & 0xff);
+	e.ptr = h >> 8;
+	if (e.type == TRACE_EVENT_REALLOC)
+		e.old_ptr = h * 31;
+	if (e.type != TRACE_EVENT_FREE) {
+		e.size = h % 5000;
+		e.stack_id = 1 + (uint32_t)(h % 300);
+	}
+	return e;
+}
+
+struct stream_check {
+	uint64_t next;
+	bool in_order;
+};
+
+static int stream_check_event(void *ctx, const struct trace_event *e)
+{
+	struct stream_check *c = ctx;
+	struct trace_event want = stream_event(c->next++);
+
+	if (e->type != want.type || e->tid != want.tid || e->ts != want.ts || e->ptr != want.ptr ||
+	    e->old_ptr != want.old_ptr || e->size != want.size || e->stack_id != want.stack_id)
+		c->in_order = false;
+	return 0;
+}
+
+/* Read PATH as it is now: how many events, after checking they are the
+ * stream's first ones in order. */
+static uint64_t stream_read(const char *path, bool *partial)
+{
+	struct stream_check c = { 0, true };
+	struct trace_reader_ops ops = { .event = stream_check_event };
+	struct trace_reader *r = trace_reader__open(path);
+
+	assert_non_null(r);
+	assert_int_equal(trace_reader__read(r, &ops, &c), 0);
+	*partial = trace_reader__partial(r);
+	trace_reader__close(r);
+	assert_true(c.in_order);
+	return c.next;
+}
+
+#define STREAM_EVENTS 2000000
+
+/* Chunks go out on the writer's thread while the caller goes on encoding;
+ * a flush still means "all of it is in the file", so a reader at that
+ * moment sees every event so far, in order. */
+static void test_flush_interleaved(void **state)
+{
+	const char *path = tmp_path("stream.mtrace");
+	struct trace_writer *w = trace_writer__open(path, &sample_meta);
+	unsigned int flushes = 0, reads = 0;
+	struct stat st;
+	bool partial;
+
+	assert_non_null(w);
+	for (uint64_t i = 0; i < STREAM_EVENTS; i++) {
+		struct trace_event e = stream_event(i);
+
+		if (trace_writer__add_event(w, &e))
+			fail_msg("add_event %" PRIu64 " failed", i);
+		if (rng() % 20000)
+			continue;
+		assert_int_equal(trace_writer__flush(w), 0);
+		if (rng() % 2)
+			assert_int_equal(trace_writer__flush(w), 0); /* nothing new: no chunk */
+		flushes++;
+		assert_int_equal(stat(path, &st), 0);
+		assert_int_equal((uint64_t)st.st_size, trace_writer__bytes(w));
+		if (flushes % 8)
+			continue;
+		assert_int_equal(stream_read(path, &partial), i + 1);
+		assert_true(partial);
+		reads++;
+	}
+	assert_int_equal(trace_writer__close(w, &sample_end), 0);
+	assert_int_equal(stream_read(path, &partial), STREAM_EVENTS);
+	assert_false(partial);
+
+	size_t len;
+	uint8_t *buf = file_load(path, &len);
+	static struct chunk_info ch[1024];
+	size_t n = chunks_list(buf, len, ch, 1024);
+	free(buf);
+	assert_true(n > flushes);
+	print_message("%d events, %u flushes, %zu chunks: every event back in order; "
+		      "%u reads right after a flush saw all events so far\n",
+		      STREAM_EVENTS, flushes, n, reads);
+}
+
+/* Open PATH, write the META chunk, and let the file grow by 16 bytes more
+ * only: the next chunk write fails inside the writer's thread. */
+static struct trace_writer *open_nearly_full(const char *path, struct rlimit *old)
+{
+	struct trace_writer *w = trace_writer__open(path, &sample_meta);
+	struct rlimit lim;
+
+	assert_non_null(w);
+	assert_int_equal(trace_writer__flush(w), 0);
+	assert_int_equal(getrlimit(RLIMIT_FSIZE, old), 0);
+	lim = *old;
+	lim.rlim_cur = trace_writer__bytes(w) + 16;
+	signal(SIGXFSZ, SIG_IGN);
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+	return w;
+}
+
+static void limit_restore(const struct rlimit *old)
+{
+	assert_int_equal(setrlimit(RLIMIT_FSIZE, old), 0);
+	signal(SIGXFSZ, SIG_DFL);
+}
+
+/* The call that hands a chunk over cannot know the write will fail; the
+ * error comes from a later call, and close reports it even when no call
+ * came in between. */
+static void test_write_error_in_thread(void **state)
+{
+	const char *path = tmp_path("stream-ref.mtrace");
+	struct trace_writer *w = trace_writer__open(path, &sample_meta);
+	struct rlimit old;
+	struct trace_event e;
+	uint64_t i, k;
+	int err = 0;
+
+	/* k: events in the first DATA chunk; the k-th call hands it over. */
+	assert_non_null(w);
+	assert_int_equal(trace_writer__flush(w), 0);
+	for (i = 0; i < 300000; i++) {
+		e = stream_event(i);
+		assert_int_equal(trace_writer__add_event(w, &e), 0);
+	}
+	assert_int_equal(trace_writer__close(w, NULL), 0);
+	size_t len;
+	uint8_t *buf = file_load(path, &len);
+	struct chunk_info ch[8];
+	assert_true(chunks_list(buf, len, ch, 8) >= 3);
+	free(buf);
+	k = ch[1].records;
+
+	/* Handed over, then closed: close reports the thread's error. */
+	w = open_nearly_full(tmp_path("efbig-close.mtrace"), &old);
+	for (i = 0; i < k; i++) {
+		e = stream_event(i);
+		assert_int_equal(trace_writer__add_event(w, &e), 0);
+	}
+	assert_int_equal(trace_writer__close(w, &sample_end), -EFBIG);
+	limit_restore(&old);
+
+	/* Handed over, then more events: one of them reports it, and it sticks. */
+	const char *later = tmp_path("efbig-later.mtrace");
+	w = open_nearly_full(later, &old);
+	for (i = 0; i < 4 * k && !err; i++) {
+		e = stream_event(i);
+		err = trace_writer__add_event(w, &e);
+	}
+	limit_restore(&old);
+	assert_int_equal(err, -EFBIG);
+	assert_true(i > k);
+	assert_int_equal(trace_writer__add_event(w, &e), -EFBIG);
+	assert_int_equal(trace_writer__flush(w), -EFBIG);
+	assert_int_equal(trace_writer__close(w, &sample_end), -EFBIG);
+
+	bool partial;
+	assert_int_equal(stream_read(later, &partial), 0);
+	assert_true(partial);
+	print_message("chunk of %" PRIu64 " events handed over fine; EFBIG from the thread came "
+		      "at event %" PRIu64 " and from close\n",
+		      k, i);
+}
+
 /* ---- refusing what is not a trace ---- */
 
 static void expect_open_errno(const char *path, int want)
@@ -1054,7 +1285,12 @@ static void test_skips_unknown(void **state)
 	pn = 8;
 	rl += put_rec(raw + rl, TRACE_REC_MODULE, pl, pn);
 	lines_add(&want, "module 3-4 off=5 path=[abc] bid=0:");
-	rewrite_chunk(file, &len, hdr, 0, raw, rl, 4, TRACE_CHUNK_META);
+	/* A MARK of a kind from a later writer: kind 99, ts +10, tid 5, name 4,
+	 * then fields of its own, which must not disturb anything. */
+	memcpy(pl, "\x63\x14\x06\x04\xff\x01\x02", 7);
+	rl += put_rec(raw + rl, TRACE_REC_MARK, pl, 7);
+	lines_add(&want, "mark 99 tid=5 ts=10 name=4 ptr=0 size=0");
+	rewrite_chunk(file, &len, hdr, 0, raw, rl, 5, TRACE_CHUNK_META);
 	rewrite_chunk(file, &len, hdr, 1, (const uint8_t *)"whatever", 8, 1, 77);
 	pn = 0;
 	pl[pn++] = 9, pl[pn++] = 2, pl[pn++] = 0, pl[pn++] = 1, pl[pn++] = 0;
@@ -1064,7 +1300,24 @@ static void test_skips_unknown(void **state)
 	file_store(path, file, len);
 	expect_read(path, 0, false, NULL, &want, want.n);
 	lines_free(&want);
-	print_message("hand-made file: unknown record and chunk types skipped, extra fields ignored\n");
+	print_message("hand-made file: unknown record and chunk types skipped, extra fields ignored, "
+		      "unknown mark kind passed on\n");
+}
+
+/* The writer refuses what the format cannot say. */
+static void test_marks_invalid(void **state)
+{
+	const char *path = tmp_path("marks-invalid.mtrace");
+	struct trace_writer *w = trace_writer__open(path, &sample_meta);
+	struct trace_string s0 = { 0, "zero" };
+	struct trace_mark m0 = { 0 }, m8 = { .kind = TRACE_MARK_THREAD_NAME + 1 };
+
+	assert_non_null(w);
+	assert_int_equal(trace_writer__add_string(w, &s0), -EINVAL);
+	assert_int_equal(trace_writer__add_mark(w, &m0), -EINVAL);
+	assert_int_equal(trace_writer__add_mark(w, &m8), -EINVAL);
+	assert_int_equal(trace_writer__close(w, NULL), 0);
+	print_message("string id 0 and mark kinds 0 and 8 refused with EINVAL\n");
 }
 
 /* A trace written on a machine of the other byte order reads the same. */
@@ -1139,12 +1392,15 @@ int main(void)
 		cmocka_unit_test(test_many_events),
 		cmocka_unit_test(test_create_rules),
 		cmocka_unit_test(test_write_error_sticky),
+		cmocka_unit_test(test_flush_interleaved),
+		cmocka_unit_test(test_write_error_in_thread),
 		cmocka_unit_test(test_not_a_trace),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_damaged),
 		cmocka_unit_test(test_fuzz_flips),
 		cmocka_unit_test(test_fuzz_records),
 		cmocka_unit_test(test_skips_unknown),
+		cmocka_unit_test(test_marks_invalid),
 		cmocka_unit_test(test_other_byte_order),
 	};
 
