@@ -16,6 +16,28 @@ enum mt_event_type {
 	MT_EVENT_FREE = 2,    /* free/delete of a non-NULL pointer */
 	MT_EVENT_REALLOC = 3, /* realloc of a non-NULL pointer that moved or resized it */
 	MT_EVENT_STACK = 4,   /* first sighting of a stack: its frames */
+	MT_EVENT_MARK = 5,    /* an inproc/memtrace.h mark (zone, frame, pool, thread name) */
+	MT_EVENT_STRING = 6,  /* first sighting on a CPU of a name a mark points to */
+};
+
+#define MT_USDT_MAX_ARGS 3
+#define MT_USDT_MAX_SPECS 4096
+#define MT_STRING_MAX 64
+
+enum mt_usdt_arg_kind {
+	MT_USDT_ARG_NONE = 0,
+	MT_USDT_ARG_REG = 1, /* value of the register at reg_off in struct pt_regs */
+	MT_USDT_ARG_IMM = 2, /* the constant imm */
+};
+
+/* Where one USDT probe site keeps its arguments; the site's cookie is
+ * (spec index << 8 | mark kind). */
+struct mt_usdt_spec {
+	__u8 kind[MT_USDT_MAX_ARGS];    /* enum mt_usdt_arg_kind */
+	__u8 pad;                       /* zero */
+	__u16 reg_off[MT_USDT_MAX_ARGS]; /* byte offset in struct pt_regs */
+	__u16 pad2;                     /* zero */
+	__s64 imm[MT_USDT_MAX_ARGS];    /* constants */
 };
 
 /* What an allocator entry point does with its arguments (rodata per program). */
@@ -55,6 +77,23 @@ struct mt_stack_event {
 	__u32 nr;                                  /* frames that follow */
 	__u32 pad;                                 /* zero */
 	__u64 frames[MT_MAX_STACK_DEPTH];          /* return addresses, innermost (the site) first */
+};
+
+struct mt_mark_event {
+	struct mt_event_header hdr; /* type MARK */
+	__u32 kind;                 /* enum trace_mark_kind of user/trace.h (1..7) */
+	__u32 pad;                  /* zero */
+	__u64 name;                 /* address of the name in the target (0: none) */
+	__u64 ptr;                  /* pool marks: the block */
+	__u64 size;                 /* pool alloc: its size */
+};
+
+struct mt_string_event {
+	struct mt_event_header hdr; /* type STRING */
+	__u64 addr;                 /* where the string is in the target */
+	__u32 len;                  /* bytes in text, without the NUL */
+	__u32 unread;               /* 1: its page was not in memory; user space reads it */
+	char text[MT_STRING_MAX];   /* NUL-terminated, cut at MT_STRING_MAX - 1 */
 };
 
 #endif /* MEMTRACE_ABI_H */

@@ -4,6 +4,8 @@
 #include "memtrace_abi.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -19,12 +21,32 @@ struct stack_slot {
 	uint64_t *frames;
 };
 
+/* An event or a mark waiting for its turn in time order. */
+struct pending {
+	bool is_mark;
+	union {
+		struct trace_event ev;
+		struct trace_mark mark;
+	};
+};
+
+/* Names marks point to, by their address in the target: an id each. */
+struct name_slot {
+	uint64_t addr; /* 0: empty */
+	uint32_t id;
+};
+
 struct drain {
 	struct trace_writer *w;
 	struct stack_slot *stacks;
 	size_t stack_cap;  /* power of two */
 	size_t nr_stacks;
-	struct trace_event *pending;
+	struct name_slot *names;
+	size_t names_cap;  /* power of two */
+	size_t nr_names;
+	drain_read_string_fn read_string;
+	void *read_string_ctx;
+	struct pending *pending;
 	size_t nr_pending;
 	size_t pending_cap;
 	uint64_t written;
@@ -116,11 +138,11 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 	return trace_writer__add_stack(d->w, &ts);
 }
 
-static struct trace_event *pending_slot(struct drain *d)
+static struct pending *pending_slot(struct drain *d)
 {
 	if (d->nr_pending == d->pending_cap) {
 		size_t cap = d->pending_cap ? d->pending_cap * 2 : 65536;
-		struct trace_event *p = realloc(d->pending, cap * sizeof(*p));
+		struct pending *p = realloc(d->pending, cap * sizeof(*p));
 
 		if (!p)
 			return NULL;
@@ -136,13 +158,15 @@ static int take_event(struct drain *d, const struct mt_event_header *h, size_t s
 	const struct mt_free_event *f = (const void *)h;
 	struct trace_event *e;
 	struct stack_slot *s;
+	struct pending *p;
 
 	if (size < (h->type == MT_EVENT_FREE ? sizeof(*f) : sizeof(*a)))
 		return 0;
-	e = pending_slot(d);
-	if (!e)
+	p = pending_slot(d);
+	if (!p)
 		return -ENOMEM;
-	memset(e, 0, sizeof(*e));
+	memset(p, 0, sizeof(*p));
+	e = &p->ev;
 	e->type = h->type;
 	e->tid = h->tid;
 	e->ts = h->ts;
@@ -162,6 +186,106 @@ static int take_event(struct drain *d, const struct mt_event_header *h, size_t s
 	return 0;
 }
 
+static struct name_slot *name_slot(struct drain *d, uint64_t addr);
+
+static int grow_names(struct drain *d)
+{
+	struct name_slot *old = d->names;
+	size_t old_cap = d->names_cap;
+
+	d->names_cap = old_cap ? old_cap * 2 : 256;
+	d->names = calloc(d->names_cap, sizeof(*d->names));
+	if (!d->names) {
+		d->names = old;
+		d->names_cap = old_cap;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < old_cap; i++) {
+		if (old[i].addr)
+			*name_slot(d, old[i].addr) = old[i];
+	}
+	free(old);
+	return 0;
+}
+
+static struct name_slot *name_slot(struct drain *d, uint64_t addr)
+{
+	size_t mask = d->names_cap - 1, i = (addr * 0x9e3779b97f4a7c15ULL >> 32) & mask;
+
+	while (d->names[i].addr && d->names[i].addr != addr)
+		i = (i + 1) & mask;
+	return &d->names[i];
+}
+
+/* The id of the name at ADDR, writing its STRING record the first time. The
+ * probe sends the text before the first mark that uses it, through the same
+ * ring; if that was dropped, the name is written as unknown. */
+static int name_id(struct drain *d, uint64_t addr, const char *text, uint32_t *id)
+{
+	struct trace_string str;
+	struct name_slot *n;
+
+	*id = 0;
+	if (!addr)
+		return 0;
+	if ((d->nr_names + 1) * 2 > d->names_cap && grow_names(d))
+		return -ENOMEM;
+	n = name_slot(d, addr);
+	if (n->addr) {
+		*id = n->id;
+		return 0;
+	}
+	n->addr = addr;
+	n->id = ++d->nr_names;
+	*id = n->id;
+	str.id = n->id;
+	str.str = text ? text : "[unknown]";
+	return trace_writer__add_string(d->w, &str);
+}
+
+static int take_string(struct drain *d, const struct mt_string_event *ev, size_t size)
+{
+	char text[MT_STRING_MAX];
+	uint32_t id;
+
+	if (size < sizeof(*ev))
+		return 0;
+	memcpy(text, ev->text, sizeof(text));
+	text[sizeof(text) - 1] = 0;
+	if (ev->unread && (!d->read_string || d->read_string(d->read_string_ctx, ev->addr, text, sizeof(text))))
+		snprintf(text, sizeof(text), "[name at 0x%llx]", (unsigned long long)ev->addr);
+	return name_id(d, ev->addr, text, &id);
+}
+
+void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx)
+{
+	d->read_string = fn;
+	d->read_string_ctx = ctx;
+}
+
+static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t size)
+{
+	struct pending *p;
+	int err;
+
+	if (size < sizeof(*ev))
+		return 0;
+	p = pending_slot(d);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->is_mark = true;
+	p->mark.kind = ev->kind;
+	p->mark.tid = ev->hdr.tid;
+	p->mark.ts = ev->hdr.ts;
+	p->mark.ptr = ev->ptr;
+	p->mark.size = ev->size;
+	err = name_id(d, ev->name, NULL, &p->mark.name);
+	if (err)
+		d->nr_pending--;
+	return err;
+}
+
 int drain__record(struct drain *d, const void *data, size_t size)
 {
 	const struct mt_event_header *h = data;
@@ -175,16 +299,25 @@ int drain__record(struct drain *d, const void *data, size_t size)
 	case MT_EVENT_FREE:
 	case MT_EVENT_REALLOC:
 		return take_event(d, h, size);
+	case MT_EVENT_MARK:
+		return take_mark(d, data, size);
+	case MT_EVENT_STRING:
+		return take_string(d, data, size);
 	default:
 		return 0;
 	}
 }
 
+static inline uint64_t pending_ts(const struct pending *p)
+{
+	return p->is_mark ? p->mark.ts : p->ev.ts;
+}
+
 static int by_time(const void *a, const void *b)
 {
-	const struct trace_event *x = a, *y = b;
+	uint64_t x = pending_ts(a), y = pending_ts(b);
 
-	return x->ts < y->ts ? -1 : x->ts > y->ts;
+	return x < y ? -1 : x > y;
 }
 
 int drain__flush(struct drain *d, uint64_t watermark_ns)
@@ -194,8 +327,11 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 
 	/* Each ring is nearly in order, so this sort is cheap in practice. */
 	qsort(d->pending, d->nr_pending, sizeof(*d->pending), by_time);
-	while (n < d->nr_pending && d->pending[n].ts < watermark_ns && !err)
-		err = trace_writer__add_event(d->w, &d->pending[n++]);
+	while (n < d->nr_pending && pending_ts(&d->pending[n]) < watermark_ns && !err) {
+		const struct pending *p = &d->pending[n++];
+
+		err = p->is_mark ? trace_writer__add_mark(d->w, &p->mark) : trace_writer__add_event(d->w, &p->ev);
+	}
 	d->written += n;
 	memmove(d->pending, d->pending + n, (d->nr_pending - n) * sizeof(*d->pending));
 	d->nr_pending -= n;
@@ -262,6 +398,7 @@ void drain__free(struct drain *d)
 	for (size_t i = 0; i < d->stack_cap; i++)
 		free(d->stacks[i].frames);
 	free(d->stacks);
+	free(d->names);
 	free(d->pending);
 	free(d);
 }

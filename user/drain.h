@@ -15,6 +15,11 @@ struct drain;
 
 struct drain *drain__new(struct trace_writer *w);
 
+/* Who reads a name the probe could not (its page was not in memory yet):
+ * fill BUF (CAP bytes, NUL-terminated) with the string at ADDR; 0 or -errno. */
+typedef int (*drain_read_string_fn)(void *ctx, uint64_t addr, char *buf, size_t cap);
+void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx);
+
 /* Take one ring record (ABI of bpf/memtrace_abi.h). 0 or -errno. */
 int drain__record(struct drain *d, const void *data, size_t size);
 

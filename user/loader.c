@@ -46,6 +46,8 @@ struct loader {
 	size_t nr_links;
 	int *link_fds;           /* multi: link fds */
 	size_t nr_link_fds;
+	size_t link_fds_cap;
+	uint32_t nr_specs;       /* USDT argument specs in use */
 };
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -57,7 +59,7 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
 	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
-	       p != s->progs.empty_exit;
+	       p != s->progs.empty_exit && p != s->progs.mark_hit;
 }
 
 /* Exponential gaps with the mean asked for: BPF has no logarithm. */
@@ -227,6 +229,21 @@ static int attach_one(struct loader *l, struct bpf_program *prog, const struct p
 	return 0;
 }
 
+static int remember_link_fd(struct loader *l, int fd)
+{
+	if (l->nr_link_fds == l->link_fds_cap) {
+		size_t cap = l->link_fds_cap ? l->link_fds_cap * 2 : 64;
+		int *v = realloc(l->link_fds, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->link_fds = v;
+		l->link_fds_cap = cap;
+	}
+	l->link_fds[l->nr_link_fds++] = fd;
+	return 0;
+}
+
 /* One link for PROG on every probe in PATH that WANT selects. */
 static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
 			const char *path, bool ret, enum probe_prog which, const struct probe **failed)
@@ -261,17 +278,13 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
 	if (fd < 0)
 		return -errno;
-	l->link_fds[l->nr_link_fds++] = fd;
-	return 0;
+	return remember_link_fd(l, fd);
 }
 
 static int attach_all_multi(struct loader *l, const struct probe_set *ps, const struct probe **failed)
 {
 	int err = 0;
 
-	l->link_fds = calloc(ps->nr * (PROBE_NR_PROGS + 1), sizeof(int));
-	if (!l->link_fds)
-		return -ENOMEM;
 	for (size_t i = 0; i < ps->nr && !err; i++) {
 		const char *path = ps->v[i].path;
 		size_t j = 0;
@@ -313,6 +326,79 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 	}
 	if (err)
 		loader__detach(l);
+	return err;
+}
+
+static int attach_marks_multi(struct loader *l, const char *path, uint64_t *offsets,
+			      uint64_t *cookies, uint64_t *ref_ctrs, uint32_t n)
+{
+	struct uprobe_multi_attr attr = {
+		.prog_fd = bpf_program__fd(l->skel->progs.mark_hit),
+		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path,
+		.offsets = (uint64_t)(uintptr_t)offsets,
+		.cookies = (uint64_t)(uintptr_t)cookies,
+		.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs,
+		.cnt = n,
+		.pid = l->opts.pid,
+	};
+	int fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+
+	if (fd < 0)
+		return -errno;
+	return remember_link_fd(l, fd);
+}
+
+static int attach_marks_classic(struct loader *l, const char *path, uint64_t *offsets,
+				uint64_t *cookies, uint64_t *ref_ctrs, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookies[i], .ref_ctr_offset = ref_ctrs[i]);
+		struct bpf_link *link, **v;
+
+		link = bpf_program__attach_uprobe_opts(l->skel->progs.mark_hit, l->opts.pid, path,
+						       offsets[i], &uo);
+		if (!link)
+			return -errno;
+		v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
+		if (!v) {
+			bpf_link__destroy(link);
+			return -ENOMEM;
+		}
+		l->links = v;
+		l->links[l->nr_links++] = link;
+	}
+	return 0;
+}
+
+int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks,
+			 size_t n)
+{
+	uint64_t *offsets = calloc(n ? n : 1, 3 * sizeof(uint64_t));
+	uint64_t *cookies = offsets + n, *ref_ctrs = offsets + 2 * n;
+	int fd = bpf_map__fd(l->skel->maps.usdt_specs), err = 0;
+	uint32_t used = 0;
+
+	if (!offsets)
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !err; i++) {
+		uint32_t idx = l->nr_specs;
+
+		if (idx >= MT_USDT_MAX_SPECS)
+			break; /* more sites than we have room for: the rest stay unprobed */
+		if (bpf_map_update_elem(fd, &idx, &marks[i].spec, BPF_ANY)) {
+			err = -errno;
+			break;
+		}
+		l->nr_specs++;
+		offsets[used] = marks[i].file_offset;
+		ref_ctrs[used] = marks[i].sema_offset;
+		cookies[used++] = (uint64_t)idx << 8 | marks[i].kind;
+	}
+	if (!err && used)
+		err = l->mode == LOADER_CLASSIC ? attach_marks_classic(l, path, offsets, cookies, ref_ctrs, used)
+						: attach_marks_multi(l, path, offsets, cookies, ref_ctrs, used);
+	free(offsets);
 	return err;
 }
 

@@ -3,6 +3,8 @@
 #define MEMTRACE_LOADER_H
 
 #include "probes.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -34,6 +36,18 @@ int loader__open(struct loader **out, const struct loader_opts *opts);
 int loader__load(struct loader *l);
 /* Attach every probe; on failure FAILED names the probe and nothing stays attached. */
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);
+/* One mark site (inproc/memtrace.h USDT probe) to attach. */
+struct loader_mark {
+	uint64_t file_offset;
+	uint64_t sema_offset;         /* 0: none */
+	uint32_t kind;                /* enum trace_mark_kind */
+	struct mt_usdt_spec spec;     /* where its arguments are */
+};
+
+/* Attach the mark sites of the file PATH. 0 or -errno. */
+int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks,
+			 size_t n);
+
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);
 /* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Reading the .note.stapsdt notes that inproc/memtrace.h (and sys/sdt.h)
+ * emit: per site, the probe's address, the base the linker moved it by, its
+ * semaphore, and argument specs like "8@%rdi" or "8@$0".
+ */
+#include "usdt.h"
+#include "elf_util.h"
+
+#include <errno.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NT_STAPSDT 3
+
+/* struct pt_regs of x86-64, as BPF sees it. */
+static const struct {
+	const char *names[4]; /* 64, 32, 16, 8-bit names */
+	uint16_t off;
+} regs[] = {
+	{ { "r15", "r15d", "r15w", "r15b" }, 0 },   { { "r14", "r14d", "r14w", "r14b" }, 8 },
+	{ { "r13", "r13d", "r13w", "r13b" }, 16 },  { { "r12", "r12d", "r12w", "r12b" }, 24 },
+	{ { "rbp", "ebp", "bp", "bpl" }, 32 },      { { "rbx", "ebx", "bx", "bl" }, 40 },
+	{ { "r11", "r11d", "r11w", "r11b" }, 48 },  { { "r10", "r10d", "r10w", "r10b" }, 56 },
+	{ { "r9", "r9d", "r9w", "r9b" }, 64 },      { { "r8", "r8d", "r8w", "r8b" }, 72 },
+	{ { "rax", "eax", "ax", "al" }, 80 },       { { "rcx", "ecx", "cx", "cl" }, 88 },
+	{ { "rdx", "edx", "dx", "dl" }, 96 },       { { "rsi", "esi", "si", "sil" }, 104 },
+	{ { "rdi", "edi", "di", "dil" }, 112 },     { { "rip", "eip", "ip", "" }, 128 },
+	{ { "rsp", "esp", "sp", "spl" }, 152 },
+};
+
+int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *imm)
+{
+	const char *op = strchr(arg, '@');
+	char *end;
+
+	if (!op)
+		return -EINVAL;
+	op++;
+	if (*op == '$') {
+		*imm = strtoll(op + 1, &end, 0);
+		if (end == op + 1 || *end)
+			return -EINVAL;
+		*kind = MT_USDT_ARG_IMM;
+		return 0;
+	}
+	if (*op != '%')
+		return -EINVAL; /* memory operand */
+	for (size_t i = 0; i < sizeof(regs) / sizeof(regs[0]); i++) {
+		for (int w = 0; w < 4; w++) {
+			if (*regs[i].names[w] && !strcmp(op + 1, regs[i].names[w])) {
+				*kind = MT_USDT_ARG_REG;
+				*reg_off = regs[i].off;
+				return 0;
+			}
+		}
+	}
+	return -EINVAL;
+}
+
+static int parse_args(const char *args, struct usdt_site *site)
+{
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", args);
+	site->nargs = 0;
+	for (tok = strtok_r(buf, " ", &save); tok; tok = strtok_r(NULL, " ", &save)) {
+		int i = site->nargs;
+
+		int64_t imm = 0;
+
+		if (i >= MT_USDT_MAX_ARGS ||
+		    usdt_parse_arg(tok, &site->spec.kind[i], &site->spec.reg_off[i], &imm))
+			return -EINVAL;
+		site->spec.imm[i] = imm;
+		site->nargs++;
+	}
+	return 0;
+}
+
+static uint64_t section_addr(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(name, want))
+			return sh.sh_addr;
+	}
+	return 0;
+}
+
+static int grow(struct usdt_site **v, size_t n, size_t *cap)
+{
+	struct usdt_site *p;
+
+	if (n < *cap)
+		return 0;
+	*cap = *cap ? *cap * 2 : 32;
+	p = realloc(*v, *cap * sizeof(**v));
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	return 0;
+}
+
+/* One note's description: pc, base, semaphore (8 bytes each), then
+ * "provider\0name\0args\0". */
+static int take_note(Elf *elf, const uint8_t *desc, size_t len, uint64_t base_addr,
+		     const char *provider, struct usdt_site *site)
+{
+	uint64_t pc, base, sema;
+	const char *prov = (const char *)desc + 24, *name, *args, *end = (const char *)desc + len;
+
+	if (len < 27)
+		return -EINVAL;
+	memcpy(&pc, desc, 8);
+	memcpy(&base, desc + 8, 8);
+	memcpy(&sema, desc + 16, 8);
+	name = memchr(prov, 0, end - prov);
+	if (!name || strcmp(prov, provider))
+		return -ENOENT;
+	name++;
+	args = memchr(name, 0, end - name);
+	if (!args)
+		return -EINVAL;
+	args++;
+	if (!memchr(args, 0, end - args) || strlen(name) >= sizeof(site->name))
+		return -EINVAL;
+	/* Prelinking moves the code but not the note: base says by how much. */
+	if (base_addr && base) {
+		pc += base_addr - base;
+		if (sema)
+			sema += base_addr - base;
+	}
+	memset(site, 0, sizeof(*site));
+	snprintf(site->name, sizeof(site->name), "%s", name);
+	if (elf_offset_of_vaddr(elf, pc, &site->file_offset))
+		return -EINVAL;
+	if (sema && elf_offset_of_vaddr(elf, sema, &site->sema_offset))
+		return -EINVAL;
+	return parse_args(args, site);
+}
+
+static int scan_notes(Elf *elf, const char *provider, struct usdt_site **v, size_t *n)
+{
+	uint64_t base_addr = section_addr(elf, ".stapsdt.base");
+	Elf_Scn *scn = NULL;
+	size_t cap = 0;
+
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		GElf_Nhdr nh;
+		Elf_Data *data;
+		size_t off = 0, name_off, desc_off;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE || !(data = elf_getdata(scn, NULL)))
+			continue;
+		while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type != NT_STAPSDT || nh.n_namesz != 8 ||
+			    memcmp((char *)data->d_buf + name_off, "stapsdt", 8))
+				continue;
+			if (grow(v, *n, &cap))
+				return -ENOMEM;
+			if (!take_note(elf, (uint8_t *)data->d_buf + desc_off, nh.n_descsz, base_addr,
+				       provider, &(*v)[*n]))
+				(*n)++;
+		}
+	}
+	return 0;
+}
+
+int usdt_sites(const char *path, const char *provider, struct usdt_site **out, size_t *n)
+{
+	struct elf_file *f = elf_file__open(path);
+	int err;
+
+	*out = NULL;
+	*n = 0;
+	if (!f)
+		return -errno;
+	err = scan_notes(elf_file__elf(f), provider, out, n);
+	elf_file__close(f);
+	if (err) {
+		free(*out);
+		*out = NULL;
+		*n = 0;
+	}
+	return err;
+}
