@@ -311,3 +311,22 @@ echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min
 echo
 echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B).)"
 exit 0
+
+# --- in-process marks (issue 3) --------------------------------------------------------
+# ns per MEMTRACE_ZONE_BEGIN + MEMTRACE_ZONE_END: compiled out, compiled in with nobody
+# tracing (a nop each), and with memtrace attached (two probe hits and two events).
+MARKS=$BUILD/bench/mark_bench
+${CC:-gcc} -O2 -g -Iinproc -o "$MARKS" bench/mark_bench.c || die "failed to build $MARKS"
+${CC:-gcc} -O2 -g -Iinproc -DMEMTRACE_DISABLE -o "$MARKS.disabled" bench/mark_bench.c ||
+	die "failed to build $MARKS.disabled"
+mark_ns() { sed -n 's/.*ns_per_pair=\([0-9.]*\).*/\1/p'; }
+M_OFF=$(for _ in 1 2 3; do "$MARKS.disabled" 20000000 | mark_ns; done | median)
+M_UNTRACED=$(for _ in 1 2 3; do "$MARKS" 20000000 | mark_ns; done | median)
+M_TRACED=$(for i in 1 2 3; do
+	rm -f "$WORK/marks$i.mtrace"
+	timeout "$RUN_TIMEOUT" "$MEMTRACE" record -o "$WORK/marks$i.mtrace" -- "$MARKS" 200000 2>/dev/null | mark_ns
+done | median)
+echo
+echo "in-process marks (inproc/memtrace.h), ns per zone begin+end pair:"
+echo "  MEMTRACE_DISABLE build: $M_OFF   compiled in, untraced: $M_UNTRACED   traced by memtrace: $M_TRACED"
+

@@ -3,7 +3,7 @@
 # missing and we are root; otherwise say what is missing.
 set -e
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
-libiberty-dev libcmocka-dev pkg-config jq heaptrack binutils time"
+libiberty-dev libcmocka-dev pkg-config jq heaptrack binutils time protobuf-compiler"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

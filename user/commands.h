@@ -5,5 +5,7 @@
 /* Each takes its own name as argv[0] and returns the process exit status. */
 int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_diff(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 #endif /* MEMTRACE_COMMANDS_H */

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* memtrace export --format pprof|folded [--metric M] [-o OUT] FILE */
+#include "analysis.h"
+#include "commands.h"
+#include "export.h"
+#include "protobuf.h"
+#include "trace_load.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct export_args {
+	const struct export_format *format;
+	enum export_metric metric;
+	bool metric_given;
+	const char *output; /* NULL: the format's default; "-": stdout */
+	const char *path;
+};
+
+/* The export, rendered in memory before the output file exists, so a
+ * failure leaves no half-written file behind. */
+struct export_content {
+	void *data;
+	size_t len;
+	bool gzip;
+};
+
+struct export_format {
+	const char *name;
+	const char *suffix; /* default output: FILE + suffix; NULL: stdout */
+	/* 0, or -errno after printing why */
+	int (*render)(const struct export_args *args, const struct analysis *a,
+		      struct export_content *out);
+};
+
+static int export_render_pprof(const struct export_args *args, const struct analysis *a,
+			       struct export_content *out);
+static int export_render_folded(const struct export_args *args, const struct analysis *a,
+				struct export_content *out);
+
+static const struct export_format formats[] = {
+	{ "pprof", ".pb.gz", export_render_pprof },
+	{ "folded", NULL, export_render_folded },
+};
+
+static void export_usage(FILE *f)
+{
+	fprintf(f, "usage: memtrace export --format pprof|folded [--metric M] [-o OUT] FILE\n"
+		   "  --format pprof   gzipped profile.proto heap profile (go tool pprof, Pyroscope,\n"
+		   "                   Parca, speedscope, Perfetto); OUT defaults to FILE.pb.gz\n"
+		   "  --format folded  one line per stack, outermost frame first, for flamegraph.pl\n"
+		   "                   and speedscope; OUT defaults to stdout\n"
+		   "  --metric M       what a folded line counts (default allocated):\n"
+		   "                   %s\n"
+		   "  -o OUT           write OUT, which must not exist yet; - for stdout\n"
+		   "  -h, --help       show this help\n",
+		export_metric_names);
+}
+
+static const struct export_format *export_find_format(const char *name)
+{
+	for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+		if (!strcmp(name, formats[i].name))
+			return &formats[i];
+	}
+	return NULL;
+}
+
+/* What parsing found wrong, after the options were read; NULL if nothing. */
+static const char *export_check_args(int argc, const struct export_args *args)
+{
+	if (!args->format)
+		return "--format is required; usage: memtrace export --format pprof|folded [-o OUT] FILE";
+	if (args->metric_given && strcmp(args->format->name, "folded"))
+		return "--metric applies to --format folded only (pprof carries every metric)";
+	if (argc - optind != 1)
+		return "it takes exactly one trace file; usage: memtrace export --format pprof|folded [-o OUT] FILE";
+	return NULL;
+}
+
+/* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
+static int export_parse_args(int argc, char **argv, struct export_args *args)
+{
+	static const struct option longopts[] = {
+		{ "format", required_argument, NULL, 'f' },
+		{ "metric", required_argument, NULL, 'm' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *problem;
+	int c;
+
+	memset(args, 0, sizeof(*args));
+	optind = 0; /* glibc: start afresh even if main parsed options already */
+	opterr = 0; /* our one-line message instead of getopt's */
+	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			args->format = export_find_format(optarg);
+			if (!args->format) {
+				fprintf(stderr, "memtrace: failed to parse --format '%s': the formats are "
+						"pprof and folded\n", optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'm':
+			if (export_metric__parse(optarg, &args->metric)) {
+				fprintf(stderr, "memtrace: failed to parse --metric '%s': the metrics are "
+						"%s\n", optarg, export_metric_names);
+				return -EINVAL;
+			}
+			args->metric_given = true;
+			break;
+		case 'o':
+			args->output = optarg;
+			break;
+		case 'h':
+			export_usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, "memtrace: failed to parse export options: '%s' is unknown or "
+					"lacks its value; see memtrace export --help\n", argv[optind - 1]);
+			return -EINVAL;
+		}
+	}
+	problem = export_check_args(argc, args);
+	if (problem) {
+		fprintf(stderr, "memtrace: failed to start export: %s\n", problem);
+		return -EINVAL;
+	}
+	args->path = argv[optind];
+	return 0;
+}
+
+static int export_render_pprof(const struct export_args *args, const struct analysis *a,
+			       struct export_content *out)
+{
+	struct trace_modules tm;
+	struct export_pprof_input in = { .a = a };
+	struct pb_buf b;
+	int err;
+
+	err = trace_load_modules(args->path, &tm);
+	if (err)
+		goto out_modules;
+	in.modules = tm.mods;
+	in.nmodules = tm.nr;
+	in.time_ns = tm.start_real_ns;
+	pb_buf__init(&b);
+	err = export_pprof__encode(&in, &b);
+	if (err) {
+		fprintf(stderr, "memtrace: failed to encode the pprof profile: %s; free some memory\n",
+			strerror(-err));
+		pb_buf__free(&b);
+		goto out_modules;
+	}
+	out->data = b.data; /* handed over: freed with the content */
+	out->len = b.len;
+	out->gzip = true;
+out_modules:
+	trace_modules__free(&tm);
+	return err;
+}
+
+static int export_render_folded(const struct export_args *args, const struct analysis *a,
+				struct export_content *out)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	f = open_memstream(&data, &len);
+	if (!f) {
+		fprintf(stderr, "memtrace: failed to render folded stacks: %s; free some memory\n",
+			strerror(errno));
+		return -ENOMEM;
+	}
+	err = export_folded__write(f, a, args->metric);
+	if (fclose(f) && !err)
+		err = -ENOMEM;
+	if (err) {
+		fprintf(stderr, "memtrace: failed to render folded stacks: %s; free some memory\n",
+			strerror(-err));
+		free(data);
+		return err;
+	}
+	out->data = data;
+	out->len = len;
+	return 0;
+}
+
+/* The output's name into *OUT: -o, else the format's default; NULL for
+ * stdout. 0 or -ENOMEM. */
+static int export_output_path(const struct export_args *args, char **out)
+{
+	*out = NULL;
+	if (args->output && !strcmp(args->output, "-"))
+		return 0;
+	if (args->output)
+		*out = strdup(args->output);
+	else if (args->format->suffix && asprintf(out, "%s%s", args->path, args->format->suffix) < 0)
+		*out = NULL;
+	else if (!args->format->suffix)
+		return 0;
+	return *out ? 0 : -ENOMEM;
+}
+
+/* Create PATH the way record creates traces: never over an existing file
+ * or through a symlink; 0600, as the trace it comes from. The fd, or
+ * -errno after printing why. */
+static int export_create(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		fprintf(stderr, "memtrace: failed to create %s: %s; %s\n", path, strerror(errno),
+			errno == EEXIST ? "remove it or pass another name with -o" :
+					  "check the directory and its permissions");
+		return -errno;
+	}
+	return fd;
+}
+
+/* Write C to PATH (NULL: stdout); a file that could not be written in
+ * full is removed. 0, or -errno after printing why. */
+static int export_save(const char *path, const struct export_content *c)
+{
+	int fd = path ? export_create(path) : STDOUT_FILENO;
+	int err;
+
+	if (fd < 0)
+		return fd;
+	err = export_write(fd, c->data, c->len, c->gzip);
+	if (path && close(fd) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "memtrace: failed to write %s: %s; check the disk\n",
+			path ? path : "to stdout", strerror(-err));
+		if (path)
+			unlink(path);
+	}
+	return err;
+}
+
+int cmd_export(int argc, char **argv)
+{
+	struct export_content content = { 0 };
+	struct export_args args;
+	struct analysis *a;
+	char *output = NULL;
+	int err;
+
+	err = export_parse_args(argc, argv, &args);
+	if (err)
+		return err > 0 ? 0 : 2;
+
+	a = analysis__new();
+	if (!a) {
+		fprintf(stderr, "memtrace: failed to read %s: %s; free some memory\n", args.path,
+			strerror(errno));
+		return 1;
+	}
+	err = trace_load(args.path, a);
+	if (err)
+		goto out_analysis;
+	err = args.format->render(&args, a, &content);
+	if (err)
+		goto out_analysis;
+	err = export_output_path(&args, &output);
+	if (err) {
+		fprintf(stderr, "memtrace: failed to name the output: out of memory; free some memory\n");
+		goto out_content;
+	}
+	err = export_save(output, &content);
+	if (!err && output)
+		fprintf(stderr, "memtrace: wrote %s\n", output);
+
+out_content:
+	free(output);
+	free(content.data);
+out_analysis:
+	analysis__free(a);
+	return err ? 1 : 0;
+}

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Sort-merge matching: both traces' sites in one array sorted by key, so
+ * equal keys sit together whatever side they come from. */
+#include "diff.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct diff_ref {
+	const struct analysis_site *site;
+	bool is_new;
+};
+
+static const char *basename_of(const char *path)
+{
+	const char *s = path ? strrchr(path, '/') : NULL;
+
+	return s ? s + 1 : path;
+}
+
+static int strcmp_null(const char *x, const char *y)
+{
+	if (!x || !y)
+		return (x != NULL) - (y != NULL);
+	return strcmp(x, y);
+}
+
+/* The matching order of diff.h: a function (else the name), file, line,
+ * module basename. */
+static int site_key_cmp(const struct analysis_site *x, const struct analysis_site *y)
+{
+	int c;
+
+	c = strcmp_null(x->function ? x->function : x->name, y->function ? y->function : y->name);
+	if (!c)
+		c = (x->function != NULL) - (y->function != NULL);
+	if (!c)
+		c = strcmp_null(x->file, y->file);
+	if (!c)
+		c = (x->line > y->line) - (x->line < y->line);
+	if (!c)
+		c = strcmp_null(basename_of(x->module), basename_of(y->module));
+	return c;
+}
+
+static int ref_cmp(const void *x, const void *y)
+{
+	return site_key_cmp(((const struct diff_ref *)x)->site, ((const struct diff_ref *)y)->site);
+}
+
+static void figures_add(struct analysis_figures *sum, const struct analysis_figures *f)
+{
+	sum->allocations += f->allocations;
+	sum->allocated_bytes += f->allocated_bytes;
+	sum->peak_bytes += f->peak_bytes;
+	sum->leaked_allocations += f->leaked_allocations;
+	sum->leaked_bytes += f->leaked_bytes;
+	sum->temporary_allocations += f->temporary_allocations;
+}
+
+/* Fold the refs R[0..n), all of one key, into S. */
+static void site_merge(struct diff_site *s, const struct diff_ref *r, size_t n)
+{
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < n; i++) {
+		const struct analysis_site *x = r[i].site;
+
+		figures_add(r[i].is_new ? &s->b : &s->a, &x->figures);
+		/* NEW's names win: they are what the user runs now */
+		if (!s->name || r[i].is_new) {
+			s->name = x->name;
+			s->function = x->function;
+			s->file = x->file;
+			s->line = x->line;
+			s->module = x->module;
+		}
+	}
+}
+
+int diff_site__growth(const struct diff_site *s)
+{
+	const uint64_t a[] = { s->a.allocated_bytes, s->a.leaked_bytes, s->a.peak_bytes,
+			       s->a.allocations, s->a.leaked_allocations, s->a.temporary_allocations };
+	const uint64_t b[] = { s->b.allocated_bytes, s->b.leaked_bytes, s->b.peak_bytes,
+			       s->b.allocations, s->b.leaked_allocations, s->b.temporary_allocations };
+
+	for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
+		if (a[i] != b[i])
+			return b[i] > a[i] ? 1 : -1;
+	}
+	return 0;
+}
+
+/* Larger change first, field by field, as diff.h orders. */
+static int growth_cmp(const void *x, const void *y)
+{
+	const struct diff_site *p = x, *q = y;
+	const int64_t dp[] = {
+		diff_delta(p->a.allocated_bytes, p->b.allocated_bytes),
+		diff_delta(p->a.leaked_bytes, p->b.leaked_bytes),
+		diff_delta(p->a.peak_bytes, p->b.peak_bytes),
+		diff_delta(p->a.allocations, p->b.allocations),
+		diff_delta(p->a.leaked_allocations, p->b.leaked_allocations),
+		diff_delta(p->a.temporary_allocations, p->b.temporary_allocations),
+	};
+	const int64_t dq[] = {
+		diff_delta(q->a.allocated_bytes, q->b.allocated_bytes),
+		diff_delta(q->a.leaked_bytes, q->b.leaked_bytes),
+		diff_delta(q->a.peak_bytes, q->b.peak_bytes),
+		diff_delta(q->a.allocations, q->b.allocations),
+		diff_delta(q->a.leaked_allocations, q->b.leaked_allocations),
+		diff_delta(q->a.temporary_allocations, q->b.temporary_allocations),
+	};
+	struct analysis_site kp = { .name = p->name, .function = p->function, .file = p->file,
+				    .line = p->line, .module = p->module };
+	struct analysis_site kq = { .name = q->name, .function = q->function, .file = q->file,
+				    .line = q->line, .module = q->module };
+
+	for (size_t i = 0; i < sizeof(dp) / sizeof(dp[0]); i++) {
+		if (dp[i] != dq[i])
+			return dp[i] > dq[i] ? -1 : 1;
+	}
+	return site_key_cmp(&kp, &kq);
+}
+
+int diff__sites(struct diff *d, const struct analysis_site *sa, size_t na,
+		const struct analysis_site *sb, size_t nb)
+{
+	struct diff_ref *refs;
+	size_t n = na + nb, i, j;
+
+	d->sites = NULL;
+	d->nsites = 0;
+	refs = malloc((n ? n : 1) * sizeof(*refs));
+	d->sites = malloc((n ? n : 1) * sizeof(*d->sites));
+	if (!refs || !d->sites) {
+		free(refs);
+		free(d->sites);
+		d->sites = NULL;
+		return -ENOMEM;
+	}
+	for (i = 0; i < na; i++)
+		refs[i] = (struct diff_ref){ .site = &sa[i], .is_new = false };
+	for (i = 0; i < nb; i++)
+		refs[na + i] = (struct diff_ref){ .site = &sb[i], .is_new = true };
+	qsort(refs, n, sizeof(*refs), ref_cmp);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !ref_cmp(&refs[i], &refs[j]); j++)
+			;
+		site_merge(&d->sites[d->nsites++], &refs[i], j - i);
+	}
+	free(refs);
+	qsort(d->sites, d->nsites, sizeof(*d->sites), growth_cmp);
+	return 0;
+}
+
+int diff__analyses(struct diff *d, const struct analysis *base, const struct analysis *new_)
+{
+	const struct analysis_site *sa, *sb;
+	size_t na, nb;
+
+	memset(d, 0, sizeof(*d));
+	d->a = *analysis__totals(base);
+	d->b = *analysis__totals(new_);
+	sa = analysis__sites(base, &na);
+	sb = analysis__sites(new_, &nb);
+	return diff__sites(d, sa, na, sb, nb);
+}
+
+void diff__free(struct diff *d)
+{
+	free(d->sites);
+	d->sites = NULL;
+	d->nsites = 0;
+}

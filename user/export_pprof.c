@@ -1,0 +1,293 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * pprof's profile.proto (github.com/google/pprof, proto/profile.proto),
+ * hand-encoded: one sample per distinct stack with the four values Go's
+ * heap profiles carry, so `go tool pprof`, Pyroscope, Parca, speedscope and
+ * Perfetto read it as a heap profile. "In use" is what was still live when
+ * the trace ended (leaked).
+ */
+#include "export.h"
+#include "protobuf.h"
+#include "strtab.h"
+#include "u64map.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* Field numbers of profile.proto. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1,
+	PROFILE_SAMPLE = 2,
+	PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4,
+	PROFILE_FUNCTION = 5,
+	PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9,
+	PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11,
+	PROFILE_PERIOD = 12,
+	VALUE_TYPE_TYPE = 1,
+	VALUE_TYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1,
+	SAMPLE_VALUE = 2,
+	MAPPING_ID = 1,
+	MAPPING_MEMORY_START = 2,
+	MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4,
+	MAPPING_FILENAME = 5,
+	MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7,
+	MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
+	MAPPING_HAS_INLINE_FRAMES = 10,
+	LOCATION_ID = 1,
+	LOCATION_MAPPING_ID = 2,
+	LOCATION_ADDRESS = 3,
+	LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1,
+	LINE_LINE = 2,
+	FUNCTION_ID = 1,
+	FUNCTION_NAME = 2,
+	FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
+};
+
+/* The sample types, in the order Go's heap profiles use; pprof shows the
+ * last (inuse_space) by default. */
+static const char *const sample_types[][2] = {
+	{ "alloc_objects", "count" },
+	{ "alloc_space", "bytes" },
+	{ "inuse_objects", "count" },
+	{ "inuse_space", "bytes" },
+};
+
+struct pprof {
+	const struct export_pprof_input *in;
+	struct strtab strings;
+	struct u64map locations; /* address -> location id */
+	struct u64map functions; /* name index << 32 | filename index -> function id */
+	struct pb_buf samples, mappings, locs, funcs;
+	uint64_t nlocations;
+	uint64_t nfunctions;
+	int err; /* sticky, like pb_buf's */
+};
+
+/* S's string table index; a failure is kept in p->err. */
+static uint64_t pprof__str(struct pprof *p, const char *s)
+{
+	int64_t i = strtab__intern(&p->strings, s);
+
+	if (i < 0) {
+		p->err = (int)i;
+		return 0;
+	}
+	return (uint64_t)i;
+}
+
+static void pprof__value_type(struct pprof *p, struct pb_buf *b, uint32_t field, const char *type,
+			      const char *unit)
+{
+	size_t m = pb_buf__begin(b, field);
+
+	pb_buf__uint64(b, VALUE_TYPE_TYPE, pprof__str(p, type));
+	pb_buf__uint64(b, VALUE_TYPE_UNIT, pprof__str(p, unit));
+	pb_buf__end(b, m);
+}
+
+/* The id (index + 1) of the module holding ADDR; 0 if none does. */
+static uint64_t pprof__mapping_of(const struct pprof *p, uint64_t addr)
+{
+	for (size_t i = 0; i < p->in->nmodules; i++) {
+		if (addr >= p->in->modules[i].start && addr < p->in->modules[i].end)
+			return i + 1;
+	}
+	return 0;
+}
+
+static uint64_t pprof__function(struct pprof *p, const struct analysis_frame *f)
+{
+	char buf[64];
+	const char *name = export_frame_name(f, buf, sizeof(buf));
+	uint64_t name_i = pprof__str(p, name), file_i = pprof__str(p, f->file);
+	struct u64map_entry *e;
+	bool existed;
+	size_t m;
+
+	e = u64map__insert(&p->functions, name_i << 32 | file_i, &existed);
+	if (!e) {
+		p->err = -ENOMEM;
+		return 0;
+	}
+	if (existed)
+		return e->val;
+	e->val = ++p->nfunctions;
+	m = pb_buf__begin(&p->funcs, PROFILE_FUNCTION);
+	pb_buf__uint64(&p->funcs, FUNCTION_ID, e->val);
+	pb_buf__uint64(&p->funcs, FUNCTION_NAME, name_i);
+	/* the trace keeps demangled names only */
+	pb_buf__uint64(&p->funcs, FUNCTION_SYSTEM_NAME, name_i);
+	pb_buf__uint64(&p->funcs, FUNCTION_FILENAME, file_i);
+	pb_buf__end(&p->funcs, m);
+	return e->val;
+}
+
+/* The frames of one address: F[0], the innermost, up to and including the
+ * first that is not inlined into the next. */
+static size_t frames_of_address(const struct analysis_frame *f, size_t n)
+{
+	size_t k = 1;
+
+	while (k < n && f[k - 1].inlined && f[k].address == f[0].address)
+		k++;
+	return k;
+}
+
+/* The location id of the address of F[0..K), added with its lines (the
+ * innermost first, as pprof expects) if new. */
+static uint64_t pprof__location(struct pprof *p, const struct analysis_frame *f, size_t k)
+{
+	struct u64map_entry *e;
+	uint64_t mapping;
+	bool existed;
+	size_t m, lm;
+
+	/* u64map keys must be non-zero; no return address is 0 */
+	e = u64map__insert(&p->locations, f[0].address ? f[0].address : 1, &existed);
+	if (!e) {
+		p->err = -ENOMEM;
+		return 0;
+	}
+	if (existed)
+		return e->val;
+	e->val = ++p->nlocations;
+	m = pb_buf__begin(&p->locs, PROFILE_LOCATION);
+	pb_buf__uint64(&p->locs, LOCATION_ID, e->val);
+	mapping = pprof__mapping_of(p, f[0].address);
+	if (mapping)
+		pb_buf__uint64(&p->locs, LOCATION_MAPPING_ID, mapping);
+	pb_buf__uint64(&p->locs, LOCATION_ADDRESS, f[0].address);
+	for (size_t i = 0; i < k; i++) {
+		uint64_t fn = pprof__function(p, &f[i]);
+
+		lm = pb_buf__begin(&p->locs, LOCATION_LINE);
+		pb_buf__uint64(&p->locs, LINE_FUNCTION_ID, fn);
+		pb_buf__uint64(&p->locs, LINE_LINE, f[i].line);
+		pb_buf__end(&p->locs, lm);
+	}
+	pb_buf__end(&p->locs, m);
+	return e->val;
+}
+
+static void pprof__sample(struct pprof *p, const struct analysis_stack *s)
+{
+	const struct analysis_figures *fig = &s->figures;
+	struct pb_buf *b = &p->samples;
+	size_t m, lm, k;
+
+	m = pb_buf__begin(b, PROFILE_SAMPLE);
+	lm = pb_buf__begin(b, SAMPLE_LOCATION_ID);
+	for (size_t i = 0; i < s->nframes; i += k) {
+		k = frames_of_address(&s->frames[i], s->nframes - i);
+		pb_buf__varint(b, pprof__location(p, &s->frames[i], k));
+	}
+	pb_buf__end(b, lm);
+	lm = pb_buf__begin(b, SAMPLE_VALUE);
+	pb_buf__varint(b, fig->allocations);
+	pb_buf__varint(b, fig->allocated_bytes);
+	pb_buf__varint(b, fig->leaked_allocations);
+	pb_buf__varint(b, fig->leaked_bytes);
+	pb_buf__end(b, lm);
+	pb_buf__end(b, m);
+}
+
+static void pprof__samples(struct pprof *p)
+{
+	const struct analysis_site *sites;
+	size_t nsites;
+
+	sites = analysis__sites(p->in->a, &nsites);
+	for (size_t i = 0; i < nsites; i++) {
+		for (size_t j = 0; j < sites[i].nstacks; j++) {
+			if (sites[i].stacks[j]->figures.allocations)
+				pprof__sample(p, sites[i].stacks[j]);
+		}
+	}
+}
+
+static void pprof__mapping(struct pprof *p, uint64_t id, const struct trace_module *mod)
+{
+	struct pb_buf *b = &p->mappings;
+	char hex[2 * sizeof(mod->build_id) + 1] = "";
+	size_t m;
+
+	for (uint32_t i = 0; i < mod->build_id_len && i < sizeof(mod->build_id); i++)
+		snprintf(hex + 2 * i, 3, "%02x", mod->build_id[i]);
+	m = pb_buf__begin(b, PROFILE_MAPPING);
+	pb_buf__uint64(b, MAPPING_ID, id);
+	pb_buf__uint64(b, MAPPING_MEMORY_START, mod->start);
+	pb_buf__uint64(b, MAPPING_MEMORY_LIMIT, mod->end);
+	pb_buf__uint64(b, MAPPING_FILE_OFFSET, mod->file_offset);
+	pb_buf__uint64(b, MAPPING_FILENAME, pprof__str(p, mod->path));
+	pb_buf__uint64(b, MAPPING_BUILD_ID, pprof__str(p, hex));
+	/* symbolized when recording ended: pprof need not look for the files */
+	pb_buf__uint64(b, MAPPING_HAS_FUNCTIONS, 1);
+	pb_buf__uint64(b, MAPPING_HAS_FILENAMES, 1);
+	pb_buf__uint64(b, MAPPING_HAS_LINE_NUMBERS, 1);
+	pb_buf__uint64(b, MAPPING_HAS_INLINE_FRAMES, 1);
+	pb_buf__end(b, m);
+}
+
+/* The fields in field-number order, each repeated field in one run. */
+static void pprof__assemble(struct pprof *p, struct pb_buf *out)
+{
+	const struct analysis_trace *t = analysis__trace(p->in->a);
+
+	pb_buf__raw(out, p->samples.data, p->samples.len);
+	pb_buf__raw(out, p->mappings.data, p->mappings.len);
+	pb_buf__raw(out, p->locs.data, p->locs.len);
+	pb_buf__raw(out, p->funcs.data, p->funcs.len);
+	for (size_t i = 0; i < p->strings.nr; i++)
+		pb_buf__string(out, PROFILE_STRING_TABLE, p->strings.strs[i]);
+	if (p->in->time_ns)
+		pb_buf__uint64(out, PROFILE_TIME_NANOS, p->in->time_ns);
+	pb_buf__uint64(out, PROFILE_DURATION_NANOS, t->duration_ns);
+	pprof__value_type(p, out, PROFILE_PERIOD_TYPE, "space", "bytes");
+	/* a sampled trace's figures are already scaled up to estimates */
+	pb_buf__uint64(out, PROFILE_PERIOD, t->sample_bytes ? t->sample_bytes : 1);
+}
+
+static void pprof__free(struct pprof *p)
+{
+	strtab__free(&p->strings);
+	u64map__free(&p->locations);
+	u64map__free(&p->functions);
+	pb_buf__free(&p->samples);
+	pb_buf__free(&p->mappings);
+	pb_buf__free(&p->locs);
+	pb_buf__free(&p->funcs);
+}
+
+int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out)
+{
+	struct pprof p = { .in = in };
+	int err;
+
+	strtab__init(&p.strings);
+	pprof__str(&p, ""); /* profile.proto: string_table[0] must be "" */
+	for (size_t i = 0; i < sizeof(sample_types) / sizeof(sample_types[0]); i++)
+		pprof__value_type(&p, out, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
+	/* period_type comes after the string table: its strings must be in it */
+	pprof__str(&p, "space");
+	pprof__samples(&p);
+	for (size_t i = 0; i < in->nmodules; i++)
+		pprof__mapping(&p, i + 1, &in->modules[i]);
+	if (!p.err)
+		pprof__assemble(&p, out);
+
+	err = p.err;
+	if (!err)
+		err = pb_buf__error(&p.samples) ?: pb_buf__error(&p.mappings) ?:
+		      pb_buf__error(&p.locs) ?: pb_buf__error(&p.funcs) ?: pb_buf__error(out);
+	pprof__free(&p);
+	return err;
+}
