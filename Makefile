@@ -67,7 +67,7 @@ $(BUILD)/progs/libtinyalloc.so: tests/progs/tinyalloc/tinyalloc.c | $(BUILD)
 
 $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c | $(BUILD)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
+	$(CC) $(PROG_FLAGS) -Iinproc -fPIC -shared -o $@ $<
 
 $(BUILD)/progs/uses_tinyalloc: $(BUILD)/progs/libtinyalloc.so
 

@@ -402,7 +402,8 @@ static void note_file_mappings(struct recording *r)
 
 static int read_file_string(struct recording *r, uint64_t addr, char *buf, size_t cap)
 {
-	for (size_t i = 0; i < r->nr_fmaps; i++) {
+	/* Newest first: an address range can be reused after an unmap. */
+	for (size_t i = r->nr_fmaps; i-- > 0;) {
 		const struct file_mapping *m = &r->fmaps[i];
 		ssize_t n;
 		int fd;

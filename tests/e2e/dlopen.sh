@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # A library loaded with dlopen after recording began: its allocations are
-# counted and symbolized (the module map follows the target's mappings).
+# counted and symbolized (the module map follows the target's mappings), and
+# its memtrace.h marks are attached.
 . "$(dirname "$0")/lib.sh"
 
 record_cmd "$TMP/dl.mtrace" "$PROGS/dlopen_host" "$PROGS/libplugin.so"
@@ -16,4 +17,7 @@ expect_eq "plugin_work: source file" \
 expect_eq "plugin_work: module" \
 	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .module] | first' "$TMP/dl.json" | xargs basename)" \
 	"libplugin.so"
+expect_eq "plugin_zone: entered" "$(jq '[.zones[] | select(.name == "plugin_zone") | .count] | add' "$TMP/dl.json")" 10
+expect_eq "plugin_zone: allocations inside" \
+	"$(jq '[.zones[] | select(.name == "plugin_zone") | .allocations] | add' "$TMP/dl.json")" 10
 finish

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * dlopen_host PLUGIN: loads PLUGIN (a library that was not mapped when
- * tracing started), calls plugin_work 10 times (10 x malloc(77) at
- * plugin_work in plugin.c, all leaked), then stays a little so the recorder
- * sees the new mapping while the process lives, and exits 0.
+ * tracing started), waits 1.5 s (the recorder looks for new mappings and
+ * their marks every second), calls plugin_work 10 times (10 x malloc(77) at
+ * plugin_work in plugin.c, all leaked, each inside zone "plugin_zone"), and
+ * exits 0.
  */
 #include <dlfcn.h>
 #include <unistd.h>
@@ -20,8 +21,8 @@ int main(int argc, char **argv)
 	work = (void (*)(int))dlsym(h, "plugin_work");
 	if (!work)
 		return 3;
+	usleep(1500 * 1000);
 	for (int i = 0; i < 10; i++)
 		work(i);
-	usleep(1500 * 1000);
 	return 0;
 }
