@@ -3,6 +3,7 @@
 # make test       (as root) install missing Debian packages, build, run every test tier
 # make demo       build, record the bundled demo program, print its report
 # make install    put memtrace in $(PREFIX)/bin
+# make STATIC=0  link build/memtrace against the shared libraries instead (rm build/memtrace first)
 
 PREFIX  ?= /usr/local
 BUILD   := build
@@ -16,6 +17,19 @@ CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointe
 CPPFLAGS += -I$(BUILD) -Iuser -Ibpf -D_GNU_SOURCE
 LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
 LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lpthread -lm
+# build/memtrace is linked fully static, so copying that one file to any x86-64 Linux host with a
+# BTF kernel is enough to record there: no libbpf, elfutils, zstd or zlib there, and no particular
+# glibc either (glibc's static libc is safe here: memtrace makes no NSS lookups). libdw.a pulls in
+# the compressors elfutils reads sections with (lzma, bz2, zstd, z); archives follow their users.
+# The link warns that libdw's debuginfod client dlopen()s libdebuginfod.so.1, for modules with no
+# local debug info: where that library is absent the call fails and libdw carries on; where it is
+# present it loads with the host's libc, which glibc only promises for the glibc we linked.
+# The unit tests stay dynamic (cmocka ships no archive).
+STATIC  ?= 1
+MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static)
+MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
+	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lpthread -lm -ldl,\
+	$(LDLIBS))
 
 BPF_SRC  := bpf/memtrace.bpf.c
 BPF_OBJ  := $(BUILD)/memtrace.bpf.o
@@ -47,7 +61,7 @@ $(BUILD)/libmemtrace.a: $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
 
 $(BUILD)/memtrace: $(BUILD)/user/main.o $(BUILD)/libmemtrace.a
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) $(MEMTRACE_LDFLAGS) -o $@ $^ $(MEMTRACE_LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
 	@mkdir -p $(@D)
@@ -101,3 +115,9 @@ clean:
 .PHONY: bench
 bench: all
 	bash bench/run.sh
+
+# make soak: a 10-minute recording of a busy target; the recorder's memory must stay flat.
+.PHONY: soak
+soak: all
+	bash bench/soak.sh
+
