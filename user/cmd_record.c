@@ -14,7 +14,7 @@
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
-#include "usdt.h"
+#include "mark_finder.h"
 #include "util.h"
 
 #include <errno.h>
@@ -28,7 +28,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -51,12 +50,6 @@ struct record_opts {
 	int empty_probes; /* --empty-probes, for make bench */
 };
 
-/* A file-backed mapping of any permission: where mark names live. */
-struct file_mapping {
-	uint64_t start, end, offset;
-	char *path;
-};
-
 struct recording {
 	struct record_opts o;
 	struct launcher child;
@@ -68,11 +61,7 @@ struct recording {
 	struct procmaps maps;       /* at attach: where the allocator functions are */
 	struct module_set modules;  /* every executable mapping seen while recording */
 	struct probe_set probes;
-	char **mark_files;          /* files whose marks were looked for */
-	size_t nr_mark_files;
-	size_t nr_marks;            /* mark sites attached */
-	struct file_mapping *fmaps; /* for names the target can no longer be asked for */
-	size_t nr_fmaps;
+	struct mark_finder *marks;  /* inproc/memtrace.h marks in the target's files */
 	struct trace_writer *w;
 	struct drain *drain;
 	struct loader *loader;
@@ -294,156 +283,6 @@ static void default_output(struct recording *r)
 		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", r->comm, r->pid);
 }
 
-static const char *const mark_names[] = {
-	[TRACE_MARK_ZONE_BEGIN] = "zone_begin", [TRACE_MARK_ZONE_END] = "zone_end",
-	[TRACE_MARK_FRAME] = "frame_mark",      [TRACE_MARK_POOL_ALLOC] = "alloc",
-	[TRACE_MARK_POOL_FREE] = "free",        [TRACE_MARK_POOL_RESET] = "pool_reset",
-	[TRACE_MARK_THREAD_NAME] = "thread_name",
-};
-
-static uint32_t mark_kind(const char *name)
-{
-	for (uint32_t k = 1; k < sizeof(mark_names) / sizeof(mark_names[0]); k++) {
-		if (!strcmp(name, mark_names[k]))
-			return k;
-	}
-	return 0;
-}
-
-static bool marks_looked_for(struct recording *r, const char *path)
-{
-	for (size_t i = 0; i < r->nr_mark_files; i++) {
-		if (!strcmp(r->mark_files[i], path))
-			return true;
-	}
-	return false;
-}
-
-/* Attach the inproc/memtrace.h marks of one mapped file, if it has any. */
-static int attach_marks_in(struct recording *r, const char *path)
-{
-	char *file = root_path(r->pid, path), **v;
-	struct loader_mark *marks = NULL;
-	struct usdt_site *sites = NULL;
-	size_t n = 0, nr = 0;
-	int err;
-
-	v = realloc(r->mark_files, (r->nr_mark_files + 1) * sizeof(*v));
-	if (!file || !v) {
-		free(file);
-		return -ENOMEM;
-	}
-	r->mark_files = v;
-	r->mark_files[r->nr_mark_files++] = strdup(path);
-	err = usdt_sites(file, "memtrace", &sites, &n) ? 0 : 0; /* not ELF, unreadable: no marks */
-	marks = calloc(n ? n : 1, sizeof(*marks));
-	for (size_t i = 0; marks && i < n; i++) {
-		uint32_t kind = mark_kind(sites[i].name);
-
-		if (!kind)
-			continue;
-		marks[nr].file_offset = sites[i].file_offset;
-		marks[nr].sema_offset = sites[i].sema_offset;
-		marks[nr].kind = kind;
-		marks[nr++].spec = sites[i].spec;
-	}
-	if (!marks)
-		err = -ENOMEM;
-	else if (nr)
-		err = loader__attach_marks(r->loader, file, marks, nr);
-	if (!err)
-		r->nr_marks += nr;
-	free(marks);
-	free(sites);
-	free(file);
-	return err;
-}
-
-static int attach_all_marks(struct recording *r, const struct procmaps *pm)
-{
-	int err = 0;
-
-	for (size_t i = 0; i < pm->nr_paths && !err; i++) {
-		if (!marks_looked_for(r, pm->paths[i]))
-			err = attach_marks_in(r, pm->paths[i]);
-	}
-	return err;
-}
-
-/* Remember every file-backed mapping (names are string literals, so they
- * can be read from the file even after the target is gone). */
-static void note_file_mappings(struct recording *r)
-{
-	char path[64], line[4096], file[4096];
-	unsigned long long start, end, off;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", r->pid);
-	f = fopen(path, "re");
-	while (f && fgets(line, sizeof(line), f)) {
-		struct file_mapping *v;
-		bool known = false;
-
-		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &start, &end, &off, file) != 4 ||
-		    file[0] != '/')
-			continue;
-		for (size_t i = 0; i < r->nr_fmaps && !known; i++)
-			known = r->fmaps[i].start == start && !strcmp(r->fmaps[i].path, file);
-		if (known || !(v = realloc(r->fmaps, (r->nr_fmaps + 1) * sizeof(*v))))
-			continue;
-		r->fmaps = v;
-		v[r->nr_fmaps] = (struct file_mapping){ start, end, off, root_path(r->pid, file) };
-		if (v[r->nr_fmaps].path)
-			r->nr_fmaps++;
-	}
-	if (f)
-		fclose(f);
-}
-
-static int read_file_string(struct recording *r, uint64_t addr, char *buf, size_t cap)
-{
-	/* Newest first: an address range can be reused after an unmap. */
-	for (size_t i = r->nr_fmaps; i-- > 0;) {
-		const struct file_mapping *m = &r->fmaps[i];
-		ssize_t n;
-		int fd;
-
-		if (addr < m->start || addr >= m->end)
-			continue;
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && !strncmp(m->path, "/proc/", 6))
-			fd = open(strchr(m->path + 6, '/') + 5, O_RDONLY | O_CLOEXEC); /* after /root */
-		if (fd < 0)
-			return -errno;
-		n = pread(fd, buf, cap - 1, addr - m->start + m->offset);
-		close(fd);
-		if (n <= 0)
-			return -EIO;
-		buf[n] = 0;
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* Names in pages the target never touched yet: read them the way a debugger
- * does (which faults the page in), or from the file if the target is gone. */
-static int read_target_string(void *ctx, uint64_t addr, char *buf, size_t cap)
-{
-	struct recording *r = ctx;
-	struct iovec local = { buf, cap - 1 }, remote = { (void *)(uintptr_t)addr, cap - 1 };
-	ssize_t n = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
-
-	/* A string near the end of a mapping: read up to the page end instead. */
-	if (n < 0) {
-		remote.iov_len = local.iov_len = 4096 - (addr & 4095) < cap - 1 ? 4096 - (addr & 4095) : cap - 1;
-		n = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
-	}
-	if (n <= 0)
-		return read_file_string(r, addr, buf, cap);
-	buf[n] = 0;
-	return 0;
-}
-
 static int write_module(void *ctx, const struct trace_module *m)
 {
 	return trace_writer__add_module(ctx, m);
@@ -459,9 +298,8 @@ static int refresh_modules(struct recording *r)
 	if (procmaps__read(&now, r->pid))
 		return 0;
 	err = module_set__merge(&r->modules, &now, write_module, r->w);
-	note_file_mappings(r);
 	if (!err && !r->o.empty_probes)
-		err = attach_all_marks(r, &now);
+		err = mark_finder__attach(r->marks, r->loader, &now);
 	procmaps__free(&now);
 	return err;
 }
@@ -499,7 +337,6 @@ static int open_output(struct recording *r)
 	r->drain = drain__new(r->w);
 	if (!r->drain)
 		return fail("out of memory");
-	drain__set_string_reader(r->drain, read_target_string, r);
 	return 0;
 }
 
@@ -535,8 +372,11 @@ static int attach_probes(struct recording *r)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
 		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
-	note_file_mappings(r);
-	err = r->o.empty_probes ? 0 : attach_all_marks(r, &r->maps);
+	r->marks = mark_finder__new(r->pid);
+	if (!r->marks)
+		return fail("out of memory");
+	drain__set_string_reader(r->drain, mark_finder__read_string, r->marks);
+	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
 	loader__set_recording(r->loader, true);
@@ -566,8 +406,9 @@ static void announce(struct recording *r)
 	}
 	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s", r->pid, r->comm,
 		r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s");
-	if (r->nr_marks)
-		fprintf(stderr, ", %zu memtrace.h mark%s", r->nr_marks, r->nr_marks == 1 ? "" : "s");
+	if (mark_finder__count(r->marks))
+		fprintf(stderr, ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
+			mark_finder__count(r->marks) == 1 ? "" : "s");
 	fprintf(stderr, ", writing %s\n", r->output);
 }
 
@@ -743,10 +584,7 @@ static void cleanup(struct recording *r, bool failed)
 	probe_set__free(&r->probes);
 	procmaps__free(&r->maps);
 	module_set__free(&r->modules);
-	free_strings(r->mark_files, r->nr_mark_files);
-	for (size_t i = 0; i < r->nr_fmaps; i++)
-		free(r->fmaps[i].path);
-	free(r->fmaps);
+	mark_finder__free(r->marks);
 	if (failed && r->child.traced)
 		launcher__kill(&r->child);
 	if (r->pidfd > 0)

@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * inproc/memtrace.h marks: USDT probes of provider "memtrace". One program
+ * serves every site; its cookie says which argument spec and which kind of
+ * mark. Included at the end of memtrace.bpf.c, whose rings, drop counter and
+ * process filter it uses.
+ */
+#ifndef MEMTRACE_MARKS_BPF_H
+#define MEMTRACE_MARKS_BPF_H
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, MT_USDT_MAX_SPECS);
+	__type(key, __u32);
+	__type(value, struct mt_usdt_spec);
+} usdt_specs SEC(".maps");
+
+#define NAMES_SEEN_SLOTS 256
+
+/* Names this CPU already sent, so the string reaches user space before the
+ * first mark that uses it, through the same ring. */
+struct names_seen {
+	__u64 addr[NAMES_SEEN_SLOTS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct names_seen);
+} names_seen SEC(".maps");
+
+static __always_inline __u64 usdt_arg(struct pt_regs *ctx, const struct mt_usdt_spec *spec, int i)
+{
+	__u64 v = 0;
+
+	if (spec->kind[i] == MT_USDT_ARG_IMM)
+		return spec->imm[i];
+	if (spec->kind[i] == MT_USDT_ARG_REG &&
+	    bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + (spec->reg_off[i] & 0xff8)))
+		return 0;
+	return v;
+}
+
+static __always_inline void send_name(void *ring, __u32 tid, __u64 addr)
+{
+	__u32 zero = 0;
+	struct names_seen *seen = bpf_map_lookup_elem(&names_seen, &zero);
+	struct mt_string_event *ev;
+	__u64 *slot;
+	long n;
+
+	if (!addr || !seen)
+		return;
+	slot = &seen->addr[(addr >> 3) & (NAMES_SEEN_SLOTS - 1)];
+	if (*slot == addr)
+		return;
+	ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0);
+	if (!ev) {
+		count_drop();
+		return;
+	}
+	n = bpf_probe_read_user_str(ev->text, sizeof(ev->text), (void *)addr);
+	ev->hdr.type = MT_EVENT_STRING;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = tid;
+	ev->hdr.ts = 0;
+	ev->addr = addr;
+	ev->len = n > 0 ? n - 1 : 0;
+	ev->unread = n <= 0; /* a page never touched yet cannot be faulted in here */
+	if (n <= 0)
+		ev->text[0] = 0;
+	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	*slot = addr;
+}
+
+static __always_inline int on_mark(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
+	__u32 idx = cookie >> 8, kind = cookie & 0xff, tid = (__u32)pid_tgid;
+	struct mt_usdt_spec *spec;
+	struct mt_mark_event *ev;
+	__u64 name;
+	void *ring;
+
+	if (!traced_process(pid_tgid))
+		return 0;
+	spec = bpf_map_lookup_elem(&usdt_specs, &idx);
+	ring = cpu_ring();
+	if (!spec || !ring)
+		return 0;
+	/* The name goes first: a ring hands records over in reservation order. */
+	name = usdt_arg(ctx, spec, 0);
+	send_name(ring, tid, name);
+	ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0);
+	if (!ev) {
+		count_drop();
+		return 0;
+	}
+	ev->hdr.type = MT_EVENT_MARK;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = tid;
+	ev->hdr.ts = bpf_ktime_get_ns();
+	ev->kind = kind;
+	ev->pad = 0;
+	ev->name = name;
+	ev->ptr = usdt_arg(ctx, spec, 1);
+	ev->size = usdt_arg(ctx, spec, 2);
+	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(mark_hit) { return on_mark(ctx); }
+
+#endif /* MEMTRACE_MARKS_BPF_H */

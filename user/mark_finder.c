@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "mark_finder.h"
+#include "trace.h"
+#include "usdt.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+/* A file-backed mapping of any permission: where mark names live. */
+struct file_mapping {
+	uint64_t start, end, offset;
+	char *path;
+};
+
+struct mark_finder {
+	int pid;
+	char **files;               /* files whose marks were looked for */
+	size_t nr_files;
+	size_t nr_marks;            /* mark sites attached */
+	struct file_mapping *fmaps; /* for names the target can no longer be asked for */
+	size_t nr_fmaps;
+};
+
+static const char *const mark_names[] = {
+	[TRACE_MARK_ZONE_BEGIN] = "zone_begin", [TRACE_MARK_ZONE_END] = "zone_end",
+	[TRACE_MARK_FRAME] = "frame_mark",      [TRACE_MARK_POOL_ALLOC] = "alloc",
+	[TRACE_MARK_POOL_FREE] = "free",        [TRACE_MARK_POOL_RESET] = "pool_reset",
+	[TRACE_MARK_THREAD_NAME] = "thread_name",
+};
+
+static uint32_t mark_kind(const char *name)
+{
+	for (uint32_t k = 1; k < sizeof(mark_names) / sizeof(mark_names[0]); k++) {
+		if (!strcmp(name, mark_names[k]))
+			return k;
+	}
+	return 0;
+}
+
+static bool looked_for(struct mark_finder *mf, const char *path)
+{
+	for (size_t i = 0; i < mf->nr_files; i++) {
+		if (!strcmp(mf->files[i], path))
+			return true;
+	}
+	return false;
+}
+
+/* Attach the inproc/memtrace.h marks of one mapped file, if it has any. */
+static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char *path)
+{
+	char *file = root_path(mf->pid, path), **v;
+	struct loader_mark *marks = NULL;
+	struct usdt_site *sites = NULL;
+	size_t n = 0, nr = 0;
+	int err;
+
+	v = realloc(mf->files, (mf->nr_files + 1) * sizeof(*v));
+	if (!file || !v) {
+		free(file);
+		return -ENOMEM;
+	}
+	mf->files = v;
+	mf->files[mf->nr_files++] = strdup(path);
+	err = usdt_sites(file, "memtrace", &sites, &n) ? 0 : 0; /* not ELF, unreadable: no marks */
+	marks = calloc(n ? n : 1, sizeof(*marks));
+	for (size_t i = 0; marks && i < n; i++) {
+		uint32_t kind = mark_kind(sites[i].name);
+
+		if (!kind)
+			continue;
+		marks[nr].file_offset = sites[i].file_offset;
+		marks[nr].sema_offset = sites[i].sema_offset;
+		marks[nr].kind = kind;
+		marks[nr++].spec = sites[i].spec;
+	}
+	if (!marks)
+		err = -ENOMEM;
+	else if (nr)
+		err = loader__attach_marks(l, file, marks, nr);
+	if (!err)
+		mf->nr_marks += nr;
+	free(marks);
+	free(sites);
+	free(file);
+	return err;
+}
+
+
+/* Remember every file-backed mapping (names are string literals, so they
+ * can be read from the file even after the target is gone). */
+static void note_file_mappings(struct mark_finder *mf)
+{
+	char path[64], line[4096], file[4096];
+	unsigned long long start, end, off;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", mf->pid);
+	f = fopen(path, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		struct file_mapping *v;
+		bool known = false;
+
+		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &start, &end, &off, file) != 4 ||
+		    file[0] != '/')
+			continue;
+		for (size_t i = 0; i < mf->nr_fmaps && !known; i++)
+			known = mf->fmaps[i].start == start && !strcmp(mf->fmaps[i].path, file);
+		if (known || !(v = realloc(mf->fmaps, (mf->nr_fmaps + 1) * sizeof(*v))))
+			continue;
+		mf->fmaps = v;
+		v[mf->nr_fmaps] = (struct file_mapping){ start, end, off, root_path(mf->pid, file) };
+		if (v[mf->nr_fmaps].path)
+			mf->nr_fmaps++;
+	}
+	if (f)
+		fclose(f);
+}
+
+static int read_file_string(struct mark_finder *mf, uint64_t addr, char *buf, size_t cap)
+{
+	/* Newest first: an address range can be reused after an unmap. */
+	for (size_t i = mf->nr_fmaps; i-- > 0;) {
+		const struct file_mapping *m = &mf->fmaps[i];
+		ssize_t n;
+		int fd;
+
+		if (addr < m->start || addr >= m->end)
+			continue;
+		fd = open(m->path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 && !strncmp(m->path, "/proc/", 6))
+			fd = open(strchr(m->path + 6, '/') + 5, O_RDONLY | O_CLOEXEC); /* after /root */
+		if (fd < 0)
+			return -errno;
+		n = pread(fd, buf, cap - 1, addr - m->start + m->offset);
+		close(fd);
+		if (n <= 0)
+			return -EIO;
+		buf[n] = 0;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Names in pages the target never touched yet: read them the way a debugger
+ * does (which faults the page in), or from the file if the target is gone. */
+int mark_finder__read_string(void *ctx, uint64_t addr, char *buf, size_t cap)
+{
+	struct mark_finder *mf = ctx;
+	struct iovec local = { buf, cap - 1 }, remote = { (void *)(uintptr_t)addr, cap - 1 };
+	ssize_t n = process_vm_readv(mf->pid, &local, 1, &remote, 1, 0);
+
+	/* A string near the end of a mapping: read up to the page end instead. */
+	if (n < 0) {
+		remote.iov_len = local.iov_len = 4096 - (addr & 4095) < cap - 1 ? 4096 - (addr & 4095) : cap - 1;
+		n = process_vm_readv(mf->pid, &local, 1, &remote, 1, 0);
+	}
+	if (n <= 0)
+		return read_file_string(mf, addr, buf, cap);
+	buf[n] = 0;
+	return 0;
+}
+
+int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm)
+{
+	int err = 0;
+
+	note_file_mappings(mf);
+	for (size_t i = 0; i < pm->nr_paths && !err; i++) {
+		if (!looked_for(mf, pm->paths[i]))
+			err = attach_marks_in(mf, l, pm->paths[i]);
+	}
+	return err;
+}
+
+struct mark_finder *mark_finder__new(int pid)
+{
+	struct mark_finder *mf = calloc(1, sizeof(*mf));
+
+	if (mf)
+		mf->pid = pid;
+	return mf;
+}
+
+size_t mark_finder__count(const struct mark_finder *mf)
+{
+	return mf ? mf->nr_marks : 0;
+}
+
+void mark_finder__free(struct mark_finder *mf)
+{
+	if (!mf)
+		return;
+	free_strings(mf->files, mf->nr_files);
+	for (size_t i = 0; i < mf->nr_fmaps; i++)
+		free(mf->fmaps[i].path);
+	free(mf->fmaps);
+	free(mf);
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_MARK_FINDER_H
+#define MEMTRACE_MARK_FINDER_H
+
+#include "loader.h"
+#include "procmaps.h"
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * Finds the inproc/memtrace.h marks (USDT probes of provider "memtrace") in
+ * every file a target maps, attaches them once per file, and reads the
+ * names marks point to when the probe could not.
+ */
+struct mark_finder;
+
+struct mark_finder *mark_finder__new(int pid);
+
+/* Attach the marks of the files in PM not looked at yet. 0 or -errno. */
+int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm);
+
+/* Mark sites attached so far. */
+size_t mark_finder__count(const struct mark_finder *mf);
+
+/* A drain_read_string_fn (CTX: the mark finder): the string at ADDR in the
+ * target, or in the file mapped there if the target is gone. */
+int mark_finder__read_string(void *ctx, uint64_t addr, char *buf, size_t cap);
+
+void mark_finder__free(struct mark_finder *mf);
+
+#endif /* MEMTRACE_MARK_FINDER_H */
