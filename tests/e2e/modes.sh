@@ -42,4 +42,17 @@ if [ "$sampled_size" -lt $((exact_size / 10)) ]; then
 else
 	not_ok "sampled trace is $sampled_size bytes, the exact one $exact_size"
 fi
+# --sample=1 samples every block with probability ~1 (weight 1 for any block
+# of 8 bytes or more): the sampled path, with its nesting rules for operator
+# new/delete and realloc, must then give the exact figures.
+for prog in cxx_new_delete alloc_patterns; do
+	timeout 60 "$MEMTRACE" record --sample=1 -o "$TMP/one-$prog.mtrace" -- "$PROGS/$prog" >/dev/null 2>&1
+	record_cmd "$TMP/exact-$prog.mtrace" "$PROGS/$prog"
+	report_json "$TMP/one-$prog.mtrace" "$TMP/one-$prog.json"
+	report_json "$TMP/exact-$prog.mtrace" "$TMP/exact-$prog.json"
+	for f in allocations frees allocated_bytes peak_bytes leaked_bytes; do
+		expect_eq "$prog --sample=1: totals.$f as exact" "$(jqr "$TMP/one-$prog.json" .totals.$f)" \
+			"$(jqr "$TMP/exact-$prog.json" .totals.$f)"
+	done
+done
 finish
