@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* memtrace export --format pprof|folded [--metric M] [-o OUT] FILE */
+/* memtrace export --format pprof|folded|chrome [--metric M] [-o OUT] FILE */
 #include "analysis.h"
 #include "commands.h"
 #include "export.h"
+#include "export_chrome.h"
 #include "protobuf.h"
 #include "trace_load.h"
 
@@ -43,19 +44,25 @@ static int export_render_pprof(const struct export_args *args, const struct anal
 			       struct export_content *out);
 static int export_render_folded(const struct export_args *args, const struct analysis *a,
 				struct export_content *out);
+static int export_render_chrome(const struct export_args *args, const struct analysis *a,
+				struct export_content *out);
 
 static const struct export_format formats[] = {
 	{ "pprof", ".pb.gz", export_render_pprof },
 	{ "folded", NULL, export_render_folded },
+	{ "chrome", NULL, export_render_chrome },
 };
 
 static void export_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace export --format pprof|folded [--metric M] [-o OUT] FILE\n"
+	fprintf(f, "usage: memtrace export --format pprof|folded|chrome [--metric M] [-o OUT] FILE\n"
 		   "  --format pprof   gzipped profile.proto heap profile (go tool pprof, Pyroscope,\n"
 		   "                   Parca, speedscope, Perfetto); OUT defaults to FILE.pb.gz\n"
 		   "  --format folded  one line per stack, outermost frame first, for flamegraph.pl\n"
 		   "                   and speedscope; OUT defaults to stdout\n"
+		   "  --format chrome  Chrome trace event JSON (ui.perfetto.dev, chrome://tracing):\n"
+		   "                   heap counter, zones, frame marks, thread names; OUT\n"
+		   "                   defaults to stdout\n"
 		   "  --metric M       what a folded line counts (default allocated):\n"
 		   "                   %s\n"
 		   "  -o OUT           write OUT, which must not exist yet; - for stdout\n"
@@ -76,11 +83,11 @@ static const struct export_format *export_find_format(const char *name)
 static const char *export_check_args(int argc, const struct export_args *args)
 {
 	if (!args->format)
-		return "--format is required; usage: memtrace export --format pprof|folded [-o OUT] FILE";
+		return "--format is required; usage: memtrace export --format pprof|folded|chrome [-o OUT] FILE";
 	if (args->metric_given && strcmp(args->format->name, "folded"))
 		return "--metric applies to --format folded only (pprof carries every metric)";
 	if (argc - optind != 1)
-		return "it takes exactly one trace file; usage: memtrace export --format pprof|folded [-o OUT] FILE";
+		return "it takes exactly one trace file; usage: memtrace export --format pprof|folded|chrome [-o OUT] FILE";
 	return NULL;
 }
 
@@ -106,7 +113,7 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 			args->format = export_find_format(optarg);
 			if (!args->format) {
 				fprintf(stderr, "memtrace: failed to parse --format '%s': the formats are "
-						"pprof and folded\n", optarg);
+						"pprof, folded and chrome\n", optarg);
 				return -EINVAL;
 			}
 			break;
@@ -195,6 +202,53 @@ static int export_render_folded(const struct export_args *args, const struct ana
 	out->data = data;
 	out->len = len;
 	return 0;
+}
+
+/* The heap counter and the zones need the events and marks in time order,
+ * which the analysis does not keep: one more pass over the trace. */
+static int export_render_chrome(const struct export_args *args, const struct analysis *a,
+				struct export_content *out)
+{
+	struct export_chrome *c;
+	char *data = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	f = open_memstream(&data, &len);
+	if (!f)
+		goto out_nomem;
+	c = export_chrome__new(f, a);
+	if (!c) {
+		fclose(f);
+		free(data);
+		goto out_nomem;
+	}
+	err = trace_load_pass(args->path, &export_chrome_reader_ops, c);
+	if (!err) {
+		err = export_chrome__finish(c);
+		if (err)
+			fprintf(stderr, "memtrace: failed to render the Chrome trace: %s; free some "
+					"memory\n", strerror(-err));
+	}
+	export_chrome__free(c);
+	if (fclose(f) && !err) {
+		fprintf(stderr, "memtrace: failed to render the Chrome trace: out of memory; free "
+				"some memory\n");
+		err = -ENOMEM;
+	}
+	if (err) {
+		free(data);
+		return err;
+	}
+	out->data = data;
+	out->len = len;
+	return 0;
+
+out_nomem:
+	fprintf(stderr, "memtrace: failed to render the Chrome trace: out of memory; free some "
+			"memory\n");
+	return -ENOMEM;
 }
 
 /* The output's name into *OUT: -o, else the format's default; NULL for

@@ -1,30 +1,40 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* memtrace report [--json] [--top N] FILE */
+/* memtrace report [--json | --html OUT] [--top N] FILE */
 #include "analysis.h"
 #include "commands.h"
+#include "export.h"
+#include "heap_series.h"
 #include "report.h"
+#include "report_html.h"
+#include "trace_load.h"
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct report_args {
 	bool json;
+	const char *html; /* write the HTML page there instead; NULL: no */
 	struct report_options opts;
 	const char *path;
 };
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace report [--json] [--top N] FILE\n"
-		   "  --json     print every site as JSON (the shape scripts rely on)\n"
-		   "  --top N    entries per ranked list in the text report (default %d)\n"
-		   "  -h, --help show this help\n",
+	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] FILE\n"
+		   "  --json       print every site as JSON (the shape scripts rely on)\n"
+		   "  --html OUT   write one self-contained HTML page (memory over time, flame\n"
+		   "               graph, site, leak, zone and frame tables) to OUT, which must\n"
+		   "               not exist yet\n"
+		   "  --top N      entries per ranked list in the text report (default %d)\n"
+		   "  -h, --help   show this help\n",
 		REPORT_DEFAULT_TOP);
 }
 
@@ -33,6 +43,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "top", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -49,6 +60,9 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		switch (c) {
 		case 'j':
 			args->json = true;
+			break;
+		case 'H':
+			args->html = optarg;
 			break;
 		case 't':
 			errno = 0;
@@ -69,9 +83,14 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 			return -EINVAL;
 		}
 	}
+	if (args->json && args->html) {
+		fprintf(stderr, "memtrace: failed to start report: --json and --html are two "
+				"reports; pass one of them\n");
+		return -EINVAL;
+	}
 	if (argc - optind != 1) {
 		fprintf(stderr, "memtrace: failed to start report: it takes exactly one trace file; "
-				"usage: memtrace report [--json] [--top N] FILE\n");
+				"usage: memtrace report [--json | --html OUT] [--top N] FILE\n");
 		return -EINVAL;
 	}
 	args->path = argv[optind];
@@ -159,6 +178,107 @@ static int report_print(const struct report_args *args, const struct analysis *a
 	return err;
 }
 
+/* Live bytes over time, which the analysis does not keep: one more pass
+ * over the trace. The finished series into *OUT, or -errno after printing
+ * why. */
+static int report_heap_series(const char *path, const struct analysis *a,
+			      struct heap_series **out)
+{
+	struct heap_series *s;
+	int err;
+
+	s = heap_series__new(analysis__trace(a)->duration_ns, REPORT_HTML_POINTS);
+	if (!s) {
+		report_read_error(path, ENOMEM, NULL);
+		return -ENOMEM;
+	}
+	err = trace_load_pass(path, &heap_series_reader_ops, s);
+	if (!err)
+		err = heap_series__finish(s);
+	if (err == -ENOMEM)
+		report_read_error(path, ENOMEM, NULL);
+	if (err) {
+		heap_series__free(s);
+		return err;
+	}
+	*out = s;
+	return 0;
+}
+
+/* The page, rendered in memory first so that a failure leaves no half
+ * file. Malloc'ed into *DATA, *LEN; 0 or -errno after printing why. */
+static int report_render_html(const struct analysis *a, const struct heap_series *s,
+			      char **data, size_t *len)
+{
+	FILE *f;
+	int err;
+
+	*data = NULL;
+	f = open_memstream(data, len);
+	if (!f) {
+		err = -ENOMEM;
+	} else {
+		err = report_html__write(f, a, s);
+		if (fclose(f) && !err)
+			err = -ENOMEM;
+	}
+	if (err) {
+		fprintf(stderr, "memtrace: failed to render the HTML report: %s; free some memory\n",
+			strerror(-err));
+		free(*data);
+		*data = NULL;
+	}
+	return err;
+}
+
+/* DATA to a new file PATH, created as record creates traces: never over an
+ * existing file or through a symlink, 0600 like the trace it shows. A file
+ * that could not be written in full is removed. 0 or -errno after printing
+ * why. */
+static int report_save_html(const char *path, const char *data, size_t len)
+{
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		err = -errno;
+		fprintf(stderr, "memtrace: failed to create %s: %s; %s\n", path, strerror(-err),
+			err == -EEXIST ? "remove it or pass another name to --html" :
+					 "check the directory and its permissions");
+		return err;
+	}
+	err = export_write(fd, data, len, false);
+	if (close(fd) && !err)
+		err = -errno;
+	if (err) {
+		fprintf(stderr, "memtrace: failed to write %s: %s; check the disk\n", path,
+			strerror(-err));
+		unlink(path);
+		return err;
+	}
+	fprintf(stderr, "memtrace: wrote %s\n", path);
+	return 0;
+}
+
+static int report_write_html(const struct report_args *args, const struct analysis *a)
+{
+	struct heap_series *s;
+	char *data;
+	size_t len;
+	int err;
+
+	err = report_heap_series(args->path, a, &s);
+	if (err)
+		return err;
+	err = report_render_html(a, s, &data, &len);
+	heap_series__free(s);
+	if (err)
+		return err;
+	err = report_save_html(args->html, data, len);
+	free(data);
+	return err;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args args;
@@ -183,7 +303,10 @@ int cmd_report(int argc, char **argv)
 		report_read_error(args.path, -err, NULL);
 		goto out_free;
 	}
-	err = report_print(&args, a);
+	if (args.html)
+		err = report_write_html(&args, a);
+	else
+		err = report_print(&args, a);
 
 out_free:
 	analysis__free(a);

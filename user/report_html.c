@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The HTML report (report_html.h): the page's shell, style and script come
+ * from report_html_assets.h; this file writes the data they render.
+ */
+#include "report_html.h"
+#include "export.h"
+#include "json_out.h"
+#include "marks.h"
+#include "report_html_assets.h"
+#include "strtab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void data_u64(struct json_out *j, const char *key, uint64_t v)
+{
+	json_out__key(j, key);
+	json_out__u64(j, v);
+}
+
+static void data_str(struct json_out *j, const char *key, const char *s)
+{
+	json_out__key(j, key);
+	json_out__string(j, s);
+}
+
+static void data_trace(struct json_out *j, const struct analysis_trace *t)
+{
+	json_out__key(j, "trace");
+	json_out__begin_object(j, true);
+	data_str(j, "command", t->command);
+	data_str(j, "comm", t->comm);
+	json_out__key(j, "pid");
+	json_out__i64(j, t->pid);
+	data_u64(j, "duration_ns", t->duration_ns);
+	data_u64(j, "sample_bytes", t->sample_bytes);
+	json_out__key(j, "ended");
+	json_out__bool(j, t->ended);
+	json_out__key(j, "target_exited");
+	json_out__bool(j, t->target_exited);
+	json_out__key(j, "partial");
+	json_out__bool(j, t->partial);
+	data_str(j, "problem", t->problem);
+	json_out__end_object(j);
+}
+
+static void data_totals(struct json_out *j, const struct analysis_totals *t)
+{
+	json_out__key(j, "totals");
+	json_out__begin_object(j, true);
+	data_u64(j, "allocations", t->allocations);
+	data_u64(j, "frees", t->frees);
+	data_u64(j, "allocated_bytes", t->allocated_bytes);
+	data_u64(j, "peak_bytes", t->peak_bytes);
+	data_u64(j, "peak_time_ns", t->peak_time_ns);
+	data_u64(j, "leaked_allocations", t->leaked_allocations);
+	data_u64(j, "leaked_bytes", t->leaked_bytes);
+	data_u64(j, "temporary_allocations", t->temporary_allocations);
+	data_u64(j, "unmatched_frees", t->unmatched_frees);
+	data_u64(j, "dropped_events", t->dropped_events);
+	json_out__end_object(j);
+}
+
+/* Flat [t0, bytes0, t1, bytes1, ...]: a third of the size of objects. */
+static void data_series(struct json_out *j, const struct heap_series *s)
+{
+	const struct heap_point *p;
+	size_t n;
+
+	p = heap_series__points(s, &n);
+	json_out__key(j, "series");
+	json_out__begin_array(j, true);
+	for (size_t i = 0; i < n; i++) {
+		json_out__u64(j, p[i].t_ns);
+		json_out__u64(j, p[i].bytes);
+	}
+	json_out__end_array(j);
+}
+
+/* One stack: [allocated, leaked, peak, allocations, [name ids, outermost
+ * first]]; names are interned in NAMES, as the page builds the tree. */
+static int data_stack(struct json_out *j, const struct analysis_stack *s, struct strtab *names)
+{
+	const struct analysis_figures *f = &s->figures;
+	char buf[64];
+	int64_t id;
+
+	json_out__begin_array(j, true);
+	json_out__u64(j, f->allocated_bytes);
+	json_out__u64(j, f->leaked_bytes);
+	json_out__u64(j, f->peak_bytes);
+	json_out__u64(j, f->allocations);
+	json_out__begin_array(j, true);
+	for (size_t i = s->nframes; i-- > 0;) {
+		id = strtab__intern(names, export_frame_name(&s->frames[i], buf, sizeof(buf)));
+		if (id < 0)
+			return (int)id;
+		json_out__u64(j, (uint64_t)id);
+	}
+	if (!s->nframes) {
+		id = strtab__intern(names, "[no stack]");
+		if (id < 0)
+			return (int)id;
+		json_out__u64(j, (uint64_t)id);
+	}
+	json_out__end_array(j);
+	json_out__end_array(j);
+	return 0;
+}
+
+static int data_flame(struct json_out *j, const struct analysis *a)
+{
+	const struct analysis_site *sites;
+	struct strtab names;
+	size_t nsites;
+	int err = 0;
+
+	strtab__init(&names);
+	sites = analysis__sites(a, &nsites);
+	json_out__key(j, "stacks");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < nsites && !err; i++) {
+		for (size_t k = 0; k < sites[i].nstacks && !err; k++)
+			err = data_stack(j, sites[i].stacks[k], &names);
+	}
+	json_out__end_array(j);
+	json_out__key(j, "names");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < names.nr; i++)
+		json_out__string(j, names.strs[i]);
+	json_out__end_array(j);
+	strtab__free(&names);
+	return err;
+}
+
+static void data_site(struct json_out *j, const struct analysis_site *s)
+{
+	const struct analysis_figures *f = &s->figures;
+
+	json_out__begin_object(j, true);
+	data_str(j, "name", s->name);
+	data_str(j, "file", s->file);
+	data_u64(j, "line", s->line);
+	data_str(j, "module", s->module);
+	data_u64(j, "allocations", f->allocations);
+	data_u64(j, "allocated_bytes", f->allocated_bytes);
+	data_u64(j, "peak_bytes", f->peak_bytes);
+	data_u64(j, "leaked_allocations", f->leaked_allocations);
+	data_u64(j, "leaked_bytes", f->leaked_bytes);
+	data_u64(j, "temporary_allocations", f->temporary_allocations);
+	json_out__end_object(j);
+}
+
+static int leak_cmp(const void *x, const void *y)
+{
+	const struct analysis_site *a = *(const struct analysis_site *const *)x;
+	const struct analysis_site *b = *(const struct analysis_site *const *)y;
+
+	if (a->figures.leaked_bytes != b->figures.leaked_bytes)
+		return a->figures.leaked_bytes > b->figures.leaked_bytes ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* The top sites by allocated bytes (the analysis's order) and, apart, the
+ * top leaking ones: a leak can come from a site that allocates little. */
+static int data_sites(struct json_out *j, const struct analysis *a)
+{
+	const struct analysis_site *sites, **leaks;
+	size_t nsites, nleaks = 0;
+
+	sites = analysis__sites(a, &nsites);
+	data_u64(j, "nsites", nsites);
+	json_out__key(j, "sites");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < nsites && i < REPORT_HTML_SITES; i++)
+		data_site(j, &sites[i]);
+	json_out__end_array(j);
+
+	leaks = calloc(nsites ? nsites : 1, sizeof(*leaks));
+	if (!leaks)
+		return -ENOMEM;
+	for (size_t i = 0; i < nsites; i++) {
+		if (sites[i].figures.leaked_bytes)
+			leaks[nleaks++] = &sites[i];
+	}
+	qsort(leaks, nleaks, sizeof(*leaks), leak_cmp);
+	json_out__key(j, "leaks");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < nleaks && i < REPORT_HTML_SITES; i++)
+		data_site(j, leaks[i]);
+	json_out__end_array(j);
+	free(leaks);
+	return 0;
+}
+
+static void data_zones(struct json_out *j, const struct marks *m)
+{
+	const struct marks_zone *z;
+	size_t n;
+
+	z = marks__zones(m, &n);
+	json_out__key(j, "zones");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		data_str(j, "name", z[i].name);
+		data_u64(j, "count", z[i].count);
+		data_u64(j, "time_ns", z[i].time_ns);
+		data_u64(j, "allocations", z[i].allocations);
+		data_u64(j, "allocated_bytes", z[i].allocated_bytes);
+		data_u64(j, "inclusive_allocations", z[i].inclusive_allocations);
+		data_u64(j, "inclusive_allocated_bytes", z[i].inclusive_allocated_bytes);
+		data_u64(j, "leaked_bytes", z[i].leaked_bytes);
+		data_u64(j, "peak_bytes", z[i].peak_bytes);
+		data_u64(j, "open_at_end", z[i].open_at_end);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+}
+
+/* The count and the frames that allocate most, with their sites: a trace
+ * of a game holds thousands of frames, which no table shows usefully. */
+static void data_frames(struct json_out *j, const struct marks *m)
+{
+	const struct marks_totals *t = marks__totals(m);
+	const struct marks_top_frame *top;
+	size_t n;
+
+	top = marks__top_frames(m, &n);
+	json_out__key(j, "frames");
+	json_out__begin_object(j, false);
+	data_u64(j, "count", t->frame_marks);
+	data_u64(j, "tail_allocations", t->tail_allocations);
+	data_u64(j, "tail_allocated_bytes", t->tail_allocated_bytes);
+	json_out__key(j, "top");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		data_u64(j, "index", top[i].index);
+		data_str(j, "name", top[i].frame->name);
+		data_u64(j, "end_ns", top[i].frame->end_ns);
+		data_u64(j, "duration_ns", top[i].frame->duration_ns);
+		data_u64(j, "allocations", top[i].frame->allocations);
+		data_u64(j, "allocated_bytes", top[i].frame->allocated_bytes);
+		json_out__key(j, "sites");
+		json_out__begin_array(j, true);
+		for (size_t k = 0; k < top[i].nsites; k++) {
+			json_out__begin_object(j, true);
+			data_str(j, "name", top[i].sites[k].site->name);
+			data_u64(j, "allocations", top[i].sites[k].allocations);
+			data_u64(j, "allocated_bytes", top[i].sites[k].allocated_bytes);
+			json_out__end_object(j);
+		}
+		json_out__end_array(j);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+	json_out__end_object(j);
+}
+
+static void data_pools(struct json_out *j, const struct marks *m)
+{
+	const struct marks_pool *p;
+	size_t n;
+
+	p = marks__pools(m, &n);
+	json_out__key(j, "pools");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		data_str(j, "name", p[i].name);
+		data_u64(j, "allocations", p[i].allocations);
+		data_u64(j, "allocated_bytes", p[i].allocated_bytes);
+		data_u64(j, "frees", p[i].frees);
+		data_u64(j, "resets", p[i].resets);
+		data_u64(j, "leaked_allocations", p[i].leaked_allocations);
+		data_u64(j, "leaked_bytes", p[i].leaked_bytes);
+		data_u64(j, "peak_bytes", p[i].peak_bytes);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+}
+
+static void data_threads(struct json_out *j, const struct marks *m)
+{
+	const struct marks_thread *t;
+	size_t n;
+
+	t = marks__threads(m, &n);
+	json_out__key(j, "threads");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < n; i++) {
+		json_out__begin_object(j, true);
+		data_u64(j, "tid", t[i].tid);
+		data_str(j, "name", t[i].name);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+}
+
+static int data_write(FILE *f, const struct analysis *a, const struct heap_series *s)
+{
+	const struct marks *m = analysis__marks(a);
+	struct json_out j;
+	int err;
+
+	json_out__init(&j, f);
+	json_out__begin_object(&j, false);
+	data_trace(&j, analysis__trace(a));
+	data_totals(&j, analysis__totals(a));
+	data_series(&j, s);
+	err = data_sites(&j, a);
+	if (!err)
+		err = data_flame(&j, a);
+	if (err)
+		return err;
+	data_zones(&j, m);
+	data_frames(&j, m);
+	data_pools(&j, m);
+	data_threads(&j, m);
+	json_out__end_object(&j);
+	return json_out__finish(&j);
+}
+
+/* JSON inside <script> ends at the first "</script" whatever the quotes
+ * say, and "<!--" changes how it is parsed: '<' only ever occurs inside
+ * JSON strings, where \u003c means the same. */
+static void put_script_json(FILE *f, const char *json, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (json[i] == '<')
+			fputs("\\u003c", f);
+		else
+			fputc(json[i], f);
+	}
+}
+
+int report_html__write(FILE *f, const struct analysis *a, const struct heap_series *s)
+{
+	char *json = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int err;
+
+	mem = open_memstream(&json, &len);
+	if (!mem)
+		return -ENOMEM;
+	err = data_write(mem, a, s);
+	if (fclose(mem) && !err)
+		err = -ENOMEM;
+	if (err == -EIO)
+		err = -ENOMEM; /* a memory stream fails only for want of memory */
+	if (err) {
+		free(json);
+		return err;
+	}
+	fputs(report_html_head, f);
+	fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
+	put_script_json(f, json, len);
+	fputs("</script>\n", f);
+	fputs(report_html_tail, f);
+	free(json);
+	return fflush(f) || ferror(f) ? -EIO : 0;
+}

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * `memtrace report --html OUT`: one self-contained page (inline CSS and
+ * script, nothing fetched, works offline) with memory over time, a flame
+ * graph of allocated, leaked or peak bytes, and the site, leak, zone, frame,
+ * pool and thread tables. The figures travel as one JSON document in a
+ * <script type="application/json" id="memtrace-data"> element that the
+ * page's script (report_html_assets.h) renders. Leaf code: prints nothing.
+ */
+#ifndef MEMTRACE_REPORT_HTML_H
+#define MEMTRACE_REPORT_HTML_H
+
+#include "analysis.h"
+#include "heap_series.h"
+#include <stdio.h>
+
+#define REPORT_HTML_POINTS 2000 /* most points of the memory chart */
+#define REPORT_HTML_SITES 100   /* rows of the site and the leak tables */
+
+/* The page for A (finished) and S (finished: live bytes over time) to F.
+ * 0, -ENOMEM, or -EIO if writing to F failed. */
+int report_html__write(FILE *f, const struct analysis *a, const struct heap_series *s);
+
+#endif /* MEMTRACE_REPORT_HTML_H */
