@@ -21,12 +21,11 @@ LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -l
 # BTF kernel is enough to record there: no libbpf, elfutils, zstd or zlib there, and no particular
 # glibc either (glibc's static libc is safe here: memtrace makes no NSS lookups). libdw.a pulls in
 # the compressors elfutils reads sections with (lzma, bz2, zstd, z); archives follow their users.
-# The link warns that libdw's debuginfod client dlopen()s libdebuginfod.so.1, for modules with no
-# local debug info: where that library is absent the call fails and libdw carries on; where it is
-# present it loads with the host's libc, which glibc only promises for the glibc we linked.
+# libdw's debuginfod client dlopen()s libdebuginfod.so.1 for modules with no local debug info;
+# the link routes that dlopen to user/no_dlopen.c, so nothing is loaded (see there why).
 # The unit tests stay dynamic (cmocka ships no archive).
 STATIC  ?= 1
-MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static)
+MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static) -Wl,--wrap=dlopen
 MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
 	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lpthread -lm -ldl,\
 	$(LDLIBS))
@@ -36,7 +35,7 @@ BPF_OBJ  := $(BUILD)/memtrace.bpf.o
 SKEL     := $(BUILD)/memtrace.skel.h
 USER_SRC := $(wildcard user/*.c)
 USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC))
-LIB_OBJ  := $(filter-out $(BUILD)/user/main.o,$(USER_OBJ))
+LIB_OBJ  := $(filter-out $(BUILD)/user/main.o $(BUILD)/user/no_dlopen.o,$(USER_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 PROG_C   := $(wildcard tests/progs/*.c)
@@ -60,7 +59,7 @@ $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace_abi.h $(SKEL) | $(
 $(BUILD)/libmemtrace.a: $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(BUILD)/memtrace: $(BUILD)/user/main.o $(BUILD)/libmemtrace.a
+$(BUILD)/memtrace: $(BUILD)/user/main.o $(BUILD)/user/no_dlopen.o $(BUILD)/libmemtrace.a
 	$(CC) $(CFLAGS) $(MEMTRACE_LDFLAGS) -o $@ $^ $(MEMTRACE_LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
@@ -121,3 +120,12 @@ bench: all
 soak: all
 	bash bench/soak.sh
 
+
+# make fuzz      every libFuzzer harness of tests/fuzz (clang, ASan, UBSan) for
+#                FUZZ_SECONDS each (600), growing the corpus in $(BUILD)/fuzz/work;
+#                crashing inputs land in $(BUILD)/fuzz/crashes. make test runs
+#                them 20 s each (tests/e2e/fuzz_short.sh).
+FUZZ_SECONDS ?= 600
+.PHONY: fuzz
+fuzz:
+	bash tests/fuzz/run.sh $(FUZZ_SECONDS) $(BUILD)/fuzz/work
