@@ -304,6 +304,31 @@ static int refresh_modules(struct recording *r)
 	return err;
 }
 
+static int output_error(struct recording *r, int err)
+{
+	if (err == EEXIST)
+		return fail("failed to create %s: file exists; remove it or choose another with -o", r->output);
+	if (err == ELOOP)
+		return fail("failed to create %s: it is a symbolic link; memtrace never writes through one", r->output);
+	return fail("failed to create %s: %s; choose a writable path with -o", r->output, strerror(err));
+}
+
+/* Refuse a bad output path before the target is touched. The trace itself
+ * is created once the probes are live, so its clock starts then. */
+static int check_output(struct recording *r)
+{
+	int fd;
+
+	default_output(r);
+	fd = open(r->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return output_error(r, errno);
+	close(fd);
+	unlink(r->output);
+	r->drain = drain__new(NULL);
+	return r->drain ? 0 : fail("out of memory");
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -323,20 +348,13 @@ static int open_output(struct recording *r)
 	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
 	m.start_real_ns = now_ns(CLOCK_REALTIME);
 	r->start_ns = m.start_mono_ns;
-	default_output(r);
 	r->w = trace_writer__open(r->output, &m);
-	if (!r->w) {
-		if (errno == EEXIST)
-			return fail("failed to create %s: file exists; remove it or choose another with -o", r->output);
-		if (errno == ELOOP)
-			return fail("failed to create %s: it is a symbolic link; memtrace never writes through one", r->output);
-		return fail("failed to create %s: %s; choose a writable path with -o", r->output, strerror(errno));
-	}
+	if (!r->w)
+		return output_error(r, errno);
 	if (module_set__merge(&r->modules, &r->maps, write_module, r->w) || trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
-	r->drain = drain__new(r->w);
-	if (!r->drain)
-		return fail("out of memory");
+	drain__set_writer(r->drain, r->w);
+	loader__set_recording(r->loader, true);
 	return 0;
 }
 
@@ -379,7 +397,6 @@ static int attach_probes(struct recording *r)
 	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
-	loader__set_recording(r->loader, true);
 	return 0;
 }
 
@@ -605,9 +622,11 @@ int cmd_record(int argc, char **argv)
 	if (!err)
 		err = bind_probes(&r);
 	if (!err)
-		err = open_output(&r);
+		err = check_output(&r);
 	if (!err)
 		err = attach_probes(&r);
+	if (!err)
+		err = open_output(&r);
 	if (err) {
 		cleanup(&r, true);
 		return 1;

@@ -257,6 +257,11 @@ static int take_string(struct drain *d, const struct mt_string_event *ev, size_t
 	return name_id(d, ev->addr, text, &id);
 }
 
+void drain__set_writer(struct drain *d, struct trace_writer *w)
+{
+	d->w = w;
+}
+
 void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx)
 {
 	d->read_string = fn;

@@ -13,7 +13,9 @@
  */
 struct drain;
 
+/* W may be NULL until drain__set_writer; nothing is taken before then. */
 struct drain *drain__new(struct trace_writer *w);
+void drain__set_writer(struct drain *d, struct trace_writer *w);
 
 /* Who reads a name the probe could not (its page was not in memory yet):
  * fill BUF (CAP bytes, NUL-terminated) with the string at ADDR; 0 or -errno. */
