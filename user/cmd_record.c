@@ -55,6 +55,7 @@ struct recording {
 	struct launcher child;
 	int pid;
 	int pidfd;
+	int rootfd; /* the target's root: reachable after it exits */
 	char comm[64];
 	char *cmdline;
 	char output[PATH_MAX];
@@ -195,6 +196,7 @@ static int check_system(void)
 
 static int start_target(struct recording *r)
 {
+	char path[64];
 	int err;
 
 	if (r->o.cmd) {
@@ -213,6 +215,13 @@ static int start_target(struct recording *r)
 	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
 	if (r->pidfd < 0)
 		return fail("failed to watch PID %d: %s", r->pid, strerror(errno));
+	/* Held open, it keeps a container's files reachable after the target
+	 * exits and its mount namespace is gone: symbolization comes last. */
+	snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
+	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
+		return fail("cannot read the files of PID %d (%s: %s); tracing another user's process needs root or CAP_SYS_PTRACE",
+			    r->pid, path, strerror(errno));
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
 	return 0;
@@ -512,8 +521,8 @@ static int write_symbols(struct recording *r)
 	struct symbolize_ctx c = { .w = r->w };
 	int err;
 
-	snprintf(root, sizeof(root), "/proc/%d/root", r->pid);
-	c.s = symbolizer__new(r->target_exited ? NULL : root);
+	snprintf(root, sizeof(root), "/proc/self/fd/%d", r->rootfd);
+	c.s = symbolizer__new(r->rootfd >= 0 ? root : NULL);
 	if (!c.s)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->modules.nr; i++)
@@ -606,12 +615,14 @@ static void cleanup(struct recording *r, bool failed)
 		launcher__kill(&r->child);
 	if (r->pidfd > 0)
 		close(r->pidfd);
+	if (r->rootfd >= 0)
+		close(r->rootfd);
 	free(r->cmdline);
 }
 
 int cmd_record(int argc, char **argv)
 {
-	struct recording r = { .pidfd = -1, .exit_status = -1, .child.pid = -1 };
+	struct recording r = { .pidfd = -1, .rootfd = -1, .exit_status = -1, .child.pid = -1 };
 	int err;
 
 	err = parse_opts(&r.o, argc, argv);

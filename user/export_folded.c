@@ -159,7 +159,8 @@ int export_folded__write(FILE *f, const struct analysis *a, enum export_metric m
 	err = folded_collect(a, m, &lines, &n);
 	if (err)
 		return err;
-	qsort(lines, n, sizeof(*lines), folded_line_cmp);
+	if (n)
+		qsort(lines, n, sizeof(*lines), folded_line_cmp);
 	for (i = 0; i < n; i = j) {
 		sum = 0;
 		for (j = i; j < n && !strcmp(lines[i].stack, lines[j].stack); j++)
