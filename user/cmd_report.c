@@ -97,71 +97,10 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 	return 0;
 }
 
-/* What to do about a trace that cannot be read, after "<why>; ". */
-static const char *read_advice(int err)
+static void report_out_of_memory(const char *path)
 {
-	switch (err) {
-	case ENOENT:
-		return "check the path";
-	case EACCES:
-	case EPERM:
-		return "traces are created 0600: run as the user who recorded it, or root";
-	case EINVAL:
-		return "pass a file written by memtrace record";
-	case ENOTSUP:
-		return "report it with the memtrace version that recorded it, or newer";
-	case EBADMSG:
-		return "the file is damaged before its end; record the trace again";
-	case ENOMEM:
-		return "free some memory or report on a machine with more";
-	default:
-		return "check the file and the disk";
-	}
-}
-
-static const char *read_reason(int err)
-{
-	switch (err) {
-	case EINVAL:
-		return "not a memtrace trace file";
-	case ENOTSUP:
-		return "written by a newer memtrace (unknown trace format version)";
-	default:
-		return strerror(err);
-	}
-}
-
-static void report_read_error(const char *path, int err, const char *problem)
-{
-	fprintf(stderr, "memtrace: failed to read %s: %s; %s\n", path,
-		problem ? problem : read_reason(err), read_advice(err));
-}
-
-/* Feed every record of the trace at PATH into A. 0, or -errno after
- * printing why. */
-static int report_load(const char *path, struct analysis *a)
-{
-	struct trace_reader *r;
-	int err;
-
-	r = trace_reader__open(path);
-	if (!r) {
-		err = errno ? errno : EINVAL;
-		report_read_error(path, err, NULL);
-		return -err;
-	}
-	err = trace_reader__read(r, &analysis_reader_ops, a);
-	if (err == -EBADMSG) {
-		report_read_error(path, EBADMSG, trace_reader__problem(r));
-	} else if (err) {
-		report_read_error(path, err < 0 ? -err : EIO, NULL);
-	} else if (trace_reader__partial(r)) {
-		err = analysis__set_partial(a, trace_reader__problem(r));
-		if (err)
-			report_read_error(path, -err, NULL);
-	}
-	trace_reader__close(r);
-	return err;
+	fprintf(stderr, "memtrace: failed to read %s: %s; free some memory or use a machine with more\n",
+		path, strerror(ENOMEM));
 }
 
 static int report_print(const struct report_args *args, const struct analysis *a)
@@ -189,14 +128,14 @@ static int report_heap_series(const char *path, const struct analysis *a,
 
 	s = heap_series__new(analysis__trace(a)->duration_ns, REPORT_HTML_POINTS);
 	if (!s) {
-		report_read_error(path, ENOMEM, NULL);
+		report_out_of_memory(path);
 		return -ENOMEM;
 	}
 	err = trace_load_pass(path, &heap_series_reader_ops, s);
 	if (!err)
 		err = heap_series__finish(s);
 	if (err == -ENOMEM)
-		report_read_error(path, ENOMEM, NULL);
+		report_out_of_memory(path);
 	if (err) {
 		heap_series__free(s);
 		return err;
@@ -291,18 +230,12 @@ int cmd_report(int argc, char **argv)
 
 	a = analysis__new();
 	if (!a) {
-		report_read_error(args.path, ENOMEM, NULL);
+		report_out_of_memory(args.path);
 		return 1;
 	}
-	err = report_load(args.path, a);
+	err = trace_load(args.path, a);
 	if (err)
 		goto out_free;
-
-	err = analysis__finish(a);
-	if (err) {
-		report_read_error(args.path, -err, NULL);
-		goto out_free;
-	}
 	if (args.html)
 		err = report_write_html(&args, a);
 	else
