@@ -11,6 +11,7 @@
 #include <linux/types.h>
 #include "memtrace_abi.h"
 #include "probes.h"
+#include "record.h"
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
@@ -37,18 +38,6 @@
 #define STATUS_NS (500 * 1000 * 1000ULL)
 #define FLUSH_NS (1000 * 1000 * 1000ULL) /* at most this much is lost if we are killed */
 
-struct record_opts {
-	const char *output;
-	double duration;
-	int pid;
-	char **cmd;
-	const char *lib;
-	uint32_t stack_depth;
-	uint64_t ring_bytes;
-	uint64_t sample;
-	bool verbose;
-	int empty_probes; /* --empty-probes, for make bench */
-};
 
 struct recording {
 	struct record_opts o;
@@ -91,6 +80,8 @@ static void usage(FILE *f)
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
+		"      --follow-children  also record every process the command forks or execs,\n"
+		"                       each into its own trace (FILE.PID.mtrace)\n"
 		"  -v, --verbose        list every probe\n",
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
 }
@@ -106,6 +97,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "buffer-size", required_argument, NULL, 'B' },
 		{ "sample", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -145,6 +137,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			o->sample = v;
 			break;
 		case 'v': o->verbose = true; break;
+		case 'F': o->follow = true; break;
 		case 'E': /* undocumented: the floor make bench measures */
 			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2 : -1;
 			if (o->empty_probes < 0)
@@ -158,6 +151,8 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
+	if (o->follow && !o->cmd)
+		return fail("--follow-children works with -- CMD only for now; start the service under memtrace");
 	return 0;
 }
 
@@ -628,6 +623,8 @@ int cmd_record(int argc, char **argv)
 	err = parse_opts(&r.o, argc, argv);
 	if (!err)
 		err = check_system();
+	if (!err && r.o.follow)
+		return record_follow(&r.o, "/proc/self/exe");
 	if (!err)
 		err = start_target(&r);
 	if (!err)

@@ -176,7 +176,7 @@ static int find_data_symbol(const char *path, const char *name, uint64_t *vaddr)
 	return f ? err : -errno;
 }
 
-static int stop_after_linking(pid_t pid)
+int launcher__stop_after_linking(pid_t pid)
 {
 	struct elf_function hook;
 	uint64_t r_debug = 0, base = 0;
@@ -240,7 +240,7 @@ int launcher__spawn(struct launcher *l, char *const argv[])
 	}
 	l->traced = 1;
 	sig = wait_stop(l->pid);
-	err = sig == SIGTRAP ? stop_after_linking(l->pid) : (sig < 0 ? sig : -EPROTO);
+	err = sig == SIGTRAP ? launcher__stop_after_linking(l->pid) : (sig < 0 ? sig : -EPROTO);
 	if (err) {
 		launcher__kill(l);
 		return err;

@@ -18,6 +18,11 @@ struct launcher {
  * nothing left running: -ENOENT/-EACCES/-ENOEXEC when exec failed. */
 int launcher__spawn(struct launcher *l, char *const argv[]);
 
+/* PID, stopped by ptrace right after an exec: run it until its dynamic
+ * linker has mapped every library (nothing to do for a static program),
+ * and leave it stopped there. 0 or -errno. */
+int launcher__stop_after_linking(pid_t pid);
+
 /* Let the command run (detach from it). */
 int launcher__release(struct launcher *l);
 

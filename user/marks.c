@@ -388,7 +388,8 @@ static int frame_keep(struct marks *m, size_t index)
 		k->nstacks = 0;
 		return -ENOMEM;
 	}
-	memcpy(k->stacks, m->cur, m->ncur * sizeof(*k->stacks));
+	if (m->ncur)
+		memcpy(k->stacks, m->cur, m->ncur * sizeof(*k->stacks));
 	return 0;
 }
 

@@ -1,8 +1,8 @@
 # Shared helpers for e2e tests (bash). Each check prints one TAP line.
 # Environment from tests/run.sh: MEMTRACE, PROGS, TOP, BUILD.
 set -u
-MEMTRACE=${MEMTRACE:-build/memtrace}
-PROGS=${PROGS:-build/progs}
+MEMTRACE=$(realpath "${MEMTRACE:-build/memtrace}")
+PROGS=$(realpath "${PROGS:-build/progs}")
 TMP=$(mktemp -d /tmp/memtrace-e2e.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0

@@ -37,7 +37,7 @@ for h in $harnesses; do
 	before=$(ls "$crashes" | wc -l)
 	timeout -k 10 $((seconds + 120)) "$out/$h" -max_total_time="$seconds" -timeout=10 \
 		-rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-		-artifact_prefix="$crashes/$h-" "$work/$h" "$top/tests/fuzz/corpus/$h" >"$log" 2>&1
+		${FUZZ_SEED:+-seed=$FUZZ_SEED} -artifact_prefix="$crashes/$h-" "$work/$h" "$top/tests/fuzz/corpus/$h" >"$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)

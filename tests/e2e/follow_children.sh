@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# --follow-children: every process the command forks, and every program a
+# process execs, gets its own trace with exact figures; threads stay in their
+# process's trace; memtrace exits with the command's status.
+. "$(dirname "$0")/lib.sh"
+
+cd "$TMP" || exit 1
+timeout 60 "$MEMTRACE" record --follow-children -o tree.mtrace -- \
+	"$PROGS/forker" "$PROGS/alloc_patterns" >"$TMP/out" 2>"$TMP/err"
+expect_eq "forker: exit status passed through" $? 0
+expect_eq "forker: stdout of the exec'd program passes through" "$(cat "$TMP/out")" "alloc_patterns: done"
+expect_eq "one 'attached' line per process and program" "$(grep -c '^memtrace: attached' "$TMP/err")" 4
+
+report_json tree.mtrace root.json
+expect_site root.json site_parent allocations 10
+expect_site root.json site_parent leaked_bytes 1000
+expect_eq "root trace holds only the parent's allocations" "$(jqr root.json .totals.allocations)" 10
+
+children=$(ls tree.*.mtrace | grep -v "^tree.mtrace$" | sort)
+expect_eq "child traces" "$(echo "$children" | wc -l)" 3
+a=$(for f in $children; do
+	"$MEMTRACE" report --json "$f" | jq -e '.sites[] | select(.function == "site_child")' >/dev/null && echo "$f"
+done | head -n1)
+report_json "$a" a.json
+expect_site a.json site_child allocations 20
+expect_site a.json site_child leaked_bytes 4000
+expect_eq "child A: its parent's allocations are not in its trace" "$(site a.json site_parent allocations)" 0
+
+b=$(echo "$children" | grep '\.[0-9]*\.1\.mtrace$')
+report_json "$b" b.json
+expect_eq "child B after exec: the program" "$(jqr b.json .trace.comm)" alloc_patterns
+for f in allocations:56 frees:48 allocated_bytes:8400544 peak_bytes:8393460 leaked_bytes:4852; do
+	expect_eq "child B after exec: totals.${f%%:*}" "$(jqr b.json ".totals.${f%%:*}")" "${f#*:}"
+done
+
+# Threads are not processes: one trace, with every thread's allocations.
+rm -f th*.mtrace
+timeout 60 "$MEMTRACE" record --follow-children -o th.mtrace -- "$PROGS/threads" >/dev/null 2>"$TMP/err"
+expect_eq "threads: exit status" $? 0
+expect_eq "threads: one trace" "$(ls th*.mtrace | wc -l)" 1
+report_json th.mtrace th.json
+expect_site th.json site_thread_work allocations 4000
+expect_site th.json site_thread_leak leaked_bytes 4000
+finish

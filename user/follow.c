@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * memtrace record --follow-children -- CMD: this process only supervises.
+ * It keeps the command's process tree under ptrace (fork, vfork, clone and
+ * exec events; nothing per allocation), and gives every process, and every
+ * program a process execs, a recorder of its own: `memtrace record -p PID`,
+ * the well-tested path, writing its own trace. A new process or program is
+ * held still until its recorder says it is attached, so nothing is missed.
+ */
+#include "launcher.h"
+#include "record.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define TRACE_OPTIONS (PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE | PTRACE_O_TRACEEXEC)
+
+struct tracee {
+	pid_t tid;      /* a thread under ptrace */
+	pid_t tgid;     /* its process */
+	bool process;   /* the process's first thread: it owns the recorder */
+	pid_t recorder; /* memtrace record -p TGID, or 0 */
+	int err_fd;     /* the recorder's stderr */
+	int execs;      /* programs this process ran since it was born */
+};
+
+struct follow {
+	const struct record_opts *o;
+	const char *self;
+	struct tracee *v;
+	size_t nr;
+	pid_t root;
+	int root_status;
+	bool root_done;
+};
+
+static volatile sig_atomic_t follow_signal;
+
+static void follow_on_signal(int sig)
+{
+	follow_signal = sig;
+}
+
+static struct tracee *find(struct follow *f, pid_t tid)
+{
+	for (size_t i = 0; i < f->nr; i++) {
+		if (f->v[i].tid == tid)
+			return &f->v[i];
+	}
+	return NULL;
+}
+
+static struct tracee *add(struct follow *f, pid_t tid, pid_t tgid)
+{
+	struct tracee *v = realloc(f->v, (f->nr + 1) * sizeof(*v));
+
+	if (!v)
+		return NULL;
+	f->v = v;
+	v[f->nr] = (struct tracee){ .tid = tid, .tgid = tgid, .process = tid == tgid, .err_fd = -1 };
+	return &v[f->nr++];
+}
+
+static pid_t tgid_of(pid_t tid)
+{
+	char path[64], line[256];
+	FILE *fp;
+	int tgid = tid;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	fp = fopen(path, "re");
+	while (fp && fgets(line, sizeof(line), fp)) {
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	}
+	if (fp)
+		fclose(fp);
+	return tgid;
+}
+
+/* The root's first program writes to -o FILE (or the default name); every
+ * other process or program to FILE.PID[.N].mtrace beside it. */
+static void output_name(struct follow *f, const struct tracee *t, char *buf, size_t cap)
+{
+	char comm[64], base[PATH_MAX];
+	size_t len;
+
+	read_proc_string(t->tgid, "comm", comm, sizeof(comm));
+	if (f->o->output) {
+		snprintf(base, sizeof(base), "%s", f->o->output);
+		len = strlen(base);
+		if (len > 7 && !strcmp(base + len - 7, ".mtrace"))
+			base[len - 7] = 0;
+	} else {
+		snprintf(base, sizeof(base), "memtrace.%s", comm);
+	}
+	if (f->o->output && t->tgid == f->root && !t->execs)
+		snprintf(buf, cap, "%s", f->o->output);
+	else if (t->execs)
+		snprintf(buf, cap, "%s.%d.%d.mtrace", base, t->tgid, t->execs);
+	else
+		snprintf(buf, cap, "%s.%d.mtrace", base, t->tgid);
+}
+
+/* Copy what a recorder said (after its "attached" line) to our stderr. */
+static void relay(int fd)
+{
+	char buf[4096];
+	ssize_t n;
+
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		if (write(STDERR_FILENO, buf, n) < 0)
+			break;
+}
+
+static void exec_recorder(struct follow *f, const struct tracee *t, const char *out, int err_fd)
+{
+	char pid[16], depth[16], ring[32], sample[32];
+	const char *argv[16];
+	int n = 0, null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	snprintf(pid, sizeof(pid), "%d", t->tgid);
+	snprintf(depth, sizeof(depth), "%u", f->o->stack_depth);
+	snprintf(ring, sizeof(ring), "%llu", (unsigned long long)f->o->ring_bytes);
+	snprintf(sample, sizeof(sample), "--sample=%llu", (unsigned long long)f->o->sample);
+	argv[n++] = "memtrace";
+	argv[n++] = "record";
+	argv[n++] = "-p";
+	argv[n++] = pid;
+	argv[n++] = "-o";
+	argv[n++] = out;
+	argv[n++] = "--stack-depth";
+	argv[n++] = depth;
+	argv[n++] = "--buffer-size";
+	argv[n++] = ring;
+	if (f->o->sample)
+		argv[n++] = sample;
+	if (f->o->lib) {
+		argv[n++] = "--lib";
+		argv[n++] = f->o->lib;
+	}
+	argv[n] = NULL;
+	dup2(null, STDIN_FILENO);
+	dup2(null, STDOUT_FILENO);
+	dup2(err_fd, STDERR_FILENO);
+	execv(f->self, (char *const *)argv);
+	_exit(127);
+}
+
+/* Start T's recorder and wait until its probes are live. 0, or -1 after
+ * printing what the recorder said. */
+static int start_recorder(struct follow *f, struct tracee *t)
+{
+	char out[PATH_MAX], line[1024];
+	size_t len = 0;
+	int fds[2];
+	char c;
+
+	output_name(f, t, out, sizeof(out));
+	if (pipe2(fds, O_CLOEXEC))
+		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
+	t->recorder = fork();
+	if (t->recorder == 0)
+		exec_recorder(f, t, out, fds[1]);
+	close(fds[1]);
+	if (t->recorder < 0) {
+		close(fds[0]);
+		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
+	}
+	t->err_fd = fds[0];
+	while (read(t->err_fd, &c, 1) == 1) {
+		if (c != '\n' && len < sizeof(line) - 1) {
+			line[len++] = c;
+			continue;
+		}
+		line[len] = 0;
+		fprintf(stderr, "%s\n", line);
+		if (!strncmp(line, "memtrace: attached", 18))
+			return 0;
+		len = 0;
+	}
+	return -1; /* it said why on the way out */
+}
+
+/* Stop T's recorder (its process exec'd, or we stop) and wait for its trace. */
+static void stop_recorder(struct tracee *t)
+{
+	if (t->recorder <= 0)
+		return;
+	kill(t->recorder, SIGINT);
+	waitpid(t->recorder, NULL, 0);
+	if (t->err_fd >= 0) {
+		relay(t->err_fd);
+		close(t->err_fd);
+	}
+	t->recorder = 0;
+	t->err_fd = -1;
+}
+
+/* A thread stopped for the first time: a new process gets its recorder; a
+ * new thread of a known process just goes on. */
+static int first_stop(struct follow *f, pid_t tid)
+{
+	pid_t tgid = tgid_of(tid);
+	struct tracee *t = add(f, tid, tgid);
+
+	if (!t)
+		return -ENOMEM;
+	if (t->process)
+		start_recorder(f, t);
+	return 0;
+}
+
+static void on_exec(struct follow *f, struct tracee *t)
+{
+	stop_recorder(t);
+	t->execs++;
+	if (launcher__stop_after_linking(t->tid) == 0)
+		start_recorder(f, t);
+}
+
+static void on_exit_of(struct follow *f, pid_t tid, int status)
+{
+	struct tracee *t = find(f, tid);
+
+	if (tid == f->root) {
+		f->root_status = status;
+		f->root_done = true;
+	}
+	if (!t)
+		return;
+	if (t->process && t->err_fd >= 0) {
+		/* The recorder notices the exit itself; collect its trace. */
+		waitpid(t->recorder, NULL, 0);
+		relay(t->err_fd);
+		close(t->err_fd);
+	}
+	*t = f->v[--f->nr];
+}
+
+/* One ptrace stop of TID. */
+static void on_stop(struct follow *f, pid_t tid, int status)
+{
+	int sig = WSTOPSIG(status), event = status >> 16;
+	struct tracee *t = find(f, tid);
+	unsigned long msg;
+
+	if (!t) {
+		first_stop(f, tid); /* its parent's event may come later */
+		ptrace(PTRACE_CONT, tid, NULL, NULL);
+		return;
+	}
+	if (sig == SIGTRAP && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
+			       event == PTRACE_EVENT_CLONE)) {
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) && !find(f, msg))
+			add(f, msg, event == PTRACE_EVENT_CLONE ? t->tgid : (pid_t)msg)->execs = -1;
+		sig = 0;
+	} else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
+		on_exec(f, t);
+		sig = 0;
+	} else if (sig == SIGSTOP && t->execs == -1) {
+		t->execs = 0; /* the stop every new thread starts with */
+		if (t->process)
+			start_recorder(f, t);
+		sig = 0;
+	}
+	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig); /* deliver what was meant for it */
+}
+
+static void supervise(struct follow *f)
+{
+	int status;
+	pid_t tid;
+
+	while (f->nr) {
+		tid = waitpid(-1, &status, __WALL);
+		if (tid < 0 && errno == EINTR) {
+			if (follow_signal && !f->root_done)
+				kill(f->root, follow_signal); /* the command stops with us */
+			follow_signal = 0;
+			continue;
+		}
+		if (tid < 0)
+			break;
+		if (WIFSTOPPED(status))
+			on_stop(f, tid, status);
+		else if (WIFEXITED(status) || WIFSIGNALED(status))
+			on_exit_of(f, tid, status);
+	}
+}
+
+int record_follow(const struct record_opts *o, const char *self)
+{
+	struct follow f = { .o = o, .self = self };
+	struct sigaction sa = { .sa_handler = follow_on_signal };
+	struct launcher l;
+	struct tracee *root;
+	int err;
+
+	err = launcher__spawn(&l, o->cmd);
+	if (err)
+		return fail("failed to execute '%s': %s; check the command name and its permissions",
+			    o->cmd[0], strerror(-err)) ? 1 : 1;
+	f.root = l.pid;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	root = add(&f, l.pid, l.pid);
+	if (!root || ptrace(PTRACE_SETOPTIONS, l.pid, NULL, (void *)TRACE_OPTIONS) ||
+	    start_recorder(&f, root)) {
+		launcher__kill(&l);
+		free(f.v);
+		return 1;
+	}
+	ptrace(PTRACE_CONT, l.pid, NULL, NULL);
+	supervise(&f);
+	for (size_t i = 0; i < f.nr; i++)
+		stop_recorder(&f.v[i]);
+	free(f.v);
+	if (!f.root_done)
+		return 1;
+	return WIFEXITED(f.root_status) ? WEXITSTATUS(f.root_status) : 128 + WTERMSIG(f.root_status);
+}

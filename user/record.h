@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_RECORD_H
+#define MEMTRACE_RECORD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What `memtrace record` was asked to do. */
+struct record_opts {
+	const char *output;
+	double duration;
+	int pid;
+	char **cmd;
+	const char *lib;
+	uint32_t stack_depth;
+	uint64_t ring_bytes;
+	uint64_t sample;
+	bool verbose;
+	bool follow;      /* --follow-children */
+	int empty_probes; /* --empty-probes, for make bench */
+};
+
+/*
+ * --follow-children with -- CMD: start the command, and give it and every
+ * process it forks, and every program they exec, a recorder of its own (a
+ * `memtrace record -p` of each, so each process gets its own trace file),
+ * holding each new process still under ptrace until its recorder is
+ * attached. Returns the exit status for memtrace: the command's.
+ */
+int record_follow(const struct record_opts *o, const char *self);
+
+#endif /* MEMTRACE_RECORD_H */
