@@ -32,4 +32,22 @@ if [ "$allocs" -gt 1000 ] && [ $((allocs - frees)) -le 1 ] && [ $((allocs - free
 else
 	not_ok "cut trace: $allocs allocations, $frees frees"
 fi
+
+# The other way round: the target killed with SIGKILL mid-recording. The
+# recorder sees it go, finishes the trace normally (complete, not partial).
+"$PROGS/forever" >/dev/null &
+target=$!
+timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/t.mtrace" 2>"$TMP/err2" &
+recorder=$!
+if wait_for_line "$TMP/err2" "memtrace: attached" 10; then ok "attached (2)"; else not_ok "never attached (2)"; fi
+sleep 1
+kill -KILL "$target"
+wait "$target" 2>/dev/null
+wait "$recorder"
+expect_eq "recorder exit status after the target was killed" $? 0
+timeout 60 "$MEMTRACE" report "$TMP/t.mtrace" >"$TMP/report2.txt" 2>&1
+expect_eq "report of that trace: exit status" $? 0
+expect_eq "that trace is complete (no partial warning)" "$(grep -c '^WARNING' "$TMP/report2.txt")" 0
+report_json "$TMP/t.mtrace" "$TMP/t.json"
+if [ "$(jqr "$TMP/t.json" .totals.allocations)" -gt 100 ]; then ok "it holds the allocations made before the kill"; else not_ok "no allocations in it"; fi
 finish
