@@ -23,6 +23,7 @@ struct stack_slot {
 
 /* An event or a mark waiting for its turn in time order. */
 struct pending {
+	uint64_t ts; /* the event's or mark's: the sort key, kept in front */
 	bool is_mark;
 	union {
 		struct trace_event ev;
@@ -49,6 +50,7 @@ struct drain {
 	struct pending *pending;
 	size_t nr_pending;
 	size_t pending_cap;
+	struct pending *sorted;   /* the merge sort's other buffer, pending_cap long */
 	uint64_t written;
 };
 
@@ -143,10 +145,15 @@ static struct pending *pending_slot(struct drain *d)
 	if (d->nr_pending == d->pending_cap) {
 		size_t cap = d->pending_cap ? d->pending_cap * 2 : 65536;
 		struct pending *p = realloc(d->pending, cap * sizeof(*p));
+		struct pending *q;
 
 		if (!p)
 			return NULL;
 		d->pending = p;
+		q = realloc(d->sorted, cap * sizeof(*q));
+		if (!q)
+			return NULL;
+		d->sorted = q;
 		d->pending_cap = cap;
 	}
 	return &d->pending[d->nr_pending++];
@@ -170,6 +177,7 @@ static int take_event(struct drain *d, const struct mt_event_header *h, size_t s
 	e->type = h->type;
 	e->tid = h->tid;
 	e->ts = h->ts;
+	p->ts = h->ts;
 	if (h->type == MT_EVENT_FREE) {
 		e->ptr = f->ptr;
 		return 0;
@@ -283,6 +291,7 @@ static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t siz
 	p->mark.kind = ev->kind;
 	p->mark.tid = ev->hdr.tid;
 	p->mark.ts = ev->hdr.ts;
+	p->ts = ev->hdr.ts;
 	p->mark.ptr = ev->ptr;
 	p->mark.size = ev->size;
 	err = name_id(d, ev->name, NULL, &p->mark.name);
@@ -313,16 +322,54 @@ int drain__record(struct drain *d, const void *data, size_t size)
 	}
 }
 
-static inline uint64_t pending_ts(const struct pending *p)
+static size_t run_end(const struct pending *v, size_t i, size_t n)
 {
-	return p->is_mark ? p->mark.ts : p->ev.ts;
+	while (++i < n && v[i].ts >= v[i - 1].ts)
+		;
+	return i;
 }
 
-static int by_time(const void *a, const void *b)
+/* Stable: on equal times the left run (the earlier arrival) goes first. */
+static void merge(const struct pending *a, size_t na, const struct pending *b, size_t nb,
+		  struct pending *out)
 {
-	uint64_t x = pending_ts(a), y = pending_ts(b);
+	while (na && nb) {
+		if (b->ts < a->ts) {
+			*out++ = *b++;
+			nb--;
+		} else {
+			*out++ = *a++;
+			na--;
+		}
+	}
+	memcpy(out, a, na * sizeof(*a));
+	memcpy(out + na, b, nb * sizeof(*b));
+}
 
-	return x < y ? -1 : x > y;
+/*
+ * Natural merge sort: what waits is a few runs already in time order (what
+ * the last flush left, then each CPU's ring), so merging runs costs about
+ * n * log2(runs) rather than a general sort's n * log2(n).
+ */
+static void sort_pending(struct drain *d)
+{
+	size_t n = d->nr_pending;
+
+	while (n > 1 && run_end(d->pending, 0, n) < n) {
+		struct pending *swap;
+		size_t i = 0;
+
+		while (i < n) {
+			size_t mid = run_end(d->pending, i, n);
+			size_t end = mid < n ? run_end(d->pending, mid, n) : n;
+
+			merge(d->pending + i, mid - i, d->pending + mid, end - mid, d->sorted + i);
+			i = end;
+		}
+		swap = d->pending;
+		d->pending = d->sorted;
+		d->sorted = swap;
+	}
 }
 
 int drain__flush(struct drain *d, uint64_t watermark_ns)
@@ -330,9 +377,8 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	size_t n = 0;
 	int err = 0;
 
-	/* Each ring is nearly in order, so this sort is cheap in practice. */
-	qsort(d->pending, d->nr_pending, sizeof(*d->pending), by_time);
-	while (n < d->nr_pending && pending_ts(&d->pending[n]) < watermark_ns && !err) {
+	sort_pending(d);
+	while (n < d->nr_pending && d->pending[n].ts < watermark_ns && !err) {
 		const struct pending *p = &d->pending[n++];
 
 		err = p->is_mark ? trace_writer__add_mark(d->w, &p->mark) : trace_writer__add_event(d->w, &p->ev);
@@ -405,5 +451,6 @@ void drain__free(struct drain *d)
 	free(d->stacks);
 	free(d->names);
 	free(d->pending);
+	free(d->sorted);
 	free(d);
 }
