@@ -151,8 +151,6 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
-	if (o->follow && !o->cmd)
-		return fail("--follow-children works with -- CMD only for now; start the service under memtrace");
 	return 0;
 }
 

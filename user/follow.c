@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * memtrace record --follow-children -- CMD: this process only supervises.
+ * memtrace record --follow-children (-- CMD | -p PID): this process only
+ * supervises.
  * It keeps the command's process tree under ptrace (fork, vfork, clone and
  * exec events; nothing per allocation), and gives every process, and every
  * program a process execs, a recorder of its own: `memtrace record -p PID`,
@@ -11,6 +12,7 @@
 #include "record.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -36,6 +38,7 @@ struct tracee {
 
 struct follow {
 	const struct record_opts *o;
+	bool seized;     /* -p: we joined a running process, and leave it running */
 	const char *self;
 	struct tracee *v;
 	size_t nr;
@@ -268,13 +271,30 @@ static void on_stop(struct follow *f, pid_t tid, int status)
 	} else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
 		on_exec(f, t);
 		sig = 0;
-	} else if (sig == SIGSTOP && t->execs == -1) {
+	} else if ((sig == SIGSTOP || event == PTRACE_EVENT_STOP) && t->execs == -1) {
 		t->execs = 0; /* the stop every new thread starts with */
 		if (t->process)
 			start_recorder(f, t);
 		sig = 0;
+	} else if (event == PTRACE_EVENT_STOP) {
+		sig = 0; /* a group-stop or our interrupt: resume without a signal */
 	}
 	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig); /* deliver what was meant for it */
+}
+
+/* Let every tracee go on untraced: interrupt it, wait for the stop, detach. */
+static void detach_all(struct follow *f)
+{
+	for (size_t i = 0; i < f->nr; i++) {
+		int status;
+
+		if (ptrace(PTRACE_INTERRUPT, f->v[i].tid, NULL, NULL))
+			continue;
+		while (waitpid(f->v[i].tid, &status, __WALL) == f->v[i].tid && WIFSTOPPED(status) &&
+		       (status >> 16) != PTRACE_EVENT_STOP)
+			ptrace(PTRACE_CONT, f->v[i].tid, NULL, (void *)(long)WSTOPSIG(status));
+		ptrace(PTRACE_DETACH, f->v[i].tid, NULL, NULL);
+	}
 }
 
 static void supervise(struct follow *f)
@@ -285,8 +305,14 @@ static void supervise(struct follow *f)
 	while (f->nr) {
 		tid = waitpid(-1, &status, __WALL);
 		if (tid < 0 && errno == EINTR) {
+			/* A process we joined runs on without us; a command we
+			 * started stops with us (and we still collect its end). */
+			if (follow_signal && (f->seized || follow_signal == SIGALRM)) {
+				detach_all(f);
+				return;
+			}
 			if (follow_signal && !f->root_done)
-				kill(f->root, follow_signal); /* the command stops with us */
+				kill(f->root, follow_signal);
 			follow_signal = 0;
 			continue;
 		}
@@ -299,33 +325,93 @@ static void supervise(struct follow *f)
 	}
 }
 
-int record_follow(const struct record_opts *o, const char *self)
+/* -p: seize every thread of the running process (none is stopped); threads
+ * it starts from now on are reported by the clone events. */
+static int seize_process(struct follow *f, pid_t pid)
 {
-	struct follow f = { .o = o, .self = self };
-	struct sigaction sa = { .sa_handler = follow_on_signal };
-	struct launcher l;
+	char path[64];
+	bool added = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	while (added) { /* until a pass finds no thread we had missed */
+		DIR *dir = opendir(path);
+		struct dirent *de;
+
+		if (!dir)
+			return errno == ENOENT ? -ESRCH : -errno;
+		added = false;
+		while ((de = readdir(dir))) {
+			pid_t tid = atoi(de->d_name);
+
+			if (tid <= 0 || find(f, tid))
+				continue;
+			if (ptrace(PTRACE_SEIZE, tid, NULL, (void *)TRACE_OPTIONS))
+				continue; /* it exited meanwhile */
+			if (!add(f, tid, pid)) {
+				closedir(dir);
+				return -ENOMEM;
+			}
+			added = true;
+		}
+		closedir(dir);
+	}
+	return find(f, pid) ? 0 : -ESRCH;
+}
+
+/* The command or process to follow, under ptrace and with its recorder. */
+static int start_root(struct follow *f, struct launcher *l)
+{
 	struct tracee *root;
 	int err;
 
-	err = launcher__spawn(&l, o->cmd);
+	if (f->seized) {
+		f->root = f->o->pid;
+		err = seize_process(f, f->root);
+		if (err)
+			return fail("failed to follow PID %d: %s; check the PID, and run as root or with CAP_SYS_PTRACE",
+				    f->root, strerror(-err));
+		return start_recorder(f, find(f, f->root));
+	}
+	err = launcher__spawn(l, f->o->cmd);
 	if (err)
 		return fail("failed to execute '%s': %s; check the command name and its permissions",
-			    o->cmd[0], strerror(-err)) ? 1 : 1;
-	f.root = l.pid;
+			    f->o->cmd[0], strerror(-err));
+	f->root = l->pid;
+	root = add(f, l->pid, l->pid);
+	if (!root || ptrace(PTRACE_SETOPTIONS, l->pid, NULL, (void *)TRACE_OPTIONS) ||
+	    start_recorder(f, root)) {
+		launcher__kill(l);
+		return -1;
+	}
+	ptrace(PTRACE_CONT, l->pid, NULL, NULL);
+	return 0;
+}
+
+int record_follow(const struct record_opts *o, const char *self)
+{
+	struct follow f = { .o = o, .self = self, .seized = o->pid > 0 };
+	struct sigaction sa = { .sa_handler = follow_on_signal };
+	struct launcher l;
+
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
-	root = add(&f, l.pid, l.pid);
-	if (!root || ptrace(PTRACE_SETOPTIONS, l.pid, NULL, (void *)TRACE_OPTIONS) ||
-	    start_recorder(&f, root)) {
-		launcher__kill(&l);
+	sigaction(SIGALRM, &sa, NULL);
+	if (start_root(&f, &l)) {
+		if (f.seized)
+			detach_all(&f);
 		free(f.v);
 		return 1;
 	}
-	ptrace(PTRACE_CONT, l.pid, NULL, NULL);
+	if (o->duration > 0)
+		alarm((unsigned int)(o->duration + 0.999));
 	supervise(&f);
 	for (size_t i = 0; i < f.nr; i++)
 		stop_recorder(&f.v[i]);
+	if (!f.seized && !f.root_done && waitpid(f.root, &f.root_status, 0) == f.root)
+		f.root_done = true;
 	free(f.v);
+	if (f.seized)
+		return 0;
 	if (!f.root_done)
 		return 1;
 	return WIFEXITED(f.root_status) ? WEXITSTATUS(f.root_status) : 128 + WTERMSIG(f.root_status);

@@ -21,11 +21,12 @@ struct record_opts {
 };
 
 /*
- * --follow-children with -- CMD: start the command, and give it and every
+ * --follow-children: give the command (or the process -p names) and every
  * process it forks, and every program they exec, a recorder of its own (a
  * `memtrace record -p` of each, so each process gets its own trace file),
  * holding each new process still under ptrace until its recorder is
- * attached. Returns the exit status for memtrace: the command's.
+ * attached. Returns the exit status for memtrace: the command's, or 0 for a
+ * process we joined (left running when we stop).
  */
 int record_follow(const struct record_opts *o, const char *self);
 

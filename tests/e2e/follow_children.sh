@@ -34,6 +34,44 @@ for f in allocations:56 frees:48 allocated_bytes:8400544 peak_bytes:8393460 leak
 	expect_eq "child B after exec: totals.${f%%:*}" "$(jqr b.json ".totals.${f%%:*}")" "${f#*:}"
 done
 
+# -p PID --follow-children: the same tree, joined while it runs.
+rm -f seized*.mtrace
+"$PROGS/forker" wait "$PROGS/alloc_patterns" >"$TMP/out2" &
+target=$!
+timeout 60 "$MEMTRACE" record --follow-children -p "$target" -o seized.mtrace 2>"$TMP/err2" &
+recorder=$!
+if wait_for_line "$TMP/err2" "memtrace: attached" 10; then ok "-p: attached"; else not_ok "-p: never attached"; fi
+kill -USR1 "$target"
+wait "$target"
+expect_eq "-p: target exit status" $? 0
+wait "$recorder"
+expect_eq "-p: memtrace exit status" $? 0
+expect_eq "-p: traces" "$(ls seized*.mtrace | wc -l)" 4
+report_json seized.mtrace s.json
+expect_site s.json site_parent allocations 10
+b=$(ls seized.*.1.mtrace)
+report_json "$b" sb.json
+expect_eq "-p: child B after exec: totals.allocations" "$(jqr sb.json .totals.allocations)" 56
+
+# -p --follow-children stopped by SIGINT: the process runs on, untraced.
+"$PROGS/forever" >"$TMP/forever.out" &
+target=$!
+timeout 60 "$MEMTRACE" record --follow-children -p "$target" -o f.mtrace 2>"$TMP/err3" &
+recorder=$!
+if wait_for_line "$TMP/err3" "memtrace: attached" 10; then ok "-p forever: attached"; else not_ok "-p forever: never attached"; fi
+sleep 1
+kill -INT "$recorder"
+wait "$recorder"
+expect_eq "-p forever: memtrace exit status after SIGINT" $? 0
+sleep 0.5
+if kill -0 "$target" 2>/dev/null; then ok "-p forever: the process runs on"; else not_ok "-p forever: the process is gone"; fi
+expect_eq "-p forever: no longer traced" "$(awk '/^TracerPid/ { print $2 }' "/proc/$target/status")" 0
+kill -TERM "$target"
+wait "$target"
+expect_eq "-p forever: it exits normally" "$(cat "$TMP/forever.out")" "forever: clean exit"
+report_json f.mtrace f.json
+if [ "$(jqr f.json .totals.allocations)" -gt 100 ]; then ok "-p forever: its trace holds allocations"; else not_ok "-p forever: empty trace"; fi
+
 # Threads are not processes: one trace, with every thread's allocations.
 rm -f th*.mtrace
 timeout 60 "$MEMTRACE" record --follow-children -o th.mtrace -- "$PROGS/threads" >/dev/null 2>"$TMP/err"

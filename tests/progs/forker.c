@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * forker PROGRAM: a process tree for --follow-children.
+ * forker [wait] PROGRAM: a process tree for --follow-children. With "wait"
+ * it first blocks until SIGUSR1 (for memtrace -p).
  *   parent: 10 x malloc(100) at site_parent, leaked; then forks A and B and
  *           waits for both; exits 0.
  *   A:      20 x malloc(200) at site_child, leaked; exits 0.
  *   B:      execs PROGRAM (e.g. alloc_patterns, whose figures are known).
  */
+#include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +30,17 @@ int main(int argc, char **argv)
 	pid_t a, b;
 	int status, ok = 1;
 
+	if (argc > 1 && !strcmp(argv[1], "wait")) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		sigwait(&set, &sig);
+		argv++;
+		argc--;
+	}
 	if (argc < 2)
 		return 2;
 	for (int i = 0; i < 10; i++)
