@@ -82,9 +82,14 @@ $(BUILD)/progs/libplugin.so: tests/progs/plugin/plugin.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -Iinproc -fPIC -shared -o $@ $<
 
+$(BUILD)/progs/libplugalloc.so: tests/progs/plugin/plugalloc.c tests/progs/tinyalloc/tinyalloc.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -fPIC -shared -Wl,-Bsymbolic-functions -o $@ $^
+
 $(BUILD)/progs/uses_tinyalloc: $(BUILD)/progs/libtinyalloc.so
 
-progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so
+progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
+	$(BUILD)/progs/libplugalloc.so
 unit: $(UNIT_BIN)
 
 $(BUILD):

@@ -52,6 +52,8 @@ struct recording {
 	struct module_set modules;  /* every executable mapping seen while recording */
 	struct probe_set probes;
 	struct mark_finder *marks;  /* inproc/memtrace.h marks in the target's files */
+	char **alloc_files;         /* files looked at for allocator functions */
+	size_t nr_alloc_files;
 	struct trace_writer *w;
 	struct drain *drain;
 	struct loader *loader;
@@ -254,7 +256,28 @@ static char **candidate_files(struct recording *r, size_t *n)
 	return out;
 }
 
-static int bind_probes(struct recording *r)
+/* Whether PATH was looked at for allocator functions; from now on it has. */
+static bool alloc_file_seen(struct recording *r, const char *path)
+{
+	char **v;
+
+	for (size_t i = 0; i < r->nr_alloc_files; i++) {
+		if (!strcmp(r->alloc_files[i], path))
+			return true;
+	}
+	v = realloc(r->alloc_files, (r->nr_alloc_files + 1) * sizeof(*v));
+	if (v) {
+		r->alloc_files = v;
+		if ((v[r->nr_alloc_files] = strdup(path)))
+			r->nr_alloc_files++;
+	}
+	return false;
+}
+
+#define BIND_TRIES 20 /* x 25 ms: how long a process just started may take to exec */
+
+/* Find the allocator functions in the files the target maps now. */
+static int bind_once(struct recording *r)
 {
 	char **files;
 	size_t n;
@@ -262,18 +285,38 @@ static int bind_probes(struct recording *r)
 
 	err = procmaps__read(&r->maps, r->pid);
 	if (err)
-		return fail("failed to read the memory map of PID %d: %s", r->pid, strerror(-err));
+		return err;
 	files = candidate_files(r, &n);
 	if (!files)
-		return fail("out of memory");
+		return -ENOMEM;
 	err = probe_set__resolve(&r->probes, files, n, r->o.lib);
 	free_strings(files, n);
+	return err;
+}
+
+static int bind_probes(struct recording *r)
+{
+	int err, tries = 0;
+
+	/* A process caught in the middle of its exec (memtrace -p $! right
+	 * after starting it) maps no libc yet: look again a little later. */
+	while ((err = bind_once(r)) == -ESRCH && !r->o.lib && ++tries < BIND_TRIES &&
+	       kill(r->pid, 0) == 0) {
+		procmaps__free(&r->maps);
+		usleep(25 * 1000);
+	}
+	if (err == -ENOENT || err == -ESRCH) {
+		if (kill(r->pid, 0) && errno == ESRCH)
+			return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
+	}
+	for (size_t i = 0; i < r->maps.nr_paths; i++)
+		alloc_file_seen(r, r->maps.paths[i]);
 	if (err == -ESRCH && r->o.lib)
 		return fail("no malloc and free in %s; give --lib the allocator library", r->o.lib);
 	if (err == -ESRCH)
 		return fail("PID %d has no malloc and free in any of its modules; give --lib PATH", r->pid);
 	if (err)
-		return fail("failed to find allocator functions: %s", strerror(-err));
+		return fail("failed to find the allocator functions of PID %d: %s", r->pid, strerror(-err));
 	return 0;
 }
 
@@ -292,6 +335,31 @@ static int write_module(void *ctx, const struct trace_module *m)
 
 /* Libraries loaded since attach (dlopen) join the module map, so the
  * addresses in their stacks symbolize. A target that is gone has no map. */
+/* A library loaded later that has an allocator of its own (its code may be
+ * bound to it: -Bsymbolic, RTLD_DEEPBIND) gets the allocator probes too.
+ * Calls it passes on to libc are nested, so nothing counts twice. */
+static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < pm->nr_paths; i++) {
+		struct probe_set ps;
+		const struct probe *bad = NULL;
+		char *file;
+
+		if (alloc_file_seen(r, pm->paths[i]) || !(file = root_path(r->pid, pm->paths[i])))
+			continue;
+		if (!probe_set__resolve(&ps, &file, 1, NULL)) {
+			if (loader__attach(r->loader, &ps, &bad))
+				fail("failed to attach to %s in %s, loaded after attach; its allocations are not counted",
+				     bad ? bad->func : "?", pm->paths[i]);
+			else if (r->o.verbose)
+				fprintf(stderr, "memtrace: probed the allocator of %s, loaded after attach\n",
+					pm->paths[i]);
+			probe_set__free(&ps);
+		}
+		free(file);
+	}
+}
+
 static int refresh_modules(struct recording *r)
 {
 	struct procmaps now;
@@ -300,8 +368,10 @@ static int refresh_modules(struct recording *r)
 	if (procmaps__read(&now, r->pid))
 		return 0;
 	err = module_set__merge(&r->modules, &now, write_module, r->w);
-	if (!err && !r->o.empty_probes)
+	if (!err && !r->o.empty_probes) {
+		probe_new_allocators(r, &now);
 		err = mark_finder__attach(r->marks, r->loader, &now);
+	}
 	procmaps__free(&now);
 	return err;
 }
@@ -604,6 +674,7 @@ static void cleanup(struct recording *r, bool failed)
 	procmaps__free(&r->maps);
 	module_set__free(&r->modules);
 	mark_finder__free(r->marks);
+	free_strings(r->alloc_files, r->nr_alloc_files);
 	if (failed && r->child.traced)
 		launcher__kill(&r->child);
 	if (r->pidfd > 0)

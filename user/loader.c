@@ -297,20 +297,34 @@ static int attach_all_multi(struct loader *l, const struct probe_set *ps, const 
 		for (int p = 0; p < PROBE_NR_PROGS && !err; p++)
 			err = attach_multi(l, entry_prog(l, p), ps, path, false, p, failed);
 	}
-	if (err)
-		loader__detach(l);
 	return err;
+}
+
+/* Undo the links made since there were KEEP_LINKS and KEEP_FDS of them. */
+static void detach_since(struct loader *l, size_t keep_links, size_t keep_fds)
+{
+	while (l->nr_links > keep_links)
+		bpf_link__destroy(l->links[--l->nr_links]);
+	while (l->nr_link_fds > keep_fds)
+		close(l->link_fds[--l->nr_link_fds]);
 }
 
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed)
 {
+	size_t keep_links = l->nr_links, keep_fds = l->nr_link_fds;
+	struct bpf_link **links;
 	int err = 0;
 
-	if (l->mode != LOADER_CLASSIC)
-		return attach_all_multi(l, ps, failed);
-	l->links = calloc(ps->nr * 2, sizeof(*l->links));
-	if (!l->links)
+	if (l->mode != LOADER_CLASSIC) {
+		err = attach_all_multi(l, ps, failed);
+		if (err)
+			detach_since(l, keep_links, keep_fds);
+		return err;
+	}
+	links = realloc(l->links, (l->nr_links + ps->nr * 2) * sizeof(*links));
+	if (!links)
 		return -ENOMEM;
+	l->links = links;
 	/* Return probes first: an entry without its return would leave a
 	 * thread's depth open. */
 	for (size_t i = 0; i < ps->nr && !err; i++) {
@@ -325,7 +339,7 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 			*failed = &ps->v[i];
 	}
 	if (err)
-		loader__detach(l);
+		detach_since(l, keep_links, keep_fds);
 	return err;
 }
 

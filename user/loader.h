@@ -34,7 +34,8 @@ struct loader;
 /* The fixed lifecycle: open (and configure), load, attach, poll, close. */
 int loader__open(struct loader **out, const struct loader_opts *opts);
 int loader__load(struct loader *l);
-/* Attach every probe; on failure FAILED names the probe and nothing stays attached. */
+/* Attach every probe of PS (again for files mapped later); on failure FAILED
+ * names the probe and none of PS stays attached. */
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);
 /* One mark site (inproc/memtrace.h USDT probe) to attach. */
 struct loader_mark {

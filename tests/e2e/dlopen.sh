@@ -20,4 +20,13 @@ expect_eq "plugin_work: module" \
 expect_eq "plugin_zone: entered" "$(jq '[.zones[] | select(.name == "plugin_zone") | .count] | add' "$TMP/dl.json")" 10
 expect_eq "plugin_zone: allocations inside" \
 	"$(jq '[.zones[] | select(.name == "plugin_zone") | .allocations] | add' "$TMP/dl.json")" 10
+
+# A library loaded later with an allocator of its own, which its code is
+# bound to: that allocator gets probed when the library appears.
+record_cmd "$TMP/pa.mtrace" "$PROGS/dlopen_host" "$PROGS/libplugalloc.so"
+expect_eq "dlopen_host with libplugalloc: exit status" $? 0
+report_json "$TMP/pa.mtrace" "$TMP/pa.json"
+expect_site "$TMP/pa.json" plugin_work allocations 10
+expect_site "$TMP/pa.json" plugin_work allocated_bytes 330
+expect_site "$TMP/pa.json" plugin_work leaked_bytes 330
 finish

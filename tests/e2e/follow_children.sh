@@ -38,6 +38,7 @@ done
 rm -f seized*.mtrace
 "$PROGS/forker" wait "$PROGS/alloc_patterns" >"$TMP/out2" &
 target=$!
+wait_exec "$target" "$PROGS/forker"
 timeout 60 "$MEMTRACE" record --follow-children -p "$target" -o seized.mtrace 2>"$TMP/err2" &
 recorder=$!
 if wait_for_line "$TMP/err2" "memtrace: attached" 10; then ok "-p: attached"; else not_ok "-p: never attached"; fi
@@ -56,6 +57,7 @@ expect_eq "-p: child B after exec: totals.allocations" "$(jqr sb.json .totals.al
 # -p --follow-children stopped by SIGINT: the process runs on, untraced.
 "$PROGS/forever" >"$TMP/forever.out" &
 target=$!
+wait_exec "$target" "$PROGS/forever"
 timeout 60 "$MEMTRACE" record --follow-children -p "$target" -o f.mtrace 2>"$TMP/err3" &
 recorder=$!
 if wait_for_line "$TMP/err3" "memtrace: attached" 10; then ok "-p forever: attached"; else not_ok "-p forever: never attached"; fi

@@ -70,6 +70,18 @@ wait_for_line() {
 	return 1
 }
 
+# wait_exec PID PROGRAM: wait (10 s at most) until PID runs PROGRAM, i.e. the
+# shell's fork has exec'd it; only then is it the process to attach to.
+wait_exec() {
+	local i want
+	want=$(realpath "$2")
+	for ((i = 0; i < 100; i++)); do
+		[ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$want" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 # record_pid_usr1 TRACE CMD [ARGS...]: start CMD (which waits for SIGUSR1),
 # attach memtrace -p to it, wait (10 s at most) for "memtrace: attached" on
 # memtrace's stderr ($TMP/err), send SIGUSR1, wait for both. Sets TARGET_STATUS

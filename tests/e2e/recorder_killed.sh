@@ -7,6 +7,7 @@
 
 "$PROGS/forever" >"$TMP/forever.out" &
 target=$!
+wait_exec "$target" "$PROGS/forever"
 timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/k.mtrace" 2>"$TMP/err" &
 recorder=$!
 if wait_for_line "$TMP/err" "memtrace: attached" 10; then ok "attached"; else not_ok "never attached"; fi
@@ -37,6 +38,7 @@ fi
 # recorder sees it go, finishes the trace normally (complete, not partial).
 "$PROGS/forever" >/dev/null &
 target=$!
+wait_exec "$target" "$PROGS/forever"
 timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/t.mtrace" 2>"$TMP/err2" &
 recorder=$!
 if wait_for_line "$TMP/err2" "memtrace: attached" 10; then ok "attached (2)"; else not_ok "never attached (2)"; fi
