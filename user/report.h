@@ -20,4 +20,14 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
  * 0, or -EIO if writing to F failed. */
 int report_json__write(FILE *f, const struct analysis *a);
 
+/* Its parts, each a "key": value member of the object J is in; the HTML
+ * report embeds them too. */
+struct json_out;
+struct marks;
+void report_json__trace(struct json_out *j, const struct analysis_trace *t);
+void report_json__totals(struct json_out *j, const struct analysis_totals *t);
+void report_json__zones(struct json_out *j, const struct marks *m);
+void report_json__pools(struct json_out *j, const struct marks *m);
+void report_json__threads(struct json_out *j, const struct marks *m);
+
 #endif /* MEMTRACE_REPORT_H */

@@ -4,6 +4,7 @@
  * from report_html_assets.h; this file writes the data they render.
  */
 #include "report_html.h"
+#include "report.h"
 #include "export.h"
 #include "json_out.h"
 #include "marks.h"
@@ -24,43 +25,6 @@ static void data_str(struct json_out *j, const char *key, const char *s)
 {
 	json_out__key(j, key);
 	json_out__string(j, s);
-}
-
-static void data_trace(struct json_out *j, const struct analysis_trace *t)
-{
-	json_out__key(j, "trace");
-	json_out__begin_object(j, true);
-	data_str(j, "command", t->command);
-	data_str(j, "comm", t->comm);
-	json_out__key(j, "pid");
-	json_out__i64(j, t->pid);
-	data_u64(j, "duration_ns", t->duration_ns);
-	data_u64(j, "sample_bytes", t->sample_bytes);
-	json_out__key(j, "ended");
-	json_out__bool(j, t->ended);
-	json_out__key(j, "target_exited");
-	json_out__bool(j, t->target_exited);
-	json_out__key(j, "partial");
-	json_out__bool(j, t->partial);
-	data_str(j, "problem", t->problem);
-	json_out__end_object(j);
-}
-
-static void data_totals(struct json_out *j, const struct analysis_totals *t)
-{
-	json_out__key(j, "totals");
-	json_out__begin_object(j, true);
-	data_u64(j, "allocations", t->allocations);
-	data_u64(j, "frees", t->frees);
-	data_u64(j, "allocated_bytes", t->allocated_bytes);
-	data_u64(j, "peak_bytes", t->peak_bytes);
-	data_u64(j, "peak_time_ns", t->peak_time_ns);
-	data_u64(j, "leaked_allocations", t->leaked_allocations);
-	data_u64(j, "leaked_bytes", t->leaked_bytes);
-	data_u64(j, "temporary_allocations", t->temporary_allocations);
-	data_u64(j, "unmatched_frees", t->unmatched_frees);
-	data_u64(j, "dropped_events", t->dropped_events);
-	json_out__end_object(j);
 }
 
 /* Flat [t0, bytes0, t1, bytes1, ...]: a third of the size of objects. */
@@ -195,31 +159,6 @@ static int data_sites(struct json_out *j, const struct analysis *a)
 	return 0;
 }
 
-static void data_zones(struct json_out *j, const struct marks *m)
-{
-	const struct marks_zone *z;
-	size_t n;
-
-	z = marks__zones(m, &n);
-	json_out__key(j, "zones");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < n; i++) {
-		json_out__begin_object(j, true);
-		data_str(j, "name", z[i].name);
-		data_u64(j, "count", z[i].count);
-		data_u64(j, "time_ns", z[i].time_ns);
-		data_u64(j, "allocations", z[i].allocations);
-		data_u64(j, "allocated_bytes", z[i].allocated_bytes);
-		data_u64(j, "inclusive_allocations", z[i].inclusive_allocations);
-		data_u64(j, "inclusive_allocated_bytes", z[i].inclusive_allocated_bytes);
-		data_u64(j, "leaked_bytes", z[i].leaked_bytes);
-		data_u64(j, "peak_bytes", z[i].peak_bytes);
-		data_u64(j, "open_at_end", z[i].open_at_end);
-		json_out__end_object(j);
-	}
-	json_out__end_array(j);
-}
-
 /* The count and the frames that allocate most, with their sites: a trace
  * of a game holds thousands of frames, which no table shows usefully. */
 static void data_frames(struct json_out *j, const struct marks *m)
@@ -260,46 +199,6 @@ static void data_frames(struct json_out *j, const struct marks *m)
 	json_out__end_object(j);
 }
 
-static void data_pools(struct json_out *j, const struct marks *m)
-{
-	const struct marks_pool *p;
-	size_t n;
-
-	p = marks__pools(m, &n);
-	json_out__key(j, "pools");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < n; i++) {
-		json_out__begin_object(j, true);
-		data_str(j, "name", p[i].name);
-		data_u64(j, "allocations", p[i].allocations);
-		data_u64(j, "allocated_bytes", p[i].allocated_bytes);
-		data_u64(j, "frees", p[i].frees);
-		data_u64(j, "resets", p[i].resets);
-		data_u64(j, "leaked_allocations", p[i].leaked_allocations);
-		data_u64(j, "leaked_bytes", p[i].leaked_bytes);
-		data_u64(j, "peak_bytes", p[i].peak_bytes);
-		json_out__end_object(j);
-	}
-	json_out__end_array(j);
-}
-
-static void data_threads(struct json_out *j, const struct marks *m)
-{
-	const struct marks_thread *t;
-	size_t n;
-
-	t = marks__threads(m, &n);
-	json_out__key(j, "threads");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < n; i++) {
-		json_out__begin_object(j, true);
-		data_u64(j, "tid", t[i].tid);
-		data_str(j, "name", t[i].name);
-		json_out__end_object(j);
-	}
-	json_out__end_array(j);
-}
-
 static int data_write(FILE *f, const struct analysis *a, const struct heap_series *s)
 {
 	const struct marks *m = analysis__marks(a);
@@ -308,18 +207,18 @@ static int data_write(FILE *f, const struct analysis *a, const struct heap_serie
 
 	json_out__init(&j, f);
 	json_out__begin_object(&j, false);
-	data_trace(&j, analysis__trace(a));
-	data_totals(&j, analysis__totals(a));
+	report_json__trace(&j, analysis__trace(a));
+	report_json__totals(&j, analysis__totals(a));
 	data_series(&j, s);
 	err = data_sites(&j, a);
 	if (!err)
 		err = data_flame(&j, a);
 	if (err)
 		return err;
-	data_zones(&j, m);
+	report_json__zones(&j, m);
 	data_frames(&j, m);
-	data_pools(&j, m);
-	data_threads(&j, m);
+	report_json__pools(&j, m);
+	report_json__threads(&j, m);
 	json_out__end_object(&j);
 	return json_out__finish(&j);
 }

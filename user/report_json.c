@@ -19,7 +19,7 @@ static void json_str(struct json_out *j, const char *key, const char *s)
 	json_out__string(j, s);
 }
 
-static void report_json__trace(struct json_out *j, const struct analysis_trace *t)
+void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 {
 	json_out__key(j, "trace");
 	json_out__begin_object(j, false);
@@ -29,13 +29,17 @@ static void report_json__trace(struct json_out *j, const struct analysis_trace *
 	json_str(j, "comm", t->comm);
 	json_u64(j, "duration_ns", t->duration_ns);
 	json_u64(j, "sample_bytes", t->sample_bytes);
+	json_out__key(j, "ended");
+	json_out__bool(j, t->ended);
+	json_out__key(j, "target_exited");
+	json_out__bool(j, t->target_exited);
 	json_out__key(j, "partial");
 	json_out__bool(j, t->partial);
 	json_str(j, "problem", t->problem);
 	json_out__end_object(j);
 }
 
-static void report_json__totals(struct json_out *j, const struct analysis_totals *t)
+void report_json__totals(struct json_out *j, const struct analysis_totals *t)
 {
 	json_out__key(j, "totals");
 	json_out__begin_object(j, false);
@@ -113,7 +117,7 @@ static void report_json__site(struct json_out *j, const struct analysis_site *s)
 	json_out__end_object(j);
 }
 
-static void report_json__zones(struct json_out *j, const struct marks *m)
+void report_json__zones(struct json_out *j, const struct marks *m)
 {
 	const struct marks_zone *z;
 	size_t n, i;
@@ -164,7 +168,7 @@ static void report_json__frames(struct json_out *j, const struct marks *m)
 	json_out__end_object(j);
 }
 
-static void report_json__pools(struct json_out *j, const struct marks *m)
+void report_json__pools(struct json_out *j, const struct marks *m)
 {
 	const struct marks_pool *p;
 	size_t n, i;
@@ -188,7 +192,7 @@ static void report_json__pools(struct json_out *j, const struct marks *m)
 	json_out__end_array(j);
 }
 
-static void report_json__threads(struct json_out *j, const struct marks *m)
+void report_json__threads(struct json_out *j, const struct marks *m)
 {
 	const struct marks_thread *t;
 	size_t n, i;

@@ -599,6 +599,8 @@ static const char tiny_json[] =
 	"    \"comm\": \"prog\",\n"
 	"    \"duration_ns\": 1000,\n"
 	"    \"sample_bytes\": 0,\n"
+	"    \"ended\": true,\n"
+	"    \"target_exited\": false,\n"
 	"    \"partial\": false,\n"
 	"    \"problem\": null\n"
 	"  },\n"
