@@ -265,8 +265,13 @@ static void on_stop(struct follow *f, pid_t tid, int status)
 	}
 	if (sig == SIGTRAP && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
 			       event == PTRACE_EVENT_CLONE)) {
-		if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) && !find(f, msg))
-			add(f, msg, event == PTRACE_EVENT_CLONE ? t->tgid : (pid_t)msg)->execs = -1;
+		if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) && !find(f, msg)) {
+			pid_t tgid = event == PTRACE_EVENT_CLONE ? t->tgid : (pid_t)msg;
+			struct tracee *child = add(f, msg, tgid); /* T may have moved */
+
+			if (child)
+				child->execs = -1; /* until its first stop */
+		}
 		sig = 0;
 	} else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
 		on_exec(f, t);
