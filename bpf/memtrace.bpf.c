@@ -536,3 +536,16 @@ SEC("uretprobe")
 int BPF_KRETPROBE(empty_exit) { return 0; }
 
 #include "marks.bpf.h"
+
+/* The dynamic linker's debugger hook (_dl_debug_state) runs whenever
+ * dlopen or dlclose changes the link map: user space then looks for new
+ * modules at once instead of at its next periodic look. */
+volatile __u32 link_map_changed;
+
+SEC("uprobe")
+int BPF_KPROBE(link_map_hit)
+{
+	if (traced_process(bpf_get_current_pid_tgid()))
+		link_map_changed = 1;
+	return 0;
+}

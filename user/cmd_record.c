@@ -5,6 +5,7 @@
  * the duration; then symbolize every distinct address once and close.
  */
 #include "drain.h"
+#include "elf_util.h"
 #include "launcher.h"
 #include "loader.h"
 #include "module_set.h"
@@ -435,6 +436,25 @@ static int on_record(void *ctx, const void *data, size_t size)
 	return drain__record(ctx, data, size);
 }
 
+/* dlopen and dlclose pass through the dynamic linker's debugger hook: a
+ * probe there makes the recorder look for new modules within one poll.
+ * Without it (static target, unknown linker) the periodic look remains. */
+static void watch_link_map(struct recording *r)
+{
+	struct elf_function hook;
+
+	for (size_t i = 0; i < r->maps.nr_paths; i++) {
+		char *file;
+
+		if (!is_basename(r->maps.paths[i], "ld-linux") || !(file = root_path(r->pid, r->maps.paths[i])))
+			continue;
+		if (!elf_find_function(file, "_dl_debug_state", &hook))
+			loader__attach_link_map_hook(r->loader, file, hook.file_offset);
+		free(file);
+		return;
+	}
+}
+
 static int attach_probes(struct recording *r)
 {
 	struct loader_opts lo = {
@@ -469,6 +489,8 @@ static int attach_probes(struct recording *r)
 	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
+	if (!r->o.empty_probes)
+		watch_link_map(r);
 	return 0;
 }
 
@@ -547,6 +569,8 @@ static int record_loop(struct recording *r)
 		err = loader__poll(r->loader, POLL_MS);
 		if (!err)
 			err = drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
+		if (!err && loader__link_map_changed(r->loader))
+			err = refresh_modules(r);
 		if (!err && t0 >= next_flush) {
 			err = refresh_modules(r);
 			if (!err)

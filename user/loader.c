@@ -59,7 +59,7 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
 	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
-	       p != s->progs.empty_exit && p != s->progs.mark_hit;
+	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit;
 }
 
 /* Exponential gaps with the mean asked for: BPF has no logarithm. */
@@ -414,6 +414,42 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 						: attach_marks_multi(l, path, offsets, cookies, ref_ctrs, used);
 	free(offsets);
 	return err;
+}
+
+int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset)
+{
+	struct uprobe_multi_attr attr = {
+		.prog_fd = bpf_program__fd(l->skel->progs.link_map_hit),
+		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
+		.path = (uint64_t)(uintptr_t)path,
+		.offsets = (uint64_t)(uintptr_t)&offset,
+		.cnt = 1,
+		.pid = l->opts.pid,
+	};
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct bpf_link *link, **v;
+	int fd;
+
+	if (l->mode != LOADER_CLASSIC) {
+		fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+		return fd < 0 ? -errno : remember_link_fd(l, fd);
+	}
+	link = bpf_program__attach_uprobe_opts(l->skel->progs.link_map_hit, l->opts.pid, path, offset, &uo);
+	if (!link)
+		return -errno;
+	v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
+	if (!v) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	l->links = v;
+	l->links[l->nr_links++] = link;
+	return 0;
+}
+
+bool loader__link_map_changed(struct loader *l)
+{
+	return __atomic_exchange_n(&l->skel->bss->link_map_changed, 0, __ATOMIC_SEQ_CST) != 0;
 }
 
 void loader__set_recording(struct loader *l, bool on)

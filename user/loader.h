@@ -49,6 +49,11 @@ struct loader_mark {
 int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks,
 			 size_t n);
 
+/* Watch the dynamic linker's debugger hook at OFFSET in PATH (ld.so). */
+int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset);
+/* Whether the link map changed (dlopen, dlclose) since the last call. */
+bool loader__link_map_changed(struct loader *l);
+
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);
 /* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records

@@ -21,6 +21,18 @@ expect_eq "plugin_zone: entered" "$(jq '[.zones[] | select(.name == "plugin_zone
 expect_eq "plugin_zone: allocations inside" \
 	"$(jq '[.zones[] | select(.name == "plugin_zone") | .allocations] | add' "$TMP/dl.json")" 10
 
+# Used 50 ms after dlopen, long before the periodic look: the dynamic linker
+# hook must have made the recorder attach the library's marks already.
+record_cmd "$TMP/fast.mtrace" "$PROGS/dlopen_host" "$PROGS/libplugin.so" 50
+expect_eq "dlopen_host, 50 ms: exit status" $? 0
+report_json "$TMP/fast.mtrace" "$TMP/fast.json"
+expect_eq "50 ms after dlopen: plugin_zone entered" \
+	"$(jq '[.zones[] | select(.name == "plugin_zone") | .count] | add' "$TMP/fast.json")" 10
+expect_site "$TMP/fast.json" plugin_work allocations 10
+expect_eq "50 ms after dlopen: plugin_work symbolized from its file" \
+	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .file] | first' "$TMP/fast.json")" \
+	"tests/progs/plugin/plugin.c"
+
 # A library loaded later with an allocator of its own, which its code is
 # bound to: that allocator gets probed when the library appears.
 record_cmd "$TMP/pa.mtrace" "$PROGS/dlopen_host" "$PROGS/libplugalloc.so"
