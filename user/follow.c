@@ -228,7 +228,11 @@ static void on_exec(struct follow *f, struct tracee *t)
 {
 	stop_recorder(t);
 	t->execs++;
-	if (launcher__stop_after_linking(t->tid) == 0)
+	int err = launcher__stop_after_linking(t->tid);
+
+	if (err)
+		fail("failed to follow PID %d into its new program: %s", t->tgid, strerror(-err));
+	else
 		start_recorder(f, t);
 }
 

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The command runs under ptrace only until its libraries are mapped: a
- * breakpoint on the dynamic linker's debugger hook (_dl_debug_state, the one
- * gdb uses) fires when the link map is consistent, before initializers run.
+ * hardware breakpoint on the dynamic linker's debugger hook (_dl_debug_state,
+ * the one gdb uses) fires when the link map is consistent, before
+ * initializers run.
  */
 #include "launcher.h"
 #include "elf_util.h"
@@ -12,6 +13,7 @@
 #include <gelf.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -69,22 +71,6 @@ static int mapping_path_at(pid_t pid, uint64_t addr, char *buf, size_t cap)
 	return err;
 }
 
-static int poke_byte(pid_t pid, uint64_t addr, uint8_t byte, uint8_t *old)
-{
-	long word;
-
-	errno = 0;
-	word = ptrace(PTRACE_PEEKTEXT, pid, (void *)addr, NULL);
-	if (errno)
-		return -errno;
-	if (old)
-		*old = word & 0xff;
-	word = (word & ~0xffL) | byte;
-	if (ptrace(PTRACE_POKETEXT, pid, (void *)addr, (void *)word))
-		return -errno;
-	return 0;
-}
-
 static int wait_stop(pid_t pid)
 {
 	int status;
@@ -98,16 +84,43 @@ static int wait_stop(pid_t pid)
 
 /* Run to the debugger hook until the link map is consistent, then put the
  * instruction back and leave the thread stopped at the hook. */
+/* x86 debug registers: DR0 holds the address, DR7 bit 0 enables it as an
+ * execute breakpoint. A hardware breakpoint leaves the code untouched, so it
+ * cannot collide with a uprobe someone placed on the same instruction (the
+ * kernel would take an int3 there for that uprobe's and swallow it). */
+#define DR7_L0 1UL
+
+static int set_debugreg(pid_t pid, int n, unsigned long value)
+{
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[n]), (void *)value))
+		return -errno;
+	return 0;
+}
+
+/* Step over the hook's instruction with the breakpoint off, then re-arm it. */
+static int step_over(pid_t pid)
+{
+	int err = set_debugreg(pid, 7, 0), sig;
+
+	if (!err && ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL))
+		err = -errno;
+	if (!err && (sig = wait_stop(pid)) != SIGTRAP)
+		err = sig < 0 ? sig : -EPROTO;
+	return err ? err : set_debugreg(pid, 7, DR7_L0);
+}
+
+/* Run to the debugger hook until the link map is consistent, and leave the
+ * thread stopped there, before the hook's instruction. */
 static int run_to_consistent(pid_t pid, uint64_t hook, uint64_t r_state_addr)
 {
 	struct user_regs_struct regs;
-	uint8_t orig;
 	int sig, err, hits;
+	long state;
 
-	err = poke_byte(pid, hook, 0xcc, &orig);
-	if (err)
-		return err;
-	for (hits = 0; hits < MAX_HOOK_HITS; hits++) {
+	err = set_debugreg(pid, 0, hook);
+	if (!err)
+		err = set_debugreg(pid, 7, DR7_L0);
+	for (hits = 0; !err && hits < MAX_HOOK_HITS; hits++) {
 		if (ptrace(PTRACE_CONT, pid, NULL, NULL))
 			return -errno;
 		sig = wait_stop(pid);
@@ -117,29 +130,17 @@ static int run_to_consistent(pid_t pid, uint64_t hook, uint64_t r_state_addr)
 			return -EINTR; /* a real signal before main: give up waiting */
 		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
 			return -errno;
-		if (regs.rip - 1 != hook)
+		if (regs.rip != hook)
 			return -EPROTO;
 		errno = 0;
-		long state = ptrace(PTRACE_PEEKDATA, pid, (void *)r_state_addr, NULL);
+		state = ptrace(PTRACE_PEEKDATA, pid, (void *)r_state_addr, NULL);
 		if (errno)
 			return -errno;
-		/* Step back over the hook with the original byte in place. */
-		regs.rip = hook;
-		if (ptrace(PTRACE_SETREGS, pid, NULL, &regs))
-			return -errno;
 		if ((int)state == RT_CONSISTENT)
-			return poke_byte(pid, hook, orig, NULL);
-		err = poke_byte(pid, hook, orig, NULL);
-		if (!err && ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL))
-			err = -errno;
-		if (!err && (sig = wait_stop(pid)) != SIGTRAP)
-			err = sig < 0 ? sig : -EPROTO;
-		if (!err)
-			err = poke_byte(pid, hook, 0xcc, NULL);
-		if (err)
-			return err;
+			return set_debugreg(pid, 7, 0);
+		err = step_over(pid);
 	}
-	return -ELOOP;
+	return err ? err : -ELOOP;
 }
 
 /* The dynamic linker's r_debug is data, so not among the indexed functions. */
