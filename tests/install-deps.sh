@@ -3,14 +3,14 @@
 # missing and we are root; otherwise say what is missing.
 set -e
 # libclang-rt-14-dev: libFuzzer for tests/fuzz; xz-utils: MiniDebugInfo in tests/e2e/stripped.sh;
-# util-linux: unshare and setpriv (tests/e2e/container.sh, caps.sh).
+# util-linux: unshare and setpriv (tests/e2e/container.sh, caps.sh); procps: pgrep.
 # chromium and a font for its screenshots: tests/e2e/html.sh loads the HTML report.
 # build/memtrace links statically: libc6-dev, liblzma-dev and libbz2-dev give the libc.a,
 # liblzma.a and libbz2.a that libdw.a needs beside the other -dev packages' archives.
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
 libiberty-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium fonts-dejavu-core \
-libclang-rt-14-dev xz-utils util-linux"
+libclang-rt-14-dev xz-utils util-linux procps diffutils"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
