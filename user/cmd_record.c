@@ -73,8 +73,8 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memtrace [record] [-o FILE] [-d SEC] [--lib PATH] [--stack-depth N] [-v]\n"
-		"                (-p PID | -- CMD [ARGS...])\n"
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE] [--lib PATH] [--stack-depth N]\n"
+		"                [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
 		"  -d, --duration SEC   stop after SEC seconds\n"
@@ -83,8 +83,9 @@ static void usage(FILE *f)
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
-		"      --follow-children  also record every process the command forks or execs,\n"
-		"                       each into its own trace (FILE.PID.mtrace)\n"
+		"      --follow-children\n"
+		"                       also record every process the target forks and every\n"
+		"                       program they exec, each into its own FILE.PID[.N].mtrace\n"
 		"  -v, --verbose        list every probe\n",
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
 }

@@ -15,7 +15,7 @@ static const struct command commands[] = {
 	{ "record", cmd_record, "record a process's heap to a trace file (default)" },
 	{ "report", cmd_report, "summarize a trace: top sites, leaks, peak, temporaries" },
 	{ "diff", cmd_diff, "compare two traces site by site; --fail-on-growth for CI" },
-	{ "export", cmd_export, "write a trace as a pprof profile or folded stacks" },
+	{ "export", cmd_export, "write a trace for pprof, flame graphs (folded) or Perfetto (chrome)" },
 };
 
 static void usage(FILE *f)
