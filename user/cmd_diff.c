@@ -47,22 +47,6 @@ static void diff_usage(FILE *f)
 		DIFF_DEFAULT_TOP);
 }
 
-static int diff_parse_top(const char *s, unsigned int *top)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v == 0 || v > INT_MAX || s[0] == '-') {
-		fprintf(stderr, "memtrace: failed to parse --top '%s': not a positive number; "
-				"pass e.g. --top 20\n", s);
-		return -EINVAL;
-	}
-	*top = (unsigned int)v;
-	return 0;
-}
-
 /* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
 static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 {
@@ -85,7 +69,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 			args->json = true;
 			break;
 		case 't':
-			if (diff_parse_top(optarg, &args->top))
+			if (parse_top(optarg, &args->top))
 				return -EINVAL;
 			break;
 		case 'g':

@@ -8,6 +8,7 @@
 #include "report_html.h"
 #include "trace_load.h"
 #include "trace_reader.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,8 +49,6 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	unsigned long top;
-	char *end;
 	int c;
 
 	memset(args, 0, sizeof(*args));
@@ -65,14 +64,8 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 			args->html = optarg;
 			break;
 		case 't':
-			errno = 0;
-			top = strtoul(optarg, &end, 10);
-			if (errno || end == optarg || *end || top == 0 || top > INT_MAX || optarg[0] == '-') {
-				fprintf(stderr, "memtrace: failed to parse --top '%s': not a positive "
-						"number; pass e.g. --top 20\n", optarg);
+			if (parse_top(optarg, &args->opts.top))
 				return -EINVAL;
-			}
-			args->opts.top = (unsigned int)top;
 			break;
 		case 'h':
 			report_usage(stdout);

@@ -59,6 +59,18 @@ int parse_size(const char *s, uint64_t *out)
 	return 0;
 }
 
+int parse_top(const char *s, unsigned int *top)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v == 0 || v > INT32_MAX) {
+		fail("failed to parse --top '%s': not a positive number; pass e.g. --top 20", s);
+		return -EINVAL;
+	}
+	*top = (unsigned int)v;
+	return 0;
+}
+
 uint64_t now_ns(clockid_t clock)
 {
 	struct timespec ts;

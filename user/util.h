@@ -14,6 +14,10 @@ int parse_u64(const char *s, uint64_t *out);
 /* A size with an optional K, M or G suffix (powers of 1024). 0 or -EINVAL. */
 int parse_size(const char *s, uint64_t *out);
 
+/* The value of a --top N option; prints one line and returns -EINVAL unless
+ * it is a positive number. */
+int parse_top(const char *s, unsigned int *top);
+
 uint64_t now_ns(clockid_t clock);
 
 /* "1.5 MiB"-style, into BUF. */

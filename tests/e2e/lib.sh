@@ -1,6 +1,7 @@
 # Shared helpers for e2e tests (bash). Each check prints one TAP line.
 # Environment from tests/run.sh: MEMTRACE, PROGS, TOP, BUILD.
 set -u
+TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 MEMTRACE=$(realpath "${MEMTRACE:-build/memtrace}")
 PROGS=$(realpath "${PROGS:-build/progs}")
 TMP=$(mktemp -d /tmp/memtrace-e2e.XXXXXX)
@@ -68,6 +69,43 @@ wait_for_line() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# expect_alloc_patterns JSON UNMATCHED [LABEL]: the exact per-site figures and
+# totals of tests/progs/alloc_patterns (the table in its source). UNMATCHED is
+# 0 for a run from its start, 4 for its "wait" mode joined with -p.
+expect_alloc_patterns() {
+	local json=$1 unmatched=$2 label=${3:+$3: } fn allocs bytes leaked leaked_bytes temp peak kv
+	# function allocs bytes leaked leaked_bytes temporary peak_bytes
+	while read -r fn allocs bytes leaked leaked_bytes temp peak; do
+		expect_eq "$label$fn allocations" "$(site "$json" "$fn" allocations)" "$allocs"
+		expect_eq "$label$fn allocated_bytes" "$(site "$json" "$fn" allocated_bytes)" "$bytes"
+		expect_eq "$label$fn leaked_allocations" "$(site "$json" "$fn" leaked_allocations)" "$leaked"
+		expect_eq "$label$fn leaked_bytes" "$(site "$json" "$fn" leaked_bytes)" "$leaked_bytes"
+		expect_eq "$label$fn temporary_allocations" "$(site "$json" "$fn" temporary_allocations)" "$temp"
+		expect_eq "$label$fn peak_bytes" "$(site "$json" "$fn" peak_bytes)" "$peak"
+	done <<'TABLE'
+site_malloc_100      10  1000     1  100   0  100
+site_calloc_10x32    5   1600     1  320   0  320
+site_realloc_grow    5   2000     0  0     0  0
+site_realloc_shrink  5   200      0  0     0  0
+site_realloc_null    3   192      1  64    0  64
+site_reallocarray    2   328      0  0     0  0
+site_posix_memalign  2   400      1  200   0  200
+site_aligned_alloc   2   512      0  0     0  0
+site_memalign        2   200      0  0     0  0
+site_valloc          1   1000     0  0     0  0
+site_pvalloc         1   4096     1  4096  0  4096
+site_temporary       7   336      0  0     7  0
+site_peak_block      8   8388608  0  0     0  8388608
+site_leak_24         3   72       3  72    0  72
+TABLE
+	# glibc makes no allocation of its own in this program: totals are exact
+	for kv in allocations=56 frees=48 allocated_bytes=8400544 peak_bytes=8393460 \
+		leaked_allocations=8 leaked_bytes=4852 temporary_allocations=7 \
+		unmatched_frees="$unmatched" dropped_events=0; do
+		expect_eq "${label}totals.${kv%=*}" "$(jqr "$json" ".totals.${kv%=*}")" "${kv#*=}"
+	done
 }
 
 # wait_exec PID PROGRAM: wait (10 s at most) until PID runs PROGRAM, i.e. the
