@@ -30,9 +30,9 @@ MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
 	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lpthread -lm -ldl,\
 	$(LDLIBS))
 
-BPF_SRC  := bpf/memtrace.bpf.c
-BPF_OBJ  := $(BUILD)/memtrace.bpf.o
-SKEL     := $(BUILD)/memtrace.skel.h
+BPF_SRC  := $(wildcard bpf/*.bpf.c)
+BPF_OBJ  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRC))
+SKEL     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
 USER_SRC := $(wildcard user/*.c)
 USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC))
 LIB_OBJ  := $(filter-out $(BUILD)/user/main.o $(BUILD)/user/no_dlopen.o,$(USER_OBJ))
@@ -44,13 +44,15 @@ PROG_BIN := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_C)) \
             $(patsubst tests/progs/%.cpp,$(BUILD)/progs/%,$(PROG_CXX))
 
 .PHONY: all test install demo deps clean progs unit
+.DELETE_ON_ERROR:
+.SECONDARY: $(BPF_OBJ)
 all: $(BUILD)/memtrace
 
-$(BPF_OBJ): $(BPF_SRC) $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
+$(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -c $< -o $@
 
-$(SKEL): $(BPF_OBJ)
-	$(BPFTOOL) gen skeleton $< name memtrace_bpf > $@
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 $(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace_abi.h $(SKEL) | $(BUILD)
 	@mkdir -p $(@D)
@@ -88,8 +90,18 @@ $(BUILD)/progs/libplugalloc.so: tests/progs/plugin/plugalloc.c tests/progs/tinya
 
 $(BUILD)/progs/uses_tinyalloc: $(BUILD)/progs/libtinyalloc.so
 
+$(BUILD)/progs/libctorlib.so: tests/progs/ctorlib/ctorlib.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
+$(BUILD)/progs/launch_ctor: $(BUILD)/progs/libctorlib.so
+
+# The same known pattern, linked statically: no dynamic linker to wait for.
+$(BUILD)/progs/alloc_patterns_static: tests/progs/alloc_patterns.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -static -o $@ $<
+
 progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
-	$(BUILD)/progs/libplugalloc.so
+	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static
 unit: $(UNIT_BIN)
 
 $(BUILD):

@@ -310,7 +310,6 @@ echo "| bytes per event on disk | <= 6 without stacks, <= 8 with | $NS_BPE witho
 echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min "$REP_RATE" 20) |"
 echo
 echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B).)"
-exit 0
 
 # --- in-process marks (issue 3) --------------------------------------------------------
 # ns per MEMTRACE_ZONE_BEGIN + MEMTRACE_ZONE_END: compiled out, compiled in with nobody
@@ -330,3 +329,32 @@ echo
 echo "in-process marks (inproc/memtrace.h), ns per zone begin+end pair:"
 echo "  MEMTRACE_DISABLE build: $M_OFF   compiled in, untraced: $M_UNTRACED   traced by memtrace: $M_TRACED"
 
+# --- launch cost (issue 10) ---------------------------------------------------------------
+# record -- CMD: ms from starting memtrace to its "memtrace: attached" line (load the BPF
+# programs, fork, exec, hold after linking, bind and attach every probe), on each launch path,
+# beside the untraced run of the same program (exec to exit). Median of 10.
+make -s progs >/dev/null 2>&1 || die "failed to build the test programs (make progs)"
+LPROG=$BUILD/progs/launch_ctor
+now_us() { echo $(($(date +%s%N) / 1000)); }
+launch_us() { # PATH_NAME: one run's microseconds to "attached"
+	local t0 out=$WORK/launch.mtrace
+	rm -f "$out"
+	t0=$(now_us)
+	MEMTRACE_LAUNCH=$1 timeout "$RUN_TIMEOUT" "$MEMTRACE" record -o "$out" -- "$LPROG" 2>&1 >/dev/null |
+		while IFS= read -r line; do
+			case $line in "memtrace: attached"*) echo $(($(now_us) - t0)) ;; esac
+		done
+}
+untraced_us() {
+	local t0
+	t0=$(now_us)
+	"$LPROG"
+	echo $(($(now_us) - t0))
+}
+L_HOOK=$(for _ in $(seq 10); do launch_us hook; done | median)
+L_ENTRY=$(for _ in $(seq 10); do launch_us entry; done | median)
+L_BASE=$(for _ in $(seq 10); do untraced_us; done | median)
+echo
+echo "launch: record -- $(basename "$LPROG"), start of memtrace to 'memtrace: attached' (median of 10):"
+echo "  linker hook (default): $(calc "$L_HOOK / 1000" 1) ms   entry-point fallback: $(calc "$L_ENTRY / 1000" 1) ms   untraced run of the program: $(calc "$L_BASE / 1000" 1) ms"
+exit 0

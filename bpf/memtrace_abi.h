@@ -96,4 +96,18 @@ struct mt_string_event {
 	char text[MT_STRING_MAX];   /* NUL-terminated, cut at MT_STRING_MAX - 1 */
 };
 
+/* Where bpf/launch.bpf.c held a command that memtrace starts. */
+enum mt_launch_stop {
+	MT_LAUNCH_WAITING = 0,  /* not yet */
+	MT_LAUNCH_AT_HOOK = 1,  /* the dynamic linker's hook, link map consistent: the normal case */
+	MT_LAUNCH_AT_ENTRY = 2, /* the program's entry point: the hook never said so */
+};
+
+/* One command being launched, keyed by its tgid (map `launching`). */
+struct mt_launch {
+	__u64 r_state_addr; /* address of the linker's r_debug.r_state; 0: unknown */
+	__u32 signal;       /* what to send the thread; its ptrace parent suppresses it */
+	__u32 stopped_at;   /* enum mt_launch_stop, set by the probe */
+};
+
 #endif /* MEMTRACE_ABI_H */

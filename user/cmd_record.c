@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
@@ -43,6 +44,7 @@
 struct recording {
 	struct record_opts o;
 	struct launcher child;
+	char cmd_path[PATH_MAX]; /* -- CMD: the program found in PATH */
 	int pid;
 	int pidfd;
 	int rootfd; /* the target's root: reachable after it exits */
@@ -191,24 +193,95 @@ static int check_system(void)
 	return 0;
 }
 
-static int start_target(struct recording *r)
+/* What a failed launch step means for the user, in one line. */
+static int launch_error(struct recording *r, int err)
+{
+	const char *cmd = r->o.cmd[0];
+
+	switch (r->child.failed_step) {
+	case LAUNCH_EXEC:
+		return fail("failed to execute '%s': %s; check that it is a program or a script with a #! line",
+			    cmd, strerror(-err));
+	case LAUNCH_LINKER:
+		return fail("failed to start '%s': cannot read its dynamic linker: %s; nothing was recorded",
+			    cmd, strerror(-err));
+	case LAUNCH_ATTACH:
+		return fail("failed to start '%s': cannot attach the launch probe: %s; check that uprobes work on this kernel",
+			    cmd, strerror(-err));
+	case LAUNCH_WAIT:
+		if (err == -ECHILD)
+			return fail("'%s' ended before its libraries were loaded (see its own message above); nothing was recorded",
+				    cmd);
+		if (err == -ETIMEDOUT)
+			return fail("failed to start '%s': no launch probe fired within 10 s; uprobes do not seem to work on this host",
+				    cmd);
+		return fail("failed to start '%s': %s while holding it after its libraries were loaded",
+			    cmd, strerror(-err));
+	default:
+		return fail("failed to start '%s': %s", cmd, strerror(-err));
+	}
+}
+
+/* -- CMD, before anything starts: the command exists and may run, the
+ * output can be created, the BPF programs load. */
+static int check_command(struct recording *r)
+{
+	int err = launcher__resolve(r->o.cmd[0], r->cmd_path, sizeof(r->cmd_path));
+
+	if (err == -ENOENT && !strchr(r->o.cmd[0], '/'))
+		return fail("failed to start '%s': no such command in PATH; check its name", r->o.cmd[0]);
+	if (err == -ENOENT)
+		return fail("failed to start '%s': no such file; check the path", r->o.cmd[0]);
+	if (err == -EISDIR)
+		return fail("failed to start '%s': it is a directory; give a program", r->o.cmd[0]);
+	if (err == -EACCES)
+		return fail("failed to start '%s': %s is not executable; check its permissions (chmod +x)",
+			    r->o.cmd[0], r->cmd_path);
+	if (err)
+		return fail("failed to start '%s': %s; check the path", r->o.cmd[0], strerror(-err));
+	return 0;
+}
+
+static int load_launcher(struct recording *r)
+{
+	int err = launcher__open(&r->child);
+
+	if (err == -EPERM || err == -EACCES)
+		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON",
+			    strerror(-err));
+	if (err)
+		return fail("failed to load the BPF programs: %s", strerror(-err));
+	err = launcher__fork(&r->child, r->cmd_path, r->o.cmd);
+	if (err)
+		return fail("failed to start '%s': fork: %s", r->o.cmd[0], strerror(-err));
+	r->pid = r->child.pid;
+	return 0;
+}
+
+/* The pid is known (the command forked, not yet exec'd): hold it after
+ * linking, then look at it as at any process. */
+static int start_command(struct recording *r)
+{
+	int err = launcher__exec(&r->child);
+
+	if (err)
+		return launch_error(r, err);
+	launcher__close(&r->child); /* its probes are done */
+	if (r->child.at_entry)
+		record_warn_held_at_entry(r->o.cmd[0]);
+	return 0;
+}
+
+void record_warn_held_at_entry(const char *prog)
+{
+	fprintf(stderr, "memtrace: the dynamic linker never reported its libraries loaded; '%s' was held at its entry point, after library initializers (their allocations are not in the trace)\n",
+		prog);
+}
+
+static int watch_target(struct recording *r)
 {
 	char path[64];
-	int err;
 
-	if (r->o.cmd) {
-		err = launcher__spawn(&r->child, r->o.cmd);
-		if (err == -ENOENT || err == -EACCES || err == -ENOEXEC)
-			return fail("failed to execute '%s': %s; check the command name and its permissions",
-				    r->o.cmd[0], strerror(-err));
-		if (err)
-			return fail("failed to start '%s': %s", r->o.cmd[0], strerror(-err));
-		r->pid = r->child.pid;
-	} else {
-		r->pid = r->o.pid;
-		if (kill(r->pid, 0) && errno == ESRCH)
-			return fail("no process with PID %d; check the PID (pidof NAME)", r->pid);
-	}
 	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
 	if (r->pidfd < 0)
 		return fail("failed to watch PID %d: %s", r->pid, strerror(errno));
@@ -221,6 +294,14 @@ static int start_target(struct recording *r)
 			    r->pid, path, strerror(errno));
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
+	return 0;
+}
+
+static int find_process(struct recording *r)
+{
+	r->pid = r->o.pid;
+	if (kill(r->pid, 0) && errno == ESRCH)
+		return fail("no process with PID %d; check the PID (pidof NAME)", r->pid);
 	return 0;
 }
 
@@ -380,6 +461,10 @@ static int refresh_modules(struct recording *r)
 
 static int output_error(struct recording *r, int err)
 {
+	struct stat st;
+
+	if (err == EEXIST && !lstat(r->output, &st) && S_ISLNK(st.st_mode))
+		err = ELOOP; /* O_EXCL says EEXIST for a dangling link too */
 	if (err == EEXIST)
 		return fail("failed to create %s: file exists; remove it or choose another with -o", r->output);
 	if (err == ELOOP)
@@ -399,8 +484,19 @@ static int check_output(struct recording *r)
 		return output_error(r, errno);
 	close(fd);
 	unlink(r->output);
-	r->drain = drain__new(NULL);
-	return r->drain ? 0 : fail("out of memory");
+	return 0;
+}
+
+/* -- CMD: the default name holds the pid, not known yet; its directory
+ * (the current one) must take it. */
+static int check_output_early(struct recording *r)
+{
+	if (r->o.output)
+		return check_output(r);
+	if (access(".", W_OK))
+		return fail("failed to create a trace in the current directory: %s; choose a writable path with -o",
+			    strerror(errno));
+	return 0;
 }
 
 static int open_output(struct recording *r)
@@ -456,7 +552,7 @@ static void watch_link_map(struct recording *r)
 	}
 }
 
-static int attach_probes(struct recording *r)
+static int load_probes(struct recording *r)
 {
 	struct loader_opts lo = {
 		.pid = r->pid,
@@ -465,11 +561,13 @@ static int attach_probes(struct recording *r)
 		.empty_probes = r->o.empty_probes,
 		.sample_mean = r->o.sample,
 		.on_record = on_record,
-		.ctx = r->drain,
 	};
-	const struct probe *bad = NULL;
 	int err;
 
+	r->drain = drain__new(NULL);
+	if (!r->drain)
+		return fail("out of memory");
+	lo.ctx = r->drain;
 	err = loader__open(&r->loader, &lo);
 	if (err)
 		return fail("failed to open the BPF programs: %s", strerror(-err));
@@ -478,6 +576,14 @@ static int attach_probes(struct recording *r)
 		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON", strerror(-err));
 	if (err)
 		return fail("failed to load the BPF programs: %s", strerror(-err));
+	return 0;
+}
+
+static int attach_probes(struct recording *r)
+{
+	const struct probe *bad = NULL;
+	int err;
+
 	err = loader__attach(r->loader, &r->probes, &bad);
 	if (err && kill(r->pid, 0) && errno == ESRCH)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
@@ -700,8 +806,9 @@ static void cleanup(struct recording *r, bool failed)
 	module_set__free(&r->modules);
 	mark_finder__free(r->marks);
 	free_strings(r->alloc_files, r->nr_alloc_files);
-	if (failed && r->child.traced)
+	if (failed && (r->child.traced || r->child.go_fd >= 0))
 		launcher__kill(&r->child);
+	launcher__close(&r->child);
 	if (r->pidfd > 0)
 		close(r->pidfd);
 	if (r->rootfd >= 0)
@@ -711,7 +818,8 @@ static void cleanup(struct recording *r, bool failed)
 
 int cmd_record(int argc, char **argv)
 {
-	struct recording r = { .pidfd = -1, .rootfd = -1, .exit_status = -1, .child.pid = -1 };
+	struct recording r = { .pidfd = -1, .rootfd = -1, .exit_status = -1,
+			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
 	int err;
 
 	err = parse_opts(&r.o, argc, argv);
@@ -719,12 +827,30 @@ int cmd_record(int argc, char **argv)
 		err = check_system();
 	if (!err && r.o.follow)
 		return record_follow(&r.o, "/proc/self/exe");
+	if (r.o.cmd) {
+		/* Everything that can be checked is, before the command runs. */
+		if (!err)
+			err = check_command(&r);
+		if (!err)
+			err = check_output_early(&r);
+		if (!err)
+			err = load_launcher(&r);
+		if (!err)
+			err = load_probes(&r);
+		if (!err)
+			err = start_command(&r);
+	} else {
+		if (!err)
+			err = find_process(&r);
+	}
 	if (!err)
-		err = start_target(&r);
+		err = watch_target(&r);
 	if (!err)
 		err = bind_probes(&r);
 	if (!err)
 		err = check_output(&r);
+	if (!err && !r.loader)
+		err = load_probes(&r);
 	if (!err)
 		err = attach_probes(&r);
 	if (!err)

@@ -9,6 +9,7 @@
  * held still until its recorder says it is attached, so nothing is missed.
  */
 #include "launcher.h"
+#include "procmaps.h"
 #include "record.h"
 #include "util.h"
 
@@ -38,6 +39,7 @@ struct tracee {
 
 struct follow {
 	const struct record_opts *o;
+	struct launcher launcher; /* holds every new program after linking */
 	bool seized;     /* -p: we joined a running process, and leave it running */
 	const char *self;
 	struct tracee *v;
@@ -228,12 +230,20 @@ static void on_exec(struct follow *f, struct tracee *t)
 {
 	stop_recorder(t);
 	t->execs++;
-	int err = launcher__stop_after_linking(t->tid);
+	int err = launcher__stop_after_linking(&f->launcher, t->tid);
 
-	if (err)
-		fail("failed to follow PID %d into its new program: %s", t->tgid, strerror(-err));
-	else
-		start_recorder(f, t);
+	char exe[PATH_MAX] = "";
+
+	if (err) {
+		fail("failed to follow PID %d into its new program: could not %s: %s", t->tgid,
+		     launcher__step_name(f->launcher.failed_step), strerror(-err));
+		return;
+	}
+	if (f->launcher.at_entry) {
+		proc_exe_path(t->tgid, exe, sizeof(exe));
+		record_warn_held_at_entry(exe);
+	}
+	start_recorder(f, t);
 }
 
 static void on_exit_of(struct follow *f, pid_t tid, int status)
@@ -370,6 +380,7 @@ static int seize_process(struct follow *f, pid_t pid)
 /* The command or process to follow, under ptrace and with its recorder. */
 static int start_root(struct follow *f, struct launcher *l)
 {
+	char path[PATH_MAX];
 	struct tracee *root;
 	int err;
 
@@ -381,10 +392,18 @@ static int start_root(struct follow *f, struct launcher *l)
 				    f->root, strerror(-err));
 		return start_recorder(f, find(f, f->root));
 	}
-	err = launcher__spawn(l, f->o->cmd);
+	err = launcher__resolve(f->o->cmd[0], path, sizeof(path));
 	if (err)
-		return fail("failed to execute '%s': %s; check the command name and its permissions",
-			    f->o->cmd[0], strerror(-err));
+		return fail("failed to start '%s': %s; check its name and execute permission",
+			    f->o->cmd[0], err == -ENOENT ? "no such command" : strerror(-err));
+	err = launcher__fork(l, path, f->o->cmd);
+	if (!err)
+		err = launcher__exec(l);
+	if (err)
+		return fail("failed to start '%s': could not %s: %s", f->o->cmd[0],
+			    launcher__step_name(l->failed_step), strerror(-err));
+	if (l->at_entry)
+		record_warn_held_at_entry(f->o->cmd[0]);
 	f->root = l->pid;
 	root = add(f, l->pid, l->pid);
 	if (!root || ptrace(PTRACE_SETOPTIONS, l->pid, NULL, (void *)TRACE_OPTIONS) ||
@@ -400,14 +419,19 @@ int record_follow(const struct record_opts *o, const char *self)
 {
 	struct follow f = { .o = o, .self = self, .seized = o->pid > 0 };
 	struct sigaction sa = { .sa_handler = follow_on_signal };
-	struct launcher l;
+	struct launcher *l = &f.launcher;
+	int err = launcher__open(l);
 
+	if (err)
+		return fail("failed to load the BPF programs: %s%s", strerror(-err),
+			    err == -EPERM ? "; run as root or with CAP_BPF and CAP_PERFMON" : ""), 1;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGALRM, &sa, NULL);
-	if (start_root(&f, &l)) {
+	if (start_root(&f, l)) {
 		if (f.seized)
 			detach_all(&f);
+		launcher__close(l);
 		free(f.v);
 		return 1;
 	}
@@ -418,6 +442,7 @@ int record_follow(const struct record_opts *o, const char *self)
 		stop_recorder(&f.v[i]);
 	if (!f.seized && !f.root_done && waitpid(f.root, &f.root_status, 0) == f.root)
 		f.root_done = true;
+	launcher__close(l);
 	free(f.v);
 	if (f.seized)
 		return 0;

@@ -1,30 +1,129 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The command runs under ptrace only until its libraries are mapped: a
- * hardware breakpoint on the dynamic linker's debugger hook (_dl_debug_state,
- * the one gdb uses) fires when the link map is consistent, before
- * initializers run.
+ * The command runs under ptrace only until its libraries are mapped. Why a
+ * uprobe and a signal rather than a breakpoint of ours: see
+ * bpf/launch.bpf.c. MEMTRACE_LAUNCH=entry forces the fallback stop at the
+ * program's entry point, so the tests run that path too.
  */
 #include "launcher.h"
+#include "uprobe_multi.h"
 #include "elf_util.h"
+#include "launch.skel.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <elf.h>
 #include <errno.h>
-#include <gelf.h>
 #include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
 #include <signal.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
-#include <sys/user.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
-#define RT_CONSISTENT 0
-#define R_STATE_OFFSET 24 /* struct r_debug: int version, pad, r_map, r_brk, r_state */
-#define MAX_HOOK_HITS 64
+#define R_STATE_OFFSET 24     /* struct r_debug: int version, pad, r_map, r_brk, r_state */
+#define LAUNCH_SIGNAL SIGURG  /* ignored by default: harmless if we vanish before it lands */
+#define WAIT_LIMIT_MS 10000   /* the linker maps its libraries in milliseconds */
+#define MAX_FOREIGN_STOPS 256 /* other signals passed on while we wait */
+
+const char *launcher__step_name(enum launcher_step step)
+{
+	switch (step) {
+	case LAUNCH_EXEC: return "execute the command";
+	case LAUNCH_LINKER: return "find the dynamic linker's debugger hook";
+	case LAUNCH_ATTACH: return "attach the launch probes";
+	case LAUNCH_WAIT: return "hold the command after its libraries were loaded";
+	default: return "launch the command";
+	}
+}
+
+static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return 0; /* the command says what failed, once */
+}
+
+/* Multi-uprobe links where the kernel has them: unlike perf-event uprobes
+ * they need no perf_event_open, which CAP_PERFMON alone may not pass. */
+static struct launch_bpf *load_skel(bool multi)
+{
+	struct launch_bpf *skel = launch_bpf__open();
+
+	if (!skel)
+		return NULL;
+	if (multi) {
+		bpf_program__set_expected_attach_type(skel->progs.dl_hook_enter, MT_BPF_TRACE_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(skel->progs.entry_enter, MT_BPF_TRACE_UPROBE_MULTI);
+	}
+	if (launch_bpf__load(skel)) {
+		int err = errno;
+
+		launch_bpf__destroy(skel);
+		errno = err;
+		return NULL;
+	}
+	return skel;
+}
+
+int launcher__open(struct launcher *l)
+{
+	*l = (struct launcher){ .pid = -1, .go_fd = -1, .err_fd = -1 };
+	libbpf_set_print(silent_print);
+	/* MEMTRACE_ATTACH=classic: the loader's switch forces this path too. */
+	l->multi = !(getenv("MEMTRACE_ATTACH") && !strcmp(getenv("MEMTRACE_ATTACH"), "classic"));
+	l->skel = load_skel(l->multi);
+	if (!l->skel && l->multi && errno != EPERM && errno != EACCES) {
+		l->multi = false;
+		l->skel = load_skel(false);
+	}
+	if (!l->skel)
+		return errno ? -errno : -EINVAL;
+	return 0;
+}
+
+void launcher__close(struct launcher *l)
+{
+	launch_bpf__destroy(l->skel);
+	l->skel = NULL;
+}
+
+int launcher__resolve(const char *argv0, char *buf, size_t cap)
+{
+	const char *path = getenv("PATH");
+	struct stat st;
+	int err = -ENOENT;
+
+	if (strchr(argv0, '/')) {
+		snprintf(buf, cap, "%s", argv0);
+		if (stat(buf, &st))
+			return -errno;
+		if (S_ISDIR(st.st_mode))
+			return -EISDIR;
+		return access(buf, X_OK) ? -errno : 0;
+	}
+	if (!path)
+		path = "/usr/local/bin:/usr/bin:/bin";
+	while (*path) {
+		size_t len = strcspn(path, ":");
+
+		snprintf(buf, cap, "%.*s%s%s", (int)len, path, len ? "/" : "", argv0);
+		path += len + (path[len] == ':');
+		if (stat(buf, &st) || S_ISDIR(st.st_mode))
+			continue;
+		if (!access(buf, X_OK))
+			return 0;
+		err = -EACCES; /* as execvp: remember, look further */
+	}
+	return err;
+}
 
 static int read_auxv(pid_t pid, uint64_t type, uint64_t *value)
 {
@@ -45,11 +144,12 @@ static int read_auxv(pid_t pid, uint64_t type, uint64_t *value)
 	return 0;
 }
 
-/* The path of the mapping that starts at ADDR (the dynamic linker's base). */
-static int mapping_path_at(pid_t pid, uint64_t addr, char *buf, size_t cap)
+/* The file mapped at ADDR in PID (reached through its root) and ADDR's
+ * offset in that file, where a uprobe goes. */
+static int mapping_at(pid_t pid, uint64_t addr, char *buf, size_t cap, uint64_t *file_offset)
 {
 	char path[64], line[4096];
-	unsigned long start;
+	unsigned long start, end, off;
 	FILE *f;
 	int err = -ENOENT;
 
@@ -60,87 +160,17 @@ static int mapping_path_at(pid_t pid, uint64_t addr, char *buf, size_t cap)
 	while (fgets(line, sizeof(line), f)) {
 		char *p = strchr(line, '/');
 
-		if (sscanf(line, "%lx-", &start) != 1 || start != addr || !p)
+		if (sscanf(line, "%lx-%lx %*s %lx", &start, &end, &off) != 3 || addr < start ||
+		    addr >= end || !p)
 			continue;
 		p[strcspn(p, "\n")] = 0;
 		snprintf(buf, cap, "/proc/%d/root%s", pid, p);
+		*file_offset = addr - start + off;
 		err = 0;
 		break;
 	}
 	fclose(f);
 	return err;
-}
-
-static int wait_stop(pid_t pid)
-{
-	int status;
-
-	if (waitpid(pid, &status, 0) < 0)
-		return -errno;
-	if (!WIFSTOPPED(status))
-		return -ECHILD; /* it died */
-	return WSTOPSIG(status);
-}
-
-/* Run to the debugger hook until the link map is consistent, then put the
- * instruction back and leave the thread stopped at the hook. */
-/* x86 debug registers: DR0 holds the address, DR7 bit 0 enables it as an
- * execute breakpoint. A hardware breakpoint leaves the code untouched, so it
- * cannot collide with a uprobe someone placed on the same instruction (the
- * kernel would take an int3 there for that uprobe's and swallow it). */
-#define DR7_L0 1UL
-
-static int set_debugreg(pid_t pid, int n, unsigned long value)
-{
-	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[n]), (void *)value))
-		return -errno;
-	return 0;
-}
-
-/* Step over the hook's instruction with the breakpoint off, then re-arm it. */
-static int step_over(pid_t pid)
-{
-	int err = set_debugreg(pid, 7, 0), sig;
-
-	if (!err && ptrace(PTRACE_SINGLESTEP, pid, NULL, NULL))
-		err = -errno;
-	if (!err && (sig = wait_stop(pid)) != SIGTRAP)
-		err = sig < 0 ? sig : -EPROTO;
-	return err ? err : set_debugreg(pid, 7, DR7_L0);
-}
-
-/* Run to the debugger hook until the link map is consistent, and leave the
- * thread stopped there, before the hook's instruction. */
-static int run_to_consistent(pid_t pid, uint64_t hook, uint64_t r_state_addr)
-{
-	struct user_regs_struct regs;
-	int sig, err, hits;
-	long state;
-
-	err = set_debugreg(pid, 0, hook);
-	if (!err)
-		err = set_debugreg(pid, 7, DR7_L0);
-	for (hits = 0; !err && hits < MAX_HOOK_HITS; hits++) {
-		if (ptrace(PTRACE_CONT, pid, NULL, NULL))
-			return -errno;
-		sig = wait_stop(pid);
-		if (sig < 0)
-			return sig;
-		if (sig != SIGTRAP)
-			return -EINTR; /* a real signal before main: give up waiting */
-		if (ptrace(PTRACE_GETREGS, pid, NULL, &regs))
-			return -errno;
-		if (regs.rip != hook)
-			return -EPROTO;
-		errno = 0;
-		state = ptrace(PTRACE_PEEKDATA, pid, (void *)r_state_addr, NULL);
-		if (errno)
-			return -errno;
-		if ((int)state == RT_CONSISTENT)
-			return set_debugreg(pid, 7, 0);
-		err = step_over(pid);
-	}
-	return err ? err : -ELOOP;
 }
 
 /* The dynamic linker's r_debug is data, so not among the indexed functions. */
@@ -177,83 +207,281 @@ static int find_data_symbol(const char *path, const char *name, uint64_t *vaddr)
 	return f ? err : -errno;
 }
 
-int launcher__stop_after_linking(pid_t pid)
+static uint64_t elapsed_ms(const struct timespec *t0)
 {
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* The next stop or end of PID, waiting at most until WAIT_LIMIT_MS after T0:
+ * a probe that never fires must not leave us waiting forever. 0 with
+ * *STATUS, -ETIMEDOUT, or -errno. */
+static int wait_bounded(pid_t pid, const struct timespec *t0, int *status)
+{
+	long nap_us = 20;
+
+	for (;;) {
+		pid_t got = waitpid(pid, status, __WALL | WNOHANG);
+
+		if (got == pid)
+			return 0;
+		if (got < 0 && errno != EINTR)
+			return -errno;
+		if (elapsed_ms(t0) > WAIT_LIMIT_MS)
+			return -ETIMEDOUT;
+		usleep(nap_us);
+		if (nap_us < 2000)
+			nap_us *= 2;
+	}
+}
+
+struct launch_links {
+	int fds[2];               /* multi-uprobe links, -1: none */
+	struct bpf_link *links[2]; /* perf-event uprobes, where there are no such links */
+};
+
+static int attach_at(struct launcher *l, struct bpf_program *prog, pid_t pid, const char *path,
+		     uint64_t offset, int slot, struct launch_links *ln)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct uprobe_multi_req req = {
+		.prog_fd = bpf_program__fd(prog),
+		.path = path,
+		.offsets = &offset,
+		.cnt = 1,
+		.pid = pid,
+	};
+
+	if (l->multi) {
+		ln->fds[slot] = uprobe_multi__attach(&req);
+		return ln->fds[slot] < 0 ? ln->fds[slot] : 0;
+	}
+	ln->links[slot] = bpf_program__attach_uprobe_opts(prog, pid, path, offset, &uo);
+	return ln->links[slot] ? 0 : -errno;
+}
+
+static int attach_launch_probes(struct launcher *l, pid_t pid, const char *interp,
+				uint64_t hook_off, const char *exe, uint64_t entry_off,
+				struct launch_links *ln)
+{
+	const char *force = getenv("MEMTRACE_LAUNCH");
+	int err = 0;
+
+	if (hook_off && !(force && !strcmp(force, "entry")))
+		err = attach_at(l, l->skel->progs.dl_hook_enter, pid, interp, hook_off, 0, ln);
+	return err ? err : attach_at(l, l->skel->progs.entry_enter, pid, exe, entry_off, 1, ln);
+}
+
+static void detach_launch_probes(struct launch_links *ln)
+{
+	for (int i = 0; i < 2; i++) {
+		if (ln->fds[i] >= 0)
+			close(ln->fds[i]);
+		bpf_link__destroy(ln->links[i]);
+	}
+}
+
+/* Run PID until the probe signals it; pass on any other signal. */
+static int run_to_launch_stop(struct launcher *l, pid_t pid, __u32 key)
+{
+	struct timespec t0;
+	int inject = 0, status, err;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int stops = 0; stops < MAX_FOREIGN_STOPS; stops++) {
+		struct mt_launch st;
+		int sig;
+
+		if (ptrace(PTRACE_CONT, pid, NULL, (void *)(long)inject))
+			return -errno;
+		err = wait_bounded(pid, &t0, &status);
+		if (err)
+			return err;
+		if (!WIFSTOPPED(status))
+			return -ECHILD; /* it ended before its libraries were loaded */
+		sig = WSTOPSIG(status);
+		inject = (status >> 16) == 0 && sig != SIGTRAP ? sig : 0;
+		if (sig != LAUNCH_SIGNAL ||
+		    bpf_map__lookup_elem(l->skel->maps.launching, &key, sizeof(key), &st, sizeof(st), 0) ||
+		    st.stopped_at == MT_LAUNCH_WAITING)
+			continue;
+		l->at_entry = st.stopped_at == MT_LAUNCH_AT_ENTRY;
+		return 0; /* the signal is ours: not passed on */
+	}
+	return -ELOOP;
+}
+
+/* Our signal must not be blocked (a mask survives exec): unblock it while
+ * we wait, and give the program its own mask back once it stopped. */
+static int unblock_launch_signal(pid_t pid, uint64_t *saved)
+{
+	uint64_t mask;
+
+	if (ptrace(PTRACE_GETSIGMASK, pid, (void *)sizeof(mask), saved))
+		return -errno;
+	mask = *saved & ~(1ULL << (LAUNCH_SIGNAL - 1));
+	if (mask != *saved && ptrace(PTRACE_SETSIGMASK, pid, (void *)sizeof(mask), &mask))
+		return -errno;
+	return 0;
+}
+
+int launcher__stop_after_linking(struct launcher *l, pid_t pid)
+{
+	char interp[PATH_MAX + 64], exe[PATH_MAX + 64];
+	uint64_t base = 0, entry = 0, r_debug = 0, entry_off = 0, hook_off = 0, mask;
+	struct mt_launch st = { .signal = LAUNCH_SIGNAL };
+	struct launch_links ln = { .fds = { -1, -1 } };
 	struct elf_function hook;
-	uint64_t r_debug = 0, base = 0;
-	char interp[4200];
+	__u32 key = pid;
 	int err;
 
+	l->at_entry = false;
+	l->failed_step = LAUNCH_LINKER;
 	err = read_auxv(pid, AT_BASE, &base);
+	if (!err)
+		err = read_auxv(pid, AT_ENTRY, &entry);
 	if (err)
 		return err;
 	if (!base)
 		return 0; /* static executable: everything is mapped already */
-	err = mapping_path_at(pid, base, interp, sizeof(interp));
+	err = mapping_at(pid, base, interp, sizeof(interp), &hook_off);
 	if (!err)
-		err = elf_find_function(interp, "_dl_debug_state", &hook);
-	if (!err)
-		err = find_data_symbol(interp, "_r_debug", &r_debug);
+		err = mapping_at(pid, entry, exe, sizeof(exe), &entry_off);
 	if (err)
-		return 0; /* unknown linker: attach now; later libraries load unprobed */
-	return run_to_consistent(pid, base + hook.vaddr, base + r_debug + R_STATE_OFFSET);
+		return err;
+	/* An unknown linker (no hook, no r_debug) leaves the entry point. */
+	hook_off = 0;
+	if (!elf_find_function(interp, "_dl_debug_state", &hook) &&
+	    !find_data_symbol(interp, "_r_debug", &r_debug)) {
+		hook_off = hook.file_offset;
+		st.r_state_addr = base + r_debug + R_STATE_OFFSET;
+	}
+	l->failed_step = LAUNCH_ATTACH;
+	err = unblock_launch_signal(pid, &mask);
+	if (err)
+		return err;
+	err = bpf_map__update_elem(l->skel->maps.launching, &key, sizeof(key), &st, sizeof(st), BPF_ANY);
+	if (!err)
+		err = attach_launch_probes(l, pid, interp, hook_off, exe, entry_off, &ln);
+	if (!err) {
+		l->failed_step = LAUNCH_WAIT;
+		err = run_to_launch_stop(l, pid, key);
+	}
+	detach_launch_probes(&ln);
+	bpf_map__delete_elem(l->skel->maps.launching, &key, sizeof(key), 0);
+	if (!err)
+		ptrace(PTRACE_SETSIGMASK, pid, (void *)sizeof(mask), &mask);
+	if (!err)
+		l->failed_step = LAUNCH_OK;
+	return err;
 }
 
-static void child_exec(int errfd, char *const argv[])
+/* The forked child: wait for the go byte, then become the command. */
+static void child_exec(int go_fd, int err_fd, const char *path, char *const argv[])
 {
+	char go;
 	int err;
 
+	if (read(go_fd, &go, 1) != 1)
+		_exit(127); /* the parent gave up: never run the command */
 	ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-	execvp(argv[0], argv);
+	execv(path, argv);
 	err = errno;
-	if (write(errfd, &err, sizeof(err)) < 0)
+	if (write(err_fd, &err, sizeof(err)) < 0)
 		_exit(127);
 	_exit(127);
 }
 
-int launcher__spawn(struct launcher *l, char *const argv[])
+int launcher__fork(struct launcher *l, const char *path, char *const argv[])
 {
-	int fds[2], err = 0, sig;
-	ssize_t n;
+	int go[2], errp[2], err;
 
-	l->pid = -1;
-	l->traced = 0;
-	if (pipe2(fds, O_CLOEXEC))
+	if (pipe2(go, O_CLOEXEC))
 		return -errno;
-	l->pid = fork();
-	if (l->pid < 0) {
+	if (pipe2(errp, O_CLOEXEC)) {
 		err = -errno;
-		close(fds[0]);
-		close(fds[1]);
+		close(go[0]);
+		close(go[1]);
 		return err;
 	}
-	if (l->pid == 0)
-		child_exec(fds[1], argv);
-	close(fds[1]);
-	do
-		n = read(fds[0], &err, sizeof(err));
-	while (n < 0 && errno == EINTR);
-	close(fds[0]);
-	if (n == sizeof(err)) {
-		waitpid(l->pid, NULL, 0);
-		l->pid = -1;
-		return -err;
+	l->path = path;
+	l->pid = fork();
+	if (l->pid == 0) {
+		close(go[1]);
+		close(errp[0]);
+		child_exec(go[0], errp[1], path, argv);
 	}
-	l->traced = 1;
-	sig = wait_stop(l->pid);
-	err = sig == SIGTRAP ? launcher__stop_after_linking(l->pid) : (sig < 0 ? sig : -EPROTO);
+	err = l->pid < 0 ? -errno : 0;
+	close(go[0]);
+	close(errp[1]);
+	l->go_fd = go[1];
+	l->err_fd = errp[0];
 	if (err) {
+		close(l->go_fd);
+		close(l->err_fd);
+		l->go_fd = l->err_fd = -1;
+	}
+	return err;
+}
+
+static int wait_exec_stop(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) < 0)
+		return -errno;
+	if (!WIFSTOPPED(status))
+		return -ECHILD;
+	return WSTOPSIG(status) == SIGTRAP ? 0 : -EPROTO;
+}
+
+int launcher__exec(struct launcher *l)
+{
+	int child_err = 0, err;
+	ssize_t n;
+
+	l->failed_step = LAUNCH_EXEC;
+	if (write(l->go_fd, "g", 1) != 1) {
+		err = -errno;
 		launcher__kill(l);
 		return err;
 	}
-	return 0;
+	close(l->go_fd);
+	l->go_fd = -1;
+	do
+		n = read(l->err_fd, &child_err, sizeof(child_err));
+	while (n < 0 && errno == EINTR);
+	close(l->err_fd);
+	l->err_fd = -1;
+	if (n == sizeof(child_err)) {
+		waitpid(l->pid, NULL, 0);
+		l->pid = -1;
+		return -child_err;
+	}
+	l->traced = true;
+	err = wait_exec_stop(l->pid);
+	/* If memtrace dies before the command is let go, the command dies
+	 * too rather than stay stopped. */
+	if (!err && ptrace(PTRACE_SETOPTIONS, l->pid, NULL, (void *)PTRACE_O_EXITKILL))
+		err = -errno;
+	if (!err)
+		err = launcher__stop_after_linking(l, l->pid);
+	if (err) {
+		enum launcher_step step = l->failed_step;
+
+		launcher__kill(l);
+		l->failed_step = step;
+	}
+	return err;
 }
 
 int launcher__release(struct launcher *l)
 {
 	if (!l->traced)
 		return 0;
-	l->traced = 0;
+	l->traced = false;
 	if (ptrace(PTRACE_DETACH, l->pid, NULL, NULL))
 		return -errno;
 	return 0;
@@ -261,10 +489,15 @@ int launcher__release(struct launcher *l)
 
 void launcher__kill(struct launcher *l)
 {
+	if (l->go_fd >= 0)
+		close(l->go_fd); /* a child still waiting to exec exits */
+	if (l->err_fd >= 0)
+		close(l->err_fd);
+	l->go_fd = l->err_fd = -1;
 	if (l->pid <= 0)
 		return;
 	kill(l->pid, SIGKILL);
 	waitpid(l->pid, NULL, 0);
 	l->pid = -1;
-	l->traced = 0;
+	l->traced = false;
 }

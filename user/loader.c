@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "loader.h"
+#include "uprobe_multi.h"
 #include "memtrace.skel.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
@@ -14,26 +15,6 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
-
-/* Kernel >= 6.6 ABI that Debian's libbpf 1.1 and uapi headers predate. */
-#define MT_BPF_TRACE_UPROBE_MULTI 48
-#define MT_BPF_TRACE_UPROBE_SESSION 57 /* kernel >= 6.13 */
-#define MT_BPF_F_UPROBE_MULTI_RETURN 1
-
-struct uprobe_multi_attr {   /* union bpf_attr, link_create with uprobe_multi */
-	uint32_t prog_fd;
-	uint32_t target_fd;
-	uint32_t attach_type;
-	uint32_t flags;
-	uint64_t path;
-	uint64_t offsets;
-	uint64_t ref_ctr_offsets;
-	uint64_t cookies;
-	uint32_t cnt;
-	uint32_t multi_flags;
-	uint32_t pid;
-	uint32_t pad;
-};
 
 struct loader {
 	struct memtrace_bpf *skel;
@@ -248,11 +229,10 @@ static int remember_link_fd(struct loader *l, int fd)
 static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
 			const char *path, bool ret, enum probe_prog which, const struct probe **failed)
 {
-	bool session = l->mode == LOADER_SESSION && is_session_prog(l->skel, prog);
-	struct uprobe_multi_attr attr = {
-		.attach_type = session ? MT_BPF_TRACE_UPROBE_SESSION : MT_BPF_TRACE_UPROBE_MULTI,
-		.path = (uint64_t)(uintptr_t)path,
-		.multi_flags = ret ? MT_BPF_F_UPROBE_MULTI_RETURN : 0,
+	struct uprobe_multi_req req = {
+		.session = l->mode == LOADER_SESSION && is_session_prog(l->skel, prog),
+		.path = path,
+		.ret = ret,
 		.pid = l->opts.pid,
 	};
 	uint64_t offsets[PROBE_MAX], cookies[PROBE_MAX];
@@ -260,24 +240,24 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 
 	if (!prog)
 		return 0;
-	attr.prog_fd = bpf_program__fd(prog);
+	req.prog_fd = bpf_program__fd(prog);
 
 	for (size_t i = 0; i < ps->nr; i++) {
 		const struct probe *p = &ps->v[i];
 
 		if (strcmp(p->path, path) || (ret ? !p->ret : p->prog != which))
 			continue;
-		cookies[attr.cnt] = p->may_nest;
-		offsets[attr.cnt++] = p->offset; /* entry and return share one breakpoint */
+		cookies[req.cnt] = p->may_nest;
+		offsets[req.cnt++] = p->offset; /* entry and return share one breakpoint */
 		*failed = p;
 	}
-	if (!attr.cnt)
+	if (!req.cnt)
 		return 0;
-	attr.offsets = (uint64_t)(uintptr_t)offsets;
-	attr.cookies = (uint64_t)(uintptr_t)cookies;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	req.offsets = offsets;
+	req.cookies = cookies;
+	fd = uprobe_multi__attach(&req);
 	if (fd < 0)
-		return -errno;
+		return fd;
 	return remember_link_fd(l, fd);
 }
 
@@ -346,20 +326,19 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 static int attach_marks_multi(struct loader *l, const char *path, uint64_t *offsets,
 			      uint64_t *cookies, uint64_t *ref_ctrs, uint32_t n)
 {
-	struct uprobe_multi_attr attr = {
+	struct uprobe_multi_req req = {
 		.prog_fd = bpf_program__fd(l->skel->progs.mark_hit),
-		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
-		.path = (uint64_t)(uintptr_t)path,
-		.offsets = (uint64_t)(uintptr_t)offsets,
-		.cookies = (uint64_t)(uintptr_t)cookies,
-		.ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs,
+		.path = path,
+		.offsets = offsets,
+		.cookies = cookies,
+		.ref_ctrs = ref_ctrs,
 		.cnt = n,
 		.pid = l->opts.pid,
 	};
-	int fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
+	int fd = uprobe_multi__attach(&req);
 
 	if (fd < 0)
-		return -errno;
+		return fd;
 	return remember_link_fd(l, fd);
 }
 
@@ -418,11 +397,10 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 
 int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset)
 {
-	struct uprobe_multi_attr attr = {
+	struct uprobe_multi_req req = {
 		.prog_fd = bpf_program__fd(l->skel->progs.link_map_hit),
-		.attach_type = MT_BPF_TRACE_UPROBE_MULTI,
-		.path = (uint64_t)(uintptr_t)path,
-		.offsets = (uint64_t)(uintptr_t)&offset,
+		.path = path,
+		.offsets = &offset,
 		.cnt = 1,
 		.pid = l->opts.pid,
 	};
@@ -431,8 +409,8 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 	int fd;
 
 	if (l->mode != LOADER_CLASSIC) {
-		fd = syscall(__NR_bpf, BPF_LINK_CREATE, &attr, sizeof(attr));
-		return fd < 0 ? -errno : remember_link_fd(l, fd);
+		fd = uprobe_multi__attach(&req);
+		return fd < 0 ? fd : remember_link_fd(l, fd);
 	}
 	link = bpf_program__attach_uprobe_opts(l->skel->progs.link_map_hit, l->opts.pid, path, offset, &uo);
 	if (!link)

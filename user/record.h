@@ -30,4 +30,8 @@ struct record_opts {
  */
 int record_follow(const struct record_opts *o, const char *self);
 
+/* One line on stderr: PROG was held at its entry point (the launcher's
+ * fallback), so its library initializers ran untraced. */
+void record_warn_held_at_entry(const char *prog);
+
 #endif /* MEMTRACE_RECORD_H */

@@ -65,47 +65,107 @@ for at in $((size / 3)) $((size / 2)) $((size - 32)); do
 done
 
 # --- record errors: refused, nothing written, the command not run ---
+# Each message is asserted word for word: a test that accepts any error line
+# passed once while the line was wrong.
 # a PID that does not exist: beyond pid_max
 nopid=$(($(cat /proc/sys/kernel/pid_max) + 1))
 mt record -o "$TMP/nopid.mtrace" -p "$nopid" >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -p of a PID that does not exist" $? "$TMP/e"
+expect_one_error "record -p of a PID that does not exist" $? "$TMP/e" \
+	"memtrace: no process with PID $nopid; check the PID (pidof NAME)"
 [ -e "$TMP/nopid.mtrace" ] && not_ok "record -p $nopid left a file" || ok "record -p $nopid wrote nothing"
 
 mt record -o "$TMP/nocmd.mtrace" -- "$TMP/no-such-command" >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -- a command that does not exist" $? "$TMP/e"
+expect_one_error "record -- a path that does not exist" $? "$TMP/e" \
+	"memtrace: failed to start '$TMP/no-such-command': no such file; check the path"
 [ -e "$TMP/nocmd.mtrace" ] && not_ok "record -- missing command left a file" ||
 	ok "record -- missing command wrote nothing"
 
+mt record -o "$TMP/nocmd.mtrace" -- no-such-command-in-path >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -- a command not in PATH" $? "$TMP/e" \
+	"memtrace: failed to start 'no-such-command-in-path': no such command in PATH; check its name"
+
+mkdir "$TMP/adir"
+mt record -o "$TMP/d.mtrace" -- "$TMP/adir" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -- a directory" $? "$TMP/e" \
+	"memtrace: failed to start '$TMP/adir': it is a directory; give a program"
+
+printf '#!/bin/sh\ntouch "%s/ran0"\n' "$TMP" >"$TMP/noexec.sh"
+chmod 0644 "$TMP/noexec.sh"
+mt record -o "$TMP/ne.mtrace" -- "$TMP/noexec.sh" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -- a file without execute permission" $? "$TMP/e" \
+	"memtrace: failed to start '$TMP/noexec.sh': $TMP/noexec.sh is not executable; check its permissions (chmod +x)"
+[ -e "$TMP/ran0" ] && not_ok "the unexecutable script ran" || ok "the unexecutable script did not run"
+
+printf 'touch "%s/ran00"\n' "$TMP" >"$TMP/nohashbang"
+chmod 0755 "$TMP/nohashbang"
+mt record -o "$TMP/nh.mtrace" -- "$TMP/nohashbang" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -- a script without #!" $? "$TMP/e" \
+	"memtrace: failed to execute '$TMP/nohashbang': Exec format error; check that it is a program or a script with a #! line"
+[ -e "$TMP/nh.mtrace" ] && not_ok "exec failure left a trace" || ok "exec failure wrote nothing"
+
+# A program whose library is missing: its dynamic linker gives up before the
+# libraries are loaded. Its own message passes through; ours says what happened.
+cp "$PROGS/launch_ctor" "$TMP/no_lib_here"
+mt record -o "$TMP/nl.mtrace" -- "$TMP/no_lib_here" >"$TMP/o" 2>"$TMP/e"
+rc=$?
+expect_eq "record -- a program whose library is missing: exit status" "$rc" 1
+expect_eq "record -- a program whose library is missing: the linker's message passes through" \
+	"$(grep -c 'error while loading shared libraries: libctorlib.so' "$TMP/e")" 1
+expect_eq "record -- a program whose library is missing: our message" "$(grep '^memtrace:' "$TMP/e")" \
+	"memtrace: '$TMP/no_lib_here' ended before its libraries were loaded (see its own message above); nothing was recorded"
+[ -e "$TMP/nl.mtrace" ] && not_ok "missing library left a trace" || ok "missing library wrote nothing"
+
 mt record -o "$TMP/no/such/dir/x.mtrace" -- touch "$TMP/ran1" >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -o into a directory that does not exist" $? "$TMP/e"
+expect_one_error "record -o into a directory that does not exist" $? "$TMP/e" \
+	"memtrace: failed to create $TMP/no/such/dir/x.mtrace: No such file or directory; choose a writable path with -o"
 [ -e "$TMP/ran1" ] && not_ok "the command ran although -o could not be created" ||
 	ok "the command did not run when -o could not be created"
 
 mt record -o /proc/memtrace-e2e.mtrace -- touch "$TMP/ran2" >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -o into an unwritable place (/proc)" $? "$TMP/e"
+expect_one_error "record -o into an unwritable place (/proc)" $? "$TMP/e" \
+	"memtrace: failed to create /proc/memtrace-e2e.mtrace: No such file or directory; choose a writable path with -o"
 [ -e "$TMP/ran2" ] && not_ok "the command ran although -o was unwritable" ||
 	ok "the command did not run when -o was unwritable"
 
 echo "precious" >"$TMP/exists.mtrace"
 before=$(sha256sum <"$TMP/exists.mtrace")
 mt record -o "$TMP/exists.mtrace" -- touch "$TMP/ran3" >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -o onto an existing file" $? "$TMP/e"
+expect_one_error "record -o onto an existing file" $? "$TMP/e" \
+	"memtrace: failed to create $TMP/exists.mtrace: file exists; remove it or choose another with -o"
 expect_eq "existing file untouched" "$(sha256sum <"$TMP/exists.mtrace")" "$before"
 [ -e "$TMP/ran3" ] && not_ok "the command ran although -o exists" ||
 	ok "the command did not run when -o exists"
 
 ln -s "$TMP/link-target.mtrace" "$TMP/dangling.mtrace"
-mt record -o "$TMP/dangling.mtrace" -- true >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -o through a dangling symlink" $? "$TMP/e"
+mt record -o "$TMP/dangling.mtrace" -- touch "$TMP/ran4" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -o through a dangling symlink" $? "$TMP/e" \
+	"memtrace: failed to create $TMP/dangling.mtrace: it is a symbolic link; memtrace never writes through one"
 [ -e "$TMP/link-target.mtrace" ] && not_ok "a file was created through the symlink" ||
 	ok "nothing created through the dangling symlink"
+[ -e "$TMP/ran4" ] && not_ok "the command ran although -o is a symlink" ||
+	ok "the command did not run when -o is a symlink"
 
 echo "precious" >"$TMP/target.mtrace"
 ln -s "$TMP/target.mtrace" "$TMP/link.mtrace"
 mt record -o "$TMP/link.mtrace" -- true >"$TMP/o" 2>"$TMP/e"
-expect_one_error "record -o through a symlink to a file" $? "$TMP/e"
+expect_one_error "record -o through a symlink to a file" $? "$TMP/e" \
+	"memtrace: failed to create $TMP/link.mtrace: it is a symbolic link; memtrace never writes through one"
 expect_eq "symlink target untouched" "$(cat "$TMP/target.mtrace")" precious
 if [ -L "$TMP/link.mtrace" ]; then ok "symlink still a symlink"; else not_ok "symlink replaced"; fi
+
+# The default name (memtrace.COMM.PID.mtrace) in a directory we may not write.
+ro=$TMP/ro
+mkdir "$ro"
+(cd "$ro" && chmod 0555 . &&
+	timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all,+bpf,+perfmon \
+		--ambient-caps=+bpf,+perfmon --bounding-set=-all,+bpf,+perfmon \
+		"$MEMTRACE" record -- touch "$TMP/ran5") >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record with the default name in an unwritable directory" $? "$TMP/e" \
+	"memtrace: failed to create a trace in the current directory: Permission denied; choose a writable path with -o"
+[ -e "$TMP/ran5" ] && not_ok "the command ran although its trace could not be created" ||
+	ok "the command did not run when its trace could not be created"
+chmod 0755 "$ro"
+
 # Without root or CAP_BPF+CAP_PERFMON: refused before anything starts.
 nobody_dir=$(mktemp -d /tmp/memtrace-nobody.XXXXXX)
 chmod 0777 "$nobody_dir"
