@@ -9,6 +9,7 @@
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
 #include "memtrace_abi.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -223,9 +224,58 @@ static __always_inline bool nested(const struct thread_state *st, __u64 sp)
 	return st->depth && sp <= st->sp;
 }
 
+/*
+ * The privilege boundary. A recorder without CAP_SYS_PTRACE (a setcap'd
+ * memtrace run by a user) may see only what the kernel's ptrace rule would
+ * let it see: a process whose real, effective and saved uids and gids are
+ * the recorder's, with no capability the recorder lacks. A process that
+ * crosses it (a setuid, setgid or file-capability exec, setuid() to another
+ * user, a capability gain) is not recorded from that moment on: the check
+ * is here, before any event is made, so none crosses; user space only
+ * reports it. Sticky: a process that later drops what it gained stays
+ * unrecorded, as it has held secrets meanwhile.
+ */
+const volatile bool check_creds = false;
+const volatile __u32 allowed_uid = 0;
+const volatile __u32 allowed_gid = 0;
+const volatile __u64 allowed_caps = 0;  /* the recorder's permitted capabilities */
+volatile __u32 creds_changed;            /* enum mt_creds_change bits; 0: none */
+char creds_comm[16];                     /* the thread's name when it was seen */
+
+static __always_inline bool creds_traceable(void)
+{
+	struct task_struct *task;
+	const struct cred *c;
+	__u64 caps = 0;
+	__u32 why = 0;
+
+	if (!check_creds)
+		return true;
+	if (creds_changed)
+		return false;
+	task = (struct task_struct *)bpf_get_current_task();
+	c = BPF_CORE_READ(task, cred);
+	if (BPF_CORE_READ(c, uid.val) != allowed_uid || BPF_CORE_READ(c, euid.val) != allowed_uid ||
+	    BPF_CORE_READ(c, suid.val) != allowed_uid)
+		why |= MT_CREDS_UID;
+	if (BPF_CORE_READ(c, gid.val) != allowed_gid || BPF_CORE_READ(c, egid.val) != allowed_gid ||
+	    BPF_CORE_READ(c, sgid.val) != allowed_gid)
+		why |= MT_CREDS_GID;
+	/* 64 bits at the field, whether kernel_cap_t is a u64 or two u32s. */
+	bpf_probe_read_kernel(&caps, sizeof(caps),
+			      (void *)c + bpf_core_field_offset(struct cred, cap_permitted));
+	if (caps & ~allowed_caps)
+		why |= MT_CREDS_CAPS;
+	if (!why)
+		return true;
+	bpf_get_current_comm(creds_comm, sizeof(creds_comm));
+	creds_changed = why;
+	return false;
+}
+
 static __always_inline bool traced_process(__u64 pid_tgid)
 {
-	return recording && (pid_tgid >> 32) == target_tgid;
+	return recording && (pid_tgid >> 32) == target_tgid && creds_traceable();
 }
 
 static __always_inline void emit_free(__u32 tid, __u64 ptr)
@@ -446,8 +496,8 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 
 	if (!st || !st->depth)
 		return 0;
-	if (--st->depth || !recording)
-		return 0;
+	if (--st->depth || !recording || !creds_traceable())
+		return 0; /* creds: another thread's setuid() may land mid-call */
 	switch (st->kind) {
 	case MT_KIND_FREE:
 		break;

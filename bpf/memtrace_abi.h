@@ -96,6 +96,14 @@ struct mt_string_event {
 	char text[MT_STRING_MAX];   /* NUL-terminated, cut at MT_STRING_MAX - 1 */
 };
 
+/* What changed when a traced process took credentials the recorder may not
+ * trace (bss creds_changed): bits, the first change seen. */
+enum mt_creds_change {
+	MT_CREDS_UID = 1,  /* real, effective or saved uid is not the recorder's */
+	MT_CREDS_GID = 2,  /* real, effective or saved gid is not the recorder's */
+	MT_CREDS_CAPS = 4, /* permitted capabilities beyond the recorder's */
+};
+
 /* Where bpf/launch.bpf.c held a command that memtrace starts. */
 enum mt_launch_stop {
 	MT_LAUNCH_WAITING = 0,  /* not yet */

@@ -596,11 +596,15 @@ int analysis__add_drops(struct analysis *a, const struct trace_drops *d)
 
 int analysis__set_end(struct analysis *a, const struct trace_end *e)
 {
+	int err = 0;
+
 	a->trace.ended = true;
 	a->trace.target_exited = e->flags & TRACE_END_TARGET_EXITED;
 	a->end_mono_ns = e->end_mono_ns;
 	a->end_dropped = e->dropped;
-	return 0;
+	if (e->stop_reason)
+		a->trace.stop_reason = arena__strdup(a, e->stop_reason, &err);
+	return err;
 }
 
 int analysis__set_partial(struct analysis *a, const char *problem)

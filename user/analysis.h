@@ -110,6 +110,7 @@ struct analysis_trace {
 	bool target_exited;
 	bool partial;
 	const char *problem;   /* why it is partial; NULL if not */
+	const char *stop_reason; /* why recording stopped early; NULL if it did not */
 };
 
 struct analysis;

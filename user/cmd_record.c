@@ -63,6 +63,7 @@ struct recording {
 	uint64_t start_ns;
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
+	char stop_reason[256]; /* set when the target crossed the privilege boundary */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -163,19 +164,28 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
 
-static uint64_t effective_caps(void)
+#define CAP_SYS_PTRACE_BIT 19
+
+/* A capability set of ours from /proc/self/status: WHICH is "CapEff" or "CapPrm". */
+static uint64_t own_caps(const char *which)
 {
-	char line[256];
+	char line[256], fmt[32];
 	unsigned long long caps = 0;
 	FILE *f = fopen("/proc/self/status", "re");
 
+	snprintf(fmt, sizeof(fmt), "%s: %%llx", which);
 	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+		if (sscanf(line, fmt, &caps) == 1)
 			break;
 	}
 	if (f)
 		fclose(f);
 	return caps;
+}
+
+static uint64_t effective_caps(void)
+{
+	return own_caps("CapEff");
 }
 
 /* Say what is missing before anything is started or created. */
@@ -561,6 +571,12 @@ static int load_probes(struct recording *r)
 		.empty_probes = r->o.empty_probes,
 		.sample_mean = r->o.sample,
 		.on_record = on_record,
+		/* Without CAP_SYS_PTRACE, the kernel's ptrace rule decides what
+		 * we may see, in BPF (bpf/memtrace.bpf.c says how). */
+		.check_creds = !(effective_caps() & (1ULL << CAP_SYS_PTRACE_BIT)),
+		.allowed_uid = getuid(),
+		.allowed_gid = getgid(),
+		.allowed_caps = own_caps("CapPrm"),
 	};
 	int err;
 
@@ -630,6 +646,36 @@ static void announce(struct recording *r)
 	fprintf(stderr, ", writing %s\n", r->output);
 }
 
+/* What the target did, in words, from what changed and its name then. */
+static void describe_creds_change(struct recording *r, uint32_t why, const char *comm)
+{
+	bool exec = strcmp(comm, r->comm) != 0;
+	const char *what = why & MT_CREDS_UID ? "setuid" : why & MT_CREDS_GID ? "setgid" : "file-capability";
+	char how[128];
+
+	if (exec)
+		snprintf(how, sizeof(how), "%s exec of %s", what, comm);
+	else if (why & (MT_CREDS_UID | MT_CREDS_GID))
+		snprintf(how, sizeof(how), "%s() to another %s", what, why & MT_CREDS_UID ? "user" : "group");
+	else
+		snprintf(how, sizeof(how), "a capability gain");
+	snprintf(r->stop_reason, sizeof(r->stop_reason),
+		 "stopped recording PID %d: it changed credentials (%s)", r->pid, how);
+}
+
+/* The probes stopped recording the target at a privilege boundary. */
+static bool creds_crossed(struct recording *r)
+{
+	char comm[16] = "";
+	uint32_t why = loader__creds_changed(r->loader, comm, sizeof(comm));
+
+	if (!why)
+		return false;
+	describe_creds_change(r, why, comm);
+	fprintf(stderr, "%smemtrace: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", r->stop_reason);
+	return true;
+}
+
 static bool target_gone(struct recording *r)
 {
 	struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
@@ -671,7 +717,7 @@ static int record_loop(struct recording *r)
 	while (!stop_signal && !err) {
 		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
-		if (t0 >= deadline || target_gone(r))
+		if (t0 >= deadline || target_gone(r) || creds_crossed(r))
 			break;
 		err = loader__poll(r->loader, POLL_MS);
 		if (!err)
@@ -752,6 +798,12 @@ static int finish(struct recording *r)
 		err = write_symbols(r);
 	end.events = drain__events(r->drain);
 	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
+	if (!r->stop_reason[0])
+		creds_crossed(r); /* in the last poll */
+	if (r->stop_reason[0]) {
+		end.flags |= TRACE_END_CREDS_CHANGED;
+		end.stop_reason = r->stop_reason;
+	}
 	end.exit_status = r->exit_status;
 	if (err) {
 		trace_writer__abort(r->w);

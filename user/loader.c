@@ -8,6 +8,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
@@ -75,6 +76,10 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->stack_depth = l->opts.stack_depth;
 	l->skel->rodata->session_mode = mode == LOADER_SESSION;
 	l->skel->rodata->sample_mean = l->opts.sample_mean;
+	l->skel->rodata->check_creds = l->opts.check_creds;
+	l->skel->rodata->allowed_uid = l->opts.allowed_uid;
+	l->skel->rodata->allowed_gid = l->opts.allowed_gid;
+	l->skel->rodata->allowed_caps = l->opts.allowed_caps;
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
@@ -428,6 +433,15 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 bool loader__link_map_changed(struct loader *l)
 {
 	return __atomic_exchange_n(&l->skel->bss->link_map_changed, 0, __ATOMIC_SEQ_CST) != 0;
+}
+
+uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap)
+{
+	uint32_t why = __atomic_load_n(&l->skel->bss->creds_changed, __ATOMIC_SEQ_CST);
+
+	if (why && cap)
+		snprintf(comm, cap, "%.*s", (int)sizeof(l->skel->bss->creds_comm), l->skel->bss->creds_comm);
+	return why;
 }
 
 void loader__set_recording(struct loader *l, bool on)

@@ -25,6 +25,10 @@ struct loader_opts {
 	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
 	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */
 	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return */
+	bool check_creds;         /* the recorder lacks CAP_SYS_PTRACE: enforce the rule below */
+	uint32_t allowed_uid;     /* the recorder's real uid and gid */
+	uint32_t allowed_gid;
+	uint64_t allowed_caps;    /* its permitted capabilities */
 	loader_record_fn on_record;
 	void *ctx;
 };
@@ -53,6 +57,11 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset);
 /* Whether the link map changed (dlopen, dlclose) since the last call. */
 bool loader__link_map_changed(struct loader *l);
+
+/* Whether the target took credentials the recorder may not trace (see
+ * bpf/memtrace.bpf.c: nothing is recorded from then on): enum
+ * mt_creds_change bits, 0 if not; COMM gets the thread's name then. */
+uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap);
 
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);

@@ -36,6 +36,7 @@ void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 	json_out__key(j, "partial");
 	json_out__bool(j, t->partial);
 	json_str(j, "problem", t->problem);
+	json_str(j, "stop_reason", t->stop_reason);
 	json_out__end_object(j);
 }
 

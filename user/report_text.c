@@ -102,6 +102,8 @@ static void report_text__summary(FILE *f, const struct analysis *a)
 	fmt_duration(d, sizeof(d), t->duration_ns);
 	fprintf(f, "  %-17s %s%s\n", "duration:", d,
 		t->target_exited ? " (until the target exited)" : "");
+	if (t->stop_reason)
+		fprintf(f, "  %s\n", t->stop_reason);
 	fprintf(f, "  %-17s %" PRIu64 " calls, ", "allocations:", tot->allocations);
 	print_bytes(f, tot->allocated_bytes);
 	fprintf(f, "\n  %-17s %" PRIu64 " calls\n", "frees:", tot->frees);

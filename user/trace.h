@@ -114,8 +114,10 @@ struct trace_end {
 	uint64_t dropped;      /* sum of all trace_drops */
 	int32_t exit_status;   /* target's wait status if it exited under us; -1 unknown */
 	uint32_t flags;        /* TRACE_END_* */
+	const char *stop_reason; /* why recording stopped early, a sentence; NULL: none */
 };
 
 #define TRACE_END_TARGET_EXITED 0x1 /* recording ended because the target exited */
+#define TRACE_END_CREDS_CHANGED 0x2 /* the target changed to credentials we may not trace */
 
 #endif /* MEMTRACE_TRACE_H */

@@ -379,10 +379,16 @@ static int rec_end(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
 		   const struct trace_reader_ops *ops, void *ctx)
 {
 	struct trace_end e;
+	int err = sbuf_reset(r, (size_t)(end - p));
 
+	if (err)
+		return err;
 	if (get_varint(&p, end, &e.end_mono_ns) || get_varint(&p, end, &e.events) ||
 	    get_varint(&p, end, &e.dropped) || get_s32(&p, end, &e.exit_status) ||
 	    get_u32(&p, end, &e.flags))
+		return -EBADMSG;
+	e.stop_reason = NULL; /* absent in traces of earlier writers */
+	if (p < end && get_str(r, &p, end, &e.stop_reason))
 		return -EBADMSG;
 	return ops->end ? deliver(r, ops->end(ctx, &e)) : 0;
 }

@@ -684,7 +684,7 @@ uint64_t trace_writer__bytes(const struct trace_writer *w)
 
 static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
 {
-	int err = writer_prepare(w, TRACE_CHUNK_END, 5 * VARINT_MAX_LEN);
+	int err = writer_prepare(w, TRACE_CHUNK_END, 5 * VARINT_MAX_LEN + str_bytes(e->stop_reason));
 	if (err)
 		return err;
 
@@ -694,6 +694,7 @@ static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
 	p = put_u(p, e->dropped);
 	p = put_u(p, encode_zigzag(e->exit_status));
 	p = put_u(p, e->flags);
+	p = put_str(p, e->stop_reason);
 	rec_close(w, payload, p);
 	return trace_writer__flush(w);
 }

@@ -162,8 +162,8 @@ static int fmt_drops(void *ctx, const struct trace_drops *d)
 
 static int fmt_end(void *ctx, const struct trace_end *e)
 {
-	lines_add(ctx, "end mono=%" PRIu64 " events=%" PRIu64 " dropped=%" PRIu64 " exit=%d flags=%u",
-		  e->end_mono_ns, e->events, e->dropped, e->exit_status, e->flags);
+	lines_add(ctx, "end mono=%" PRIu64 " events=%" PRIu64 " dropped=%" PRIu64 " exit=%d flags=%u reason=[%s]",
+		  e->end_mono_ns, e->events, e->dropped, e->exit_status, e->flags, s_or(e->stop_reason));
 	return 0;
 }
 
@@ -388,7 +388,14 @@ static void sample_symbols_chunk(struct trace_writer *w, struct sample *s)
 	sample_chunk_done(w, s);
 }
 
-static const struct trace_end sample_end = { 987654321, 11, 17, 256, TRACE_END_TARGET_EXITED };
+static const struct trace_end sample_end = {
+	.end_mono_ns = 987654321,
+	.events = 11,
+	.dropped = 17,
+	.exit_status = 256,
+	.flags = TRACE_END_TARGET_EXITED | TRACE_END_CREDS_CHANGED,
+	.stop_reason = "stopped recording PID 42: it changed credentials (setuid exec of passwd)",
+};
 
 /* Write the sample trace to PATH; S gets what a reader must see. */
 static void sample_write(const char *path, struct sample *s, bool with_end)
@@ -699,7 +706,7 @@ static void test_many_events(void **state)
 			fail_msg("add_event %d failed", i);
 	t_write = now_s() - t_write;
 	uint64_t bytes = trace_writer__bytes(w);
-	struct trace_end end = { ts, MANY_EVENTS, 0, -1, 0 };
+	struct trace_end end = { .end_mono_ns = ts, .events = MANY_EVENTS, .exit_status = -1 };
 	assert_int_equal(trace_writer__close(w, &end), 0);
 
 	size_t len, raw = 0;
@@ -1295,7 +1302,8 @@ static void test_skips_unknown(void **state)
 	pn = 0;
 	pl[pn++] = 9, pl[pn++] = 2, pl[pn++] = 0, pl[pn++] = 1, pl[pn++] = 0;
 	rl = put_rec(raw, TRACE_REC_END, pl, pn);
-	lines_add(&want, "end mono=9 events=2 dropped=0 exit=-1 flags=0");
+	/* no stop_reason field: an earlier writer's END reads as NULL */
+	lines_add(&want, "end mono=9 events=2 dropped=0 exit=-1 flags=0 reason=[(null)]");
 	rewrite_chunk(file, &len, hdr, 2, raw, rl, 1, TRACE_CHUNK_END);
 	file_store(path, file, len);
 	expect_read(path, 0, false, NULL, &want, want.n);
