@@ -40,6 +40,7 @@ static void diff_usage(FILE *f)
 		   "  --top N                sites per list in the text output (default %d)\n"
 		   "  --fail-on-growth=SIZE  exit 3 if total leaked or peak bytes grew by more\n"
 		   "                         than SIZE (K, M, G suffixes: powers of 1024)\n"
+		   "  --strict               a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help             show this help\n"
 		   "Sites match by function, file, line and module name, not by address; they\n"
 		   "are listed by growth of allocated bytes, largest first.\n"
@@ -54,6 +55,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 		{ "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 't' },
 		{ "fail-on-growth", required_argument, NULL, 'g' },
+		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -79,6 +81,9 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 				return -EINVAL;
 			}
 			args->fail_on_growth = true;
+			break;
+		case 'S':
+			trace_load_set_strict(true);
 			break;
 		case 'h':
 			diff_usage(stdout);

@@ -66,6 +66,7 @@ static void export_usage(FILE *f)
 		   "  --metric M       what a folded line counts (default allocated):\n"
 		   "                   %s\n"
 		   "  -o OUT           write OUT, which must not exist yet; - for stdout\n"
+		   "  --strict         a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help       show this help\n",
 		export_metric_names);
 }
@@ -98,6 +99,7 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 		{ "format", required_argument, NULL, 'f' },
 		{ "metric", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
+		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -127,6 +129,9 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 			break;
 		case 'o':
 			args->output = optarg;
+			break;
+		case 'S':
+			trace_load_set_strict(true);
 			break;
 		case 'h':
 			export_usage(stdout);

@@ -38,7 +38,10 @@
 #define POLL_MS 10
 #define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
 #define STATUS_NS (500 * 1000 * 1000ULL)
-#define FLUSH_NS (1000 * 1000 * 1000ULL) /* at most this much is lost if we are killed */
+/* What a SIGKILL of the recorder can lose: the trace gets what is drained at
+ * least this often, from the first interval after attach on (README: the
+ * bound is this plus REORDER_NS plus one poll, under 300 ms). */
+#define FLUSH_NS (250 * 1000 * 1000ULL)
 
 
 struct recording {

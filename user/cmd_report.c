@@ -29,12 +29,13 @@ struct report_args {
 
 static void report_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] FILE\n"
+	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] [--strict] FILE\n"
 		   "  --json       print every site as JSON (the shape scripts rely on)\n"
 		   "  --html OUT   write one self-contained HTML page (memory over time, flame\n"
 		   "               graph, site, leak, zone and frame tables) to OUT, which must\n"
 		   "               not exist yet\n"
 		   "  --top N      entries per ranked list in the text report (default %d)\n"
+		   "  --strict     a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help   show this help\n",
 		REPORT_DEFAULT_TOP);
 }
@@ -46,6 +47,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		{ "json", no_argument, NULL, 'j' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "top", required_argument, NULL, 't' },
+		{ "strict", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -66,6 +68,9 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		case 't':
 			if (parse_top(optarg, &args->opts.top))
 				return -EINVAL;
+			break;
+		case 'S':
+			trace_load_set_strict(true);
 			break;
 		case 'h':
 			report_usage(stdout);

@@ -43,6 +43,30 @@ static const char *load_reason(int err)
 	}
 }
 
+static bool strict;
+
+void trace_load_set_strict(bool on)
+{
+	strict = on;
+}
+
+/* Damage the read got past: a warning, once per file however many passes
+ * a command makes, or with --strict an error. */
+static int load_damage(const char *path, const char *damage)
+{
+	static char warned[4096];
+
+	if (strict) {
+		fprintf(stderr, "memtrace: failed to read %s: %s; --strict refuses any damage\n", path, damage);
+		return -EBADMSG;
+	}
+	if (strcmp(warned, path)) {
+		fprintf(stderr, "memtrace: warning: %s: %s, ignored; everything before is reported\n", path, damage);
+		snprintf(warned, sizeof(warned), "%s", path);
+	}
+	return 0;
+}
+
 static void load_error(const char *path, int err, const char *problem)
 {
 	fprintf(stderr, "memtrace: failed to read %s: %s; %s\n", path,
@@ -68,7 +92,13 @@ static int load_read(const char *path, const struct trace_reader_ops *ops, void 
 		load_error(path, EBADMSG, trace_reader__problem(r));
 	else if (err)
 		load_error(path, err < 0 ? -err : EIO, NULL);
-	else if (partial && trace_reader__partial(r)) {
+	else if (trace_reader__damage(r))
+		err = load_damage(path, trace_reader__damage(r));
+	else if (strict && trace_reader__partial(r)) {
+		fprintf(stderr, "memtrace: failed to read %s: %s; --strict refuses a partial trace\n", path,
+			trace_reader__problem(r) ?: "cut short");
+		err = -EBADMSG;
+	} else if (partial && trace_reader__partial(r)) {
 		*partial = strdup(trace_reader__problem(r) ?: "cut short");
 		if (!*partial) {
 			err = -ENOMEM;

@@ -11,7 +11,12 @@
 #include "trace.h"
 #include <stddef.h>
 
+#include <stdbool.h>
 struct analysis;
+
+/* --strict: from now on a partial trace, or damage after its end, is an
+ * error rather than a warning. */
+void trace_load_set_strict(bool on);
 struct trace_reader_ops;
 
 /* Read the trace at PATH into A (fresh from analysis__new) and finish it.

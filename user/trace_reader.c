@@ -50,6 +50,7 @@ struct trace_reader {
 	int rc;			/* what trace_reader__read returns */
 	bool meta_seen;
 	char problem[160];
+	char damage[160];      /* damage after the END record; the read itself succeeded */
 	uint64_t frames[TRACE_STACK_MAX_FRAMES];
 	struct trace_frame sym_frames[TRACE_SYMBOL_MAX_FRAMES];
 };
@@ -621,8 +622,18 @@ static void reader_walk(struct trace_reader *r, const struct trace_reader_ops *o
 	for (seq = 0;; seq++) {
 		if ((uint64_t)st.st_size <= c.off)
 			break;
-		if (chunk_read(r, &c, seq, (uint64_t)st.st_size, ops, ctx))
+		if (chunk_read(r, &c, seq, (uint64_t)st.st_size, ops, ctx)) {
+			uint64_t after = c.off + TRACE_CHUNK_HEADER_SIZE + (uint64_t)c.size;
+
+			/* Nothing may follow the END chunk: bytes there were
+			 * appended or are damage, and are said to be. */
+			if (r->state == READ_END && (uint64_t)st.st_size > after)
+				snprintf(r->damage, sizeof(r->damage),
+					 "%llu bytes after the end record, at offset %llu",
+					 (unsigned long long)((uint64_t)st.st_size - after),
+					 (unsigned long long)after);
 			return;
+		}
 		c.off += TRACE_CHUNK_HEADER_SIZE + (uint64_t)c.size;
 	}
 	if (seq == 0)
@@ -640,6 +651,7 @@ int trace_reader__read(struct trace_reader *r, const struct trace_reader_ops *op
 	r->rc = 0;
 	r->meta_seen = false;
 	r->problem[0] = '\0';
+	r->damage[0] = '\0';
 	reader_walk(r, ops, ctx);
 	switch (r->state) {
 	case READ_DAMAGED:
@@ -650,6 +662,11 @@ int trace_reader__read(struct trace_reader *r, const struct trace_reader_ops *op
 	default:
 		return 0;
 	}
+}
+
+const char *trace_reader__damage(const struct trace_reader *r)
+{
+	return r->damage[0] ? r->damage : NULL;
 }
 
 bool trace_reader__partial(const struct trace_reader *r)

@@ -36,6 +36,10 @@ int trace_reader__read(struct trace_reader *r, const struct trace_reader_ops *op
  * ended in a truncated or damaged chunk; its records up to there were read. */
 bool trace_reader__partial(const struct trace_reader *r);
 
+/* After a complete read: damage past the END record (bytes appended to the
+ * file), one phrase with offset and length; NULL if there is none. */
+const char *trace_reader__damage(const struct trace_reader *r);
+
 /* After a failed or partial read: one phrase saying what was wrong. */
 const char *trace_reader__problem(const struct trace_reader *r);
 

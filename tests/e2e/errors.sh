@@ -64,6 +64,30 @@ for at in $((size / 3)) $((size / 2)) $((size - 32)); do
 	damaged_report "report on the trace with 16 bytes zeroed at $at" "$TMP/zeroed.mtrace"
 done
 
+# bytes appended after the END record: damage, said in one warning line with
+# offset and length; everything before is reported; --strict refuses it
+cp "$good" "$TMP/appended.mtrace"
+printf 'appended after the end' >>"$TMP/appended.mtrace"
+mt report --json "$TMP/appended.mtrace" >"$TMP/o" 2>"$TMP/e"
+expect_eq "trailing bytes: report exit status" $? 0
+expect_eq "trailing bytes: the warning" "$(cat "$TMP/e")" \
+	"memtrace: warning: $TMP/appended.mtrace: 22 bytes after the end record, at offset $size, ignored; everything before is reported"
+expect_eq "trailing bytes: everything before is reported" "$(jq .totals.allocations "$TMP/o")" 56
+mt export --format folded "$TMP/appended.mtrace" >"$TMP/o" 2>"$TMP/e"
+expect_eq "trailing bytes: export warns once" "$(grep -c 'bytes after the end record' "$TMP/e")" 1
+for cmd in report "export --format folded"; do
+	mt $cmd --strict "$TMP/appended.mtrace" >"$TMP/o" 2>"$TMP/e"
+	expect_one_error "$cmd --strict with trailing bytes" $? "$TMP/e" \
+		"memtrace: failed to read $TMP/appended.mtrace: 22 bytes after the end record, at offset $size; --strict refuses any damage"
+done
+mt diff --strict "$good" "$TMP/appended.mtrace" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "diff --strict with trailing bytes" $? "$TMP/e" \
+	"memtrace: failed to read $TMP/appended.mtrace: 22 bytes after the end record, at offset $size; --strict refuses any damage"
+head -c $((size / 2)) "$good" >"$TMP/half.mtrace"
+mt report --strict "$TMP/half.mtrace" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "report --strict on a partial trace" $? "$TMP/e"
+expect_eq "report --strict on a partial trace: says --strict" "$(grep -c -- '--strict refuses a partial trace$' "$TMP/e")" 1
+
 # --- record errors: refused, nothing written, the command not run ---
 # Each message is asserted word for word: a test that accepts any error line
 # passed once while the line was wrong.
