@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -109,6 +110,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
+		{ "supervisor", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -152,6 +154,11 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2 : -1;
 			if (o->empty_probes < 0)
 				return fail("--empty-probes takes entry or entry+return");
+			break;
+		case 'U': /* internal: started by the --follow-children supervisor */
+			if (parse_u64(optarg, &v) || v == 0 || v > INT_MAX)
+				return fail("invalid supervisor PID '%s'", optarg);
+			o->supervisor = v;
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;
@@ -848,6 +855,20 @@ static void install_signals(bool forward)
 	signal(SIGPIPE, SIG_IGN);
 }
 
+/* A --follow-children recorder ends with its supervisor, however that dies
+ * (SIGKILL included): the kernel sends SIGTERM, which finishes the trace
+ * and detaches. Set here, after the exec: an exec of a file with
+ * capabilities (a setcap'd memtrace) clears the parent-death signal. */
+static int watch_supervisor(struct recording *r)
+{
+	prctl(PR_SET_NAME, "memtrace-rec");
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM))
+		return fail("failed to watch the supervisor: %s", strerror(errno));
+	if (getppid() != r->o.supervisor)
+		return fail("the supervisor (PID %d) is gone; not recording", r->o.supervisor);
+	return 0;
+}
+
 static void cleanup(struct recording *r, bool failed)
 {
 	if (r->w) {
@@ -878,6 +899,10 @@ int cmd_record(int argc, char **argv)
 	int err;
 
 	err = parse_opts(&r.o, argc, argv);
+	if (!err)
+		install_signals(r.o.cmd != NULL);
+	if (!err && r.o.supervisor)
+		err = watch_supervisor(&r);
 	if (!err)
 		err = check_system();
 	if (!err && r.o.follow)
@@ -914,7 +939,6 @@ int cmd_record(int argc, char **argv)
 		cleanup(&r, true);
 		return 1;
 	}
-	install_signals(r.o.cmd != NULL);
 	announce(&r);
 	if (launcher__release(&r.child))
 		fail("failed to let '%s' run: %s", r.o.cmd[0], strerror(errno));

@@ -39,6 +39,7 @@ struct tracee {
 
 struct follow {
 	const struct record_opts *o;
+	pid_t supervisor;         /* our pid: recorders watch it */
 	struct launcher launcher; /* holds every new program after linking */
 	bool seized;     /* -p: we joined a running process, and leave it running */
 	const char *self;
@@ -130,18 +131,21 @@ static void relay(int fd)
 
 static void exec_recorder(struct follow *f, const struct tracee *t, const char *out, int err_fd)
 {
-	char pid[16], depth[16], ring[32], sample[32];
-	const char *argv[16];
+	char pid[16], depth[16], ring[32], sample[32], self[16];
+	const char *argv[20];
 	int n = 0, null = open("/dev/null", O_RDWR | O_CLOEXEC);
 
 	snprintf(pid, sizeof(pid), "%d", t->tgid);
 	snprintf(depth, sizeof(depth), "%u", f->o->stack_depth);
 	snprintf(ring, sizeof(ring), "%llu", (unsigned long long)f->o->ring_bytes);
 	snprintf(sample, sizeof(sample), "--sample=%llu", (unsigned long long)f->o->sample);
-	argv[n++] = "memtrace";
+	snprintf(self, sizeof(self), "%d", (int)f->supervisor);
+	argv[n++] = "memtrace-rec"; /* its name in ps, beside -p PID */
 	argv[n++] = "record";
 	argv[n++] = "-p";
 	argv[n++] = pid;
+	argv[n++] = "--supervisor"; /* it ends when we do */
+	argv[n++] = self;
 	argv[n++] = "-o";
 	argv[n++] = out;
 	argv[n++] = "--stack-depth";
@@ -417,7 +421,7 @@ static int start_root(struct follow *f, struct launcher *l)
 
 int record_follow(const struct record_opts *o, const char *self)
 {
-	struct follow f = { .o = o, .self = self, .seized = o->pid > 0 };
+	struct follow f = { .o = o, .self = self, .seized = o->pid > 0, .supervisor = getpid() };
 	struct sigaction sa = { .sa_handler = follow_on_signal };
 	struct launcher *l = &f.launcher;
 	int err = launcher__open(l);

@@ -18,6 +18,7 @@ struct record_opts {
 	bool verbose;
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
+	int supervisor;   /* --supervisor PID: a --follow-children recorder, ends with PID */
 };
 
 /*
