@@ -572,6 +572,11 @@ static void watch_link_map(struct recording *r)
 	}
 }
 
+static void warn_line(void *ctx, const char *msg)
+{
+	fprintf(stderr, "memtrace: warning: %s\n", msg);
+}
+
 static int load_probes(struct recording *r)
 {
 	struct loader_opts lo = {
@@ -618,6 +623,7 @@ static int attach_probes(struct recording *r)
 	r->marks = mark_finder__new(r->pid);
 	if (!r->marks)
 		return fail("out of memory");
+	mark_finder__on_warning(r->marks, warn_line, NULL);
 	drain__set_string_reader(r->drain, mark_finder__read_string, r->marks);
 	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)

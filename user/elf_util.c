@@ -141,6 +141,16 @@ int elf_offset_of_vaddr(Elf *elf, uint64_t vaddr, uint64_t *offset)
 	return err;
 }
 
+int elf_segment_flags(Elf *elf, uint64_t vaddr, uint32_t *flags)
+{
+	GElf_Phdr ph;
+	int err = load_containing(elf, vaddr, false, &ph);
+
+	if (!err)
+		*flags = ph.p_flags;
+	return err;
+}
+
 static int sym_cmp(const void *a, const void *b)
 {
 	const struct elf_sym *x = a, *y = b;

@@ -49,6 +49,10 @@ int elf_find_function(const char *path, const char *name, struct elf_function *o
 int elf_vaddr_of_offset(Elf *elf, uint64_t offset, uint64_t *vaddr);
 int elf_offset_of_vaddr(Elf *elf, uint64_t vaddr, uint64_t *offset);
 
+/* The p_flags (PF_R, PF_W, PF_X) of the PT_LOAD whose file bytes hold
+ * VADDR. 0, -ERANGE if none does. */
+int elf_segment_flags(Elf *elf, uint64_t vaddr, uint32_t *flags);
+
 /* The build-id note of an open ELF, as elf_file__build_id. */
 int elf_build_id(Elf *elf, uint8_t *buf, size_t cap, uint32_t *len);
 

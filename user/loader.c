@@ -375,6 +375,7 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 	uint64_t *offsets = calloc(n ? n : 1, 3 * sizeof(uint64_t));
 	uint64_t *cookies = offsets + n, *ref_ctrs = offsets + 2 * n;
 	int fd = bpf_map__fd(l->skel->maps.usdt_specs), err = 0;
+	size_t keep_links = l->nr_links, keep_fds = l->nr_link_fds;
 	uint32_t used = 0;
 
 	if (!offsets)
@@ -396,6 +397,8 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 	if (!err && used)
 		err = l->mode == LOADER_CLASSIC ? attach_marks_classic(l, path, offsets, cookies, ref_ctrs, used)
 						: attach_marks_multi(l, path, offsets, cookies, ref_ctrs, used);
+	if (err)
+		detach_since(l, keep_links, keep_fds); /* all or nothing: the caller may retry each */
 	free(offsets);
 	return err;
 }

@@ -49,7 +49,7 @@ struct loader_mark {
 	struct mt_usdt_spec spec;     /* where its arguments are */
 };
 
-/* Attach the mark sites of the file PATH. 0 or -errno. */
+/* Attach the mark sites of the file PATH, all or none. 0 or -errno. */
 int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks,
 			 size_t n);
 

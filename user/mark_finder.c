@@ -26,7 +26,49 @@ struct mark_finder {
 	size_t nr_marks;            /* mark sites attached */
 	struct file_mapping *fmaps; /* for names the target can no longer be asked for */
 	size_t nr_fmaps;
+	mark_finder_warn_fn warn;
+	void *warn_ctx;
 };
+
+void mark_finder__on_warning(struct mark_finder *mf, mark_finder_warn_fn fn, void *ctx)
+{
+	mf->warn = fn;
+	mf->warn_ctx = ctx;
+}
+
+static void skipped(struct mark_finder *mf, const char *path, const char *name, const char *why)
+{
+	char msg[512];
+
+	if (!mf->warn)
+		return;
+	snprintf(msg, sizeof(msg), "skipped the USDT probe memtrace:%s in %s: %s; every other probe is attached",
+		 name, path, why);
+	mf->warn(mf->warn_ctx, msg);
+}
+
+/* The kernel refused the file's sites as one link: attach them one by one,
+ * so one bad site costs only itself. */
+static int attach_each(struct mark_finder *mf, struct loader *l, const char *path, const char *file,
+		       const struct loader_mark *marks, const char *const *names, size_t n, size_t *done)
+{
+	char why[128];
+	int err;
+
+	*done = 0;
+	for (size_t i = 0; i < n; i++) {
+		err = loader__attach_marks(l, file, &marks[i], 1);
+		if (err == -ENOMEM)
+			return err;
+		if (!err) {
+			(*done)++;
+			continue;
+		}
+		snprintf(why, sizeof(why), "the kernel refused it (%s)", strerror(-err));
+		skipped(mf, path, names[i], why);
+	}
+	return 0;
+}
 
 static const char *const mark_names[] = {
 	[TRACE_MARK_ZONE_BEGIN] = "zone_begin", [TRACE_MARK_ZONE_END] = "zone_end",
@@ -59,6 +101,7 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 	char *file = root_path(mf->pid, path), **v;
 	struct loader_mark *marks = NULL;
 	struct usdt_site *sites = NULL;
+	const char **names = NULL;
 	size_t n = 0, nr = 0;
 	int err;
 
@@ -71,23 +114,30 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 	mf->files[mf->nr_files++] = strdup(path);
 	err = usdt_sites(file, "memtrace", &sites, &n) ? 0 : 0; /* not ELF, unreadable: no marks */
 	marks = calloc(n ? n : 1, sizeof(*marks));
-	for (size_t i = 0; marks && i < n; i++) {
+	names = calloc(n ? n : 1, sizeof(*names));
+	for (size_t i = 0; marks && names && i < n; i++) {
 		uint32_t kind = mark_kind(sites[i].name);
 
+		if (sites[i].problem) {
+			skipped(mf, path, sites[i].name, sites[i].problem);
+			continue;
+		}
 		if (!kind)
 			continue;
 		marks[nr].file_offset = sites[i].file_offset;
 		marks[nr].sema_offset = sites[i].sema_offset;
 		marks[nr].kind = kind;
+		names[nr] = sites[i].name;
 		marks[nr++].spec = sites[i].spec;
 	}
-	if (!marks)
+	if (!marks || !names)
 		err = -ENOMEM;
-	else if (nr)
-		err = loader__attach_marks(l, file, marks, nr);
+	else if (nr && loader__attach_marks(l, file, marks, nr))
+		err = attach_each(mf, l, path, file, marks, names, nr, &nr);
 	if (!err)
 		mf->nr_marks += nr;
 	free(marks);
+	free(names);
 	free(sites);
 	free(file);
 	return err;

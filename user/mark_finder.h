@@ -16,6 +16,11 @@ struct mark_finder;
 
 struct mark_finder *mark_finder__new(int pid);
 
+/* Called with one sentence for each mark site skipped (a malformed note, a
+ * site the kernel refused); every other site is attached. */
+typedef void (*mark_finder_warn_fn)(void *ctx, const char *msg);
+void mark_finder__on_warning(struct mark_finder *mf, mark_finder_warn_fn fn, void *ctx);
+
 /* Attach the marks of the files in PM not looked at yet. 0 or -errno. */
 int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm);
 

@@ -72,8 +72,10 @@ static int parse_args(const char *args, struct usdt_site *site)
 		int64_t imm = 0;
 
 		if (i >= MT_USDT_MAX_ARGS ||
-		    usdt_parse_arg(tok, &site->spec.kind[i], &site->spec.reg_off[i], &imm))
-			return -EINVAL;
+		    usdt_parse_arg(tok, &site->spec.kind[i], &site->spec.reg_off[i], &imm)) {
+			site->problem = "its arguments cannot be decoded";
+			return 0;
+		}
 		site->spec.imm[i] = imm;
 		site->nargs++;
 	}
@@ -112,8 +114,26 @@ static int grow(struct usdt_site **v, size_t n, size_t *cap)
 	return 0;
 }
 
+/* Where the probe and its semaphore are: code must be executable and a
+ * semaphore writable, or the kernel refuses the link (and with it every
+ * other site of the file, were it attached with them). */
+static const char *check_addresses(Elf *elf, uint64_t pc, uint64_t sema, struct usdt_site *site)
+{
+	uint32_t flags = 0;
+
+	if (elf_segment_flags(elf, pc, &flags) || !(flags & PF_X) ||
+	    elf_offset_of_vaddr(elf, pc, &site->file_offset))
+		return "its address is not in executable code";
+	if (sema && (elf_segment_flags(elf, sema, &flags) || !(flags & PF_W) ||
+		     elf_offset_of_vaddr(elf, sema, &site->sema_offset)))
+		return "its semaphore is not in writable data";
+	return NULL;
+}
+
 /* One note's description: pc, base, semaphore (8 bytes each), then
- * "provider\0name\0args\0". */
+ * "provider\0name\0args\0". -ENOENT for another provider's note or one
+ * too broken to name; a note of PROVIDER with a problem comes back with
+ * site->problem set. */
 static int take_note(Elf *elf, const uint8_t *desc, size_t len, uint64_t base_addr,
 		     const char *provider, struct usdt_site *site)
 {
@@ -121,7 +141,7 @@ static int take_note(Elf *elf, const uint8_t *desc, size_t len, uint64_t base_ad
 	const char *prov = (const char *)desc + 24, *name, *args, *end = (const char *)desc + len;
 
 	if (len < 27)
-		return -EINVAL;
+		return -ENOENT;
 	memcpy(&pc, desc, 8);
 	memcpy(&base, desc + 8, 8);
 	memcpy(&sema, desc + 16, 8);
@@ -130,24 +150,21 @@ static int take_note(Elf *elf, const uint8_t *desc, size_t len, uint64_t base_ad
 		return -ENOENT;
 	name++;
 	args = memchr(name, 0, end - name);
-	if (!args)
-		return -EINVAL;
+	memset(site, 0, sizeof(*site));
+	snprintf(site->name, sizeof(site->name), "%.*s", (int)(args ? args - name : end - name), name);
+	if (!args || !memchr(args + 1, 0, end - args - 1) || strlen(name) >= sizeof(site->name)) {
+		site->problem = "its note is malformed";
+		return 0;
+	}
 	args++;
-	if (!memchr(args, 0, end - args) || strlen(name) >= sizeof(site->name))
-		return -EINVAL;
 	/* Prelinking moves the code but not the note: base says by how much. */
 	if (base_addr && base) {
 		pc += base_addr - base;
 		if (sema)
 			sema += base_addr - base;
 	}
-	memset(site, 0, sizeof(*site));
-	snprintf(site->name, sizeof(site->name), "%s", name);
-	if (elf_offset_of_vaddr(elf, pc, &site->file_offset))
-		return -EINVAL;
-	if (sema && elf_offset_of_vaddr(elf, sema, &site->sema_offset))
-		return -EINVAL;
-	return parse_args(args, site);
+	site->problem = check_addresses(elf, pc, sema, site);
+	return site->problem ? 0 : parse_args(args, site);
 }
 
 static int scan_notes(Elf *elf, const char *provider, struct usdt_site **v, size_t *n)

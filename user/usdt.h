@@ -14,12 +14,15 @@ struct usdt_site {
 	uint64_t sema_offset;    /* file offset of its semaphore; 0: none */
 	struct mt_usdt_spec spec;
 	int nargs;
+	const char *problem;     /* why this site cannot be attached; NULL if it can */
 };
 
 /*
  * The sites of PROVIDER in the ELF file PATH, with their arguments decoded
- * (registers and constants; a site whose arguments live in memory is skipped,
- * since inproc/memtrace.h never emits such). *OUT is malloc'ed. 0 (possibly
+ * (registers and constants: inproc/memtrace.h emits no other forms). A
+ * malformed note of PROVIDER (a probe outside executable code, a semaphore
+ * outside writable data, arguments in memory) is listed with its problem
+ * set, so the caller can skip it and say so. *OUT is malloc'ed. 0 (possibly
  * with *N == 0), or -errno.
  */
 int usdt_sites(const char *path, const char *provider, struct usdt_site **out, size_t *n);
