@@ -953,7 +953,11 @@ int cmd_record(int argc, char **argv)
 		kill(r.child.pid, stop_signal); /* our command stops with us */
 	err = finish(&r) || err;
 	cleanup(&r, false);
-	if (r.o.cmd)
-		return err ? 1 : command_status(&r);
+	if (r.o.cmd) {
+		/* Recording failed (a full disk): the command still runs to its end. */
+		int status = command_status(&r);
+
+		return err ? 1 : status;
+	}
 	return err ? 1 : 0;
 }
