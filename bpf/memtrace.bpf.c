@@ -180,6 +180,8 @@ static __always_inline __u32 walk_frames(struct pt_regs *ctx, __u64 *frames, __u
 	return nr;
 }
 
+#include "unwind.bpf.h"
+
 static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts)
 {
 	__u32 zero = 0;
@@ -194,7 +196,11 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts
 	ev = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!ev)
 		return 0;
-	nr = walk_frames(ctx, ev->frames, depth);
+	/* Unwind tables where user space gave the allocator's module one,
+	 * else frame pointers. */
+	nr = walk_tables(ctx, ev->frames, depth);
+	if (!nr)
+		nr = walk_frames(ctx, ev->frames, depth);
 	if (!nr)
 		return 0;
 	ev->stack_id = hash_frames(ev->frames, nr);

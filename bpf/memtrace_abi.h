@@ -8,6 +8,7 @@
 #define MEMTRACE_ABI_H
 
 #define MT_MAX_STACK_DEPTH 127 /* frames kept per stack, at most */
+#define MT_STACK_DEPTH_MASK 127 /* bounds a frame count for the verifier: 2^n - 1 >= the above */
 #define MT_DEFAULT_STACK_DEPTH 64
 #define MT_SAMPLE_GAPS 1024     /* exponential draws user space provides for sampling */
 
@@ -95,6 +96,48 @@ struct mt_string_event {
 	__u32 unread;               /* 1: its page was not in memory; user space reads it */
 	char text[MT_STRING_MAX];   /* NUL-terminated, cut at MT_STRING_MAX - 1 */
 };
+
+/* How a stack walk finds a frame's CFA (canonical frame address: the
+ * caller's rsp), from a module's unwind table (user/unwind_table.h). */
+enum mt_cfa_kind {
+	MT_CFA_NONE = 0,   /* no rule the walker can follow: stop, stack truncated */
+	MT_CFA_RSP = 1,    /* CFA = rsp + cfa_off */
+	MT_CFA_RBP = 2,    /* CFA = rbp + cfa_off */
+	MT_CFA_PLT = 3,    /* a PLT stub: CFA = rsp + 8, + 8 more once (pc & 15) >= 11 */
+	MT_CFA_SIGNAL = 4, /* the kernel's signal frame (__restore_rt): registers in its ucontext */
+	MT_CFA_END = 5,    /* the outermost frame (return address undefined): the stack is whole */
+};
+
+enum mt_rbp_rule {
+	MT_RBP_SAME = 0,   /* the caller's rbp is this frame's */
+	MT_RBP_AT_CFA = 1, /* saved at CFA + rbp_off */
+};
+
+/* One row: from pc (ELF vaddr in the module) up to the next row's. */
+struct mt_unwind_row {
+	__u32 pc;      /* ELF vaddr where the rule starts */
+	__u8 cfa_kind; /* enum mt_cfa_kind */
+	__u8 rbp_rule; /* enum mt_rbp_rule */
+	__s16 rbp_off; /* MT_RBP_AT_CFA: bytes from the CFA */
+	__s32 cfa_off; /* MT_CFA_RSP, MT_CFA_RBP: bytes added to the register; PLT: the pc & 15 threshold */
+	__u32 pad;     /* zero: BPF arrays keep 8-byte aligned elements, so 16 bytes a row */
+};
+
+#define MT_UNWIND_MAPS 512        /* executable mappings per process with a table */
+#define MT_STACK_TRUNCATED 1ULL   /* last frame of a stack the walk could not finish */
+
+/* One executable mapping of the traced process whose module has a table. */
+struct mt_unwind_map {
+	__u64 start;     /* runtime address range [start, end) */
+	__u64 end;
+	__u64 bias;      /* runtime address - ELF vaddr */
+	__u32 first_row; /* the module's rows in map unwind_rows */
+	__u32 nr_rows;
+	__u32 flags;     /* MT_UNWIND_FRAME_POINTERS */
+	__u32 pad;       /* zero */
+};
+
+#define MT_UNWIND_FRAME_POINTERS 1 /* the module keeps frame pointers: callers' frames by rbp */
 
 /* What changed when a traced process took credentials the recorder may not
  * trace (bss creds_changed): bits, the first change seen. */

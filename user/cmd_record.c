@@ -16,6 +16,7 @@
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
+#include "unwinder.h"
 #include "mark_finder.h"
 #include "util.h"
 
@@ -59,6 +60,7 @@ struct recording {
 	struct module_set modules;  /* every executable mapping seen while recording */
 	struct probe_set probes;
 	struct mark_finder *marks;  /* inproc/memtrace.h marks in the target's files */
+	struct unwinder *unwinder;  /* unwind tables for the BPF stack walker */
 	char **alloc_files;         /* files looked at for allocator functions */
 	size_t nr_alloc_files;
 	struct trace_writer *w;
@@ -87,6 +89,8 @@ static void usage(FILE *f)
 		"  -d, --duration SEC   stop after SEC seconds\n"
 		"      --lib PATH       probe the allocator in PATH instead of the one the linker binds\n"
 		"      --stack-depth N  frames per stack, 0 for none (default %d, max %d)\n"
+		"      --unwind-rows N  room for the unwind tables of code without frame pointers,\n"
+		"                       12 bytes a row (default 1M); 0: walk frame pointers only\n"
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
@@ -105,6 +109,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "duration", required_argument, NULL, 'd' },
 		{ "lib", required_argument, NULL, 'L' },
 		{ "stack-depth", required_argument, NULL, 'S' },
+		{ "unwind-rows", required_argument, NULL, 'W' },
 		{ "buffer-size", required_argument, NULL, 'B' },
 		{ "sample", required_argument, NULL, 's' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -118,6 +123,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 	int c;
 
 	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
+	o->unwind_rows = 1 << 20;
 	o->ring_bytes = 8 << 20;
 	while ((c = getopt_long(argc, argv, "+p:o:d:vh", longopts, NULL)) != -1) {
 		switch (c) {
@@ -137,6 +143,11 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			if (parse_u64(optarg, &v) || v > MT_MAX_STACK_DEPTH)
 				return fail("invalid stack depth '%s'; give 0 to %d", optarg, MT_MAX_STACK_DEPTH);
 			o->stack_depth = v;
+			break;
+		case 'W':
+			if (parse_size(optarg, &v) || v > (1u << 27))
+				return fail("invalid --unwind-rows '%s'; give 0 (frame pointers only) to 128M", optarg);
+			o->unwind_rows = v;
 			break;
 		case 'B':
 			if (parse_size(optarg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 30))
@@ -471,6 +482,8 @@ static int refresh_modules(struct recording *r)
 	if (procmaps__read(&now, r->pid))
 		return 0;
 	err = module_set__merge(&r->modules, &now, write_module, r->w);
+	if (!err && r->unwinder)
+		err = unwinder__update(r->unwinder, r->loader, &now);
 	if (!err && !r->o.empty_probes) {
 		probe_new_allocators(r, &now);
 		err = mark_finder__attach(r->marks, r->loader, &now);
@@ -585,6 +598,7 @@ static int load_probes(struct recording *r)
 		.ring_bytes = r->o.ring_bytes,
 		.empty_probes = r->o.empty_probes,
 		.sample_mean = r->o.sample,
+		.unwind_rows = r->o.stack_depth ? r->o.unwind_rows : 0,
 		.on_record = on_record,
 		/* Without CAP_SYS_PTRACE, the kernel's ptrace rule decides what
 		 * we may see, in BPF (bpf/memtrace.bpf.c says how). */
@@ -610,6 +624,31 @@ static int load_probes(struct recording *r)
 	return 0;
 }
 
+static void warn_text(const char *msg)
+{
+	warn_line(NULL, msg);
+}
+
+/* Unwind tables for the modules mapped now; later ones in refresh_modules. */
+static int start_unwinder(struct recording *r)
+{
+	char cache[PATH_MAX];
+	int err;
+
+	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes)
+		return 0;
+	r->unwinder = unwinder__new(r->pid, unwinder_default_cache(cache, sizeof(cache)), warn_text);
+	if (!r->unwinder)
+		return fail("out of memory");
+	err = unwinder__update(r->unwinder, r->loader, &r->maps);
+	if (err)
+		return fail("failed to load unwind tables: %s", strerror(-err));
+	if (r->o.verbose)
+		fprintf(stderr, "memtrace: unwind tables for %zu modules, %zu rows\n",
+			unwinder__modules(r->unwinder), unwinder__rows(r->unwinder));
+	return 0;
+}
+
 static int attach_probes(struct recording *r)
 {
 	const struct probe *bad = NULL;
@@ -630,7 +669,7 @@ static int attach_probes(struct recording *r)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
 	if (!r->o.empty_probes)
 		watch_link_map(r);
-	return 0;
+	return start_unwinder(r);
 }
 
 static void print_probe(const struct probe *p)
@@ -887,6 +926,7 @@ static void cleanup(struct recording *r, bool failed)
 	procmaps__free(&r->maps);
 	module_set__free(&r->modules);
 	mark_finder__free(r->marks);
+	unwinder__free(r->unwinder);
 	free_strings(r->alloc_files, r->nr_alloc_files);
 	if (failed && (r->child.traced || r->child.go_fd >= 0))
 		launcher__kill(&r->child);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -30,10 +31,15 @@ struct loader {
 	size_t nr_link_fds;
 	size_t link_fds_cap;
 	uint32_t nr_specs;       /* USDT argument specs in use */
+	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
+	size_t unwind_rows_len;
+	struct mt_unwind_map *unwind_maps;
+	size_t unwind_maps_len;
 };
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
+	if (getenv("MEMTRACE_DEBUG_LIBBPF")) vfprintf(stderr, fmt, ap);
 	return 0; /* failures are reported once, by the command */
 }
 
@@ -82,6 +88,9 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->allowed_caps = l->opts.allowed_caps;
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
+	if (bpf_map__set_max_entries(l->skel->maps.unwind_rows,
+				     l->opts.unwind_rows ? l->opts.unwind_rows : 1))
+		return -EINVAL;
 	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
 }
 
@@ -154,6 +163,46 @@ static int create_rings(struct loader *l)
 	return 0;
 }
 
+static void *map_array(struct bpf_map *map, size_t *len)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	void *p;
+
+	*len = ((size_t)bpf_map__max_entries(map) * bpf_map__value_size(map) + page - 1) & ~(size_t)(page - 1);
+	p = mmap(NULL, *len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/* The unwind tables are written straight into the BPF arrays. */
+static int map_unwind(struct loader *l)
+{
+	l->unwind_rows = map_array(l->skel->maps.unwind_rows, &l->unwind_rows_len);
+	l->unwind_maps = map_array(l->skel->maps.unwind_maps, &l->unwind_maps_len);
+	return l->unwind_rows && l->unwind_maps ? 0 : -errno;
+}
+
+struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap)
+{
+	*cap = l->opts.unwind_rows;
+	return l->unwind_rows;
+}
+
+struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half)
+{
+	return l->unwind_maps + (half & 1) * MT_UNWIND_MAPS;
+}
+
+uint32_t loader__unwind_gen(struct loader *l)
+{
+	return __atomic_load_n(&l->skel->bss->unwind_gen, __ATOMIC_SEQ_CST);
+}
+
+void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr)
+{
+	__atomic_store_n(&l->skel->bss->unwind_nr[half & 1], nr, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->skel->bss->unwind_gen, half & 1, __ATOMIC_SEQ_CST);
+}
+
 /* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
  * links: step down until the programs load. */
 int loader__load(struct loader *l)
@@ -168,7 +217,8 @@ int loader__load(struct loader *l)
 	}
 	if (err)
 		return err;
-	return create_rings(l);
+	err = map_unwind(l);
+	return err ? err : create_rings(l);
 }
 
 enum loader_mode loader__mode(const struct loader *l)
@@ -508,6 +558,10 @@ void loader__close(struct loader *l)
 	free(l->ring_fds);
 	free(l->links);
 	free(l->link_fds);
+	if (l->unwind_rows)
+		munmap(l->unwind_rows, l->unwind_rows_len);
+	if (l->unwind_maps)
+		munmap(l->unwind_maps, l->unwind_maps_len);
 	memtrace_bpf__destroy(l->skel);
 	free(l);
 }

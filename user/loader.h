@@ -25,6 +25,7 @@ struct loader_opts {
 	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
 	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */
 	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return */
+	uint32_t unwind_rows;     /* room for unwind table rows (0: none) */
 	bool check_creds;         /* the recorder lacks CAP_SYS_PTRACE: enforce the rule below */
 	uint32_t allowed_uid;     /* the recorder's real uid and gid */
 	uint32_t allowed_gid;
@@ -62,6 +63,14 @@ bool loader__link_map_changed(struct loader *l);
  * bpf/memtrace.bpf.c: nothing is recorded from then on): enum
  * mt_creds_change bits, 0 if not; COMM gets the thread's name then. */
 uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap);
+
+/* The unwind tables the BPF stack walker reads (bpf/unwind.bpf.h), mapped:
+ * rows (CAP of them), and the two halves of the mapping list. Fill the
+ * half not in use (the other of loader__unwind_gen), then publish it. */
+struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap);
+struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half);
+uint32_t loader__unwind_gen(struct loader *l);
+void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr);
 
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);

@@ -13,6 +13,7 @@ struct record_opts {
 	char **cmd;
 	const char *lib;
 	uint32_t stack_depth;
+	uint32_t unwind_rows; /* --unwind-rows: room for unwind tables; 0: frame pointers only */
 	uint64_t ring_bytes;
 	uint64_t sample;
 	bool verbose;

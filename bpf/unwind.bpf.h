@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Stacks of code built without frame pointers (what distributions ship):
+ * walked with unwind tables user space builds from each module's call frame
+ * information (user/unwind_table.h) and writes into the maps below. Per
+ * frame: find the mapping of the pc, the row of its module that applies,
+ * compute the CFA, read the return address at CFA - 8 and the caller's rbp
+ * where the row says, go on from the caller. A module that keeps frame
+ * pointers is walked by rbp for callers' frames (one read, no search).
+ *
+ * Why not copy the stack to user space and unwind there (perf --call-graph
+ * dwarf): it copies kilobytes per event, for every allocation; a walk here
+ * reads 8 to 16 bytes per frame. See docs/unwinding.md.
+ */
+#ifndef MEMTRACE_UNWIND_BPF_H
+#define MEMTRACE_UNWIND_BPF_H
+
+/* Every module's rows, one after another; user space writes them through a
+ * memory mapping and sizes the array before load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct mt_unwind_row);
+} unwind_rows SEC(".maps");
+
+/* The target's mappings that have a table, sorted by start, in two halves:
+ * user space fills the one not in use, then flips unwind_gen, so a walk
+ * never sees a half-written list. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 2 * MT_UNWIND_MAPS);
+	__type(key, __u32);
+	__type(value, struct mt_unwind_map);
+} unwind_maps SEC(".maps");
+
+volatile __u32 unwind_gen;    /* the half in use */
+volatile __u32 unwind_nr[2];  /* mappings in each half */
+
+#define UNWIND_MAP_STEPS 10   /* binary search over at most 512 mappings */
+#define UNWIND_ROW_STEPS 27   /* ... over at most 2^27 rows */
+
+/* Offsets in the kernel's rt_sigframe, from the handler's CFA (&uc):
+ * uc_flags, uc_link, uc_stack (8 + 8 + 24), then struct sigcontext. */
+#define SIGFRAME_MCONTEXT 40
+#define SIGCONTEXT_RBP (10 * 8)
+#define SIGCONTEXT_RSP (15 * 8)
+#define SIGCONTEXT_RIP (16 * 8)
+
+struct unwind_walk {
+	__u64 pc, sp, bp;
+	__u32 nr;       /* frames stored */
+	__u32 depth;    /* frames wanted */
+	__u32 gen;
+	bool exact_pc;  /* pc is not a return address (the first frame, after a signal) */
+	bool truncated; /* stopped where no table says how to go on */
+};
+
+static __always_inline const struct mt_unwind_map *unwind_find_map(__u32 gen, __u64 pc)
+{
+	__u32 lo = 0, hi = unwind_nr[gen & 1];
+	const struct mt_unwind_map *m;
+	__u32 key;
+
+	if (hi > MT_UNWIND_MAPS)
+		return NULL;
+	for (int i = 0; i < UNWIND_MAP_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		key = (gen & 1) * MT_UNWIND_MAPS + mid;
+		m = bpf_map_lookup_elem(&unwind_maps, &key);
+		if (!m)
+			return NULL;
+		if (m->start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return NULL;
+	key = (gen & 1) * MT_UNWIND_MAPS + lo - 1;
+	m = bpf_map_lookup_elem(&unwind_maps, &key);
+	return m && pc < m->end ? m : NULL;
+}
+
+/* The last row of M's module with row.pc <= VADDR. */
+static __always_inline const struct mt_unwind_row *unwind_find_row(const struct mt_unwind_map *m, __u64 vaddr)
+{
+	__u32 lo = m->first_row, hi = m->first_row + m->nr_rows;
+	const struct mt_unwind_row *row;
+	__u32 key;
+
+	if (vaddr > 0xffffffffULL)
+		return NULL;
+	for (int i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
+		__u32 mid = lo + (hi - lo) / 2;
+
+		row = bpf_map_lookup_elem(&unwind_rows, &mid);
+		if (!row)
+			return NULL;
+		if (row->pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == m->first_row)
+		return NULL;
+	key = lo - 1;
+	return bpf_map_lookup_elem(&unwind_rows, &key);
+}
+
+/* One frame: 0 to go on, 1 to stop. */
+static int unwind_step(__u32 i, void *ctx)
+{
+	struct unwind_walk *w = ctx;
+	const struct mt_unwind_map *m;
+	const struct mt_unwind_row *row;
+	struct mt_stack_event *ev;
+	__u64 cfa, ra = 0, bp = w->bp, sig[3];
+	__u32 zero = 0, nr = w->nr;
+
+	ev = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!ev || nr >= w->depth || nr >= MT_MAX_STACK_DEPTH)
+		return 1;
+	if (nr + 1 == w->depth) {
+		w->truncated = true; /* the depth limit: say so in the last slot */
+		return 1;
+	}
+	m = unwind_find_map(w->gen, w->pc);
+	if (!m) {
+		w->truncated = true; /* code without a table (JIT, vdso, unknown) */
+		return 1;
+	}
+	if ((m->flags & MT_UNWIND_FRAME_POINTERS) && !w->exact_pc) {
+		/* A caller's frame in frame-pointer code: rbp says it all. */
+		__u64 frame[2];
+
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)w->bp))
+			return 1;
+		cfa = w->bp + 16;
+		bp = frame[0];
+		ra = frame[1];
+		goto next;
+	}
+	row = unwind_find_row(m, w->pc - m->bias - (w->exact_pc ? 0 : 1));
+	if (!row) {
+		w->truncated = true;
+		return 1;
+	}
+	switch (row->cfa_kind) {
+	case MT_CFA_RSP:
+		cfa = w->sp + row->cfa_off;
+		break;
+	case MT_CFA_RBP:
+		cfa = w->bp + row->cfa_off;
+		break;
+	case MT_CFA_PLT:
+		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
+		break;
+	case MT_CFA_SIGNAL:
+		/* The interrupted state is in the signal frame's ucontext. */
+		if (bpf_probe_read_user(&sig[0], 8, (void *)(w->sp + SIGFRAME_MCONTEXT + SIGCONTEXT_RBP)) ||
+		    bpf_probe_read_user(&sig[1], 8, (void *)(w->sp + SIGFRAME_MCONTEXT + SIGCONTEXT_RSP)) ||
+		    bpf_probe_read_user(&sig[2], 8, (void *)(w->sp + SIGFRAME_MCONTEXT + SIGCONTEXT_RIP)))
+			return 1;
+		if (!sig[2])
+			return 1;
+		ev->frames[nr] = sig[2];
+		w->nr = nr + 1;
+		w->bp = sig[0];
+		w->sp = sig[1];
+		w->pc = sig[2];
+		w->exact_pc = true;
+		return 0;
+	case MT_CFA_END:
+		return 1; /* the outermost frame: the stack is whole */
+	default:
+		w->truncated = true;
+		return 1;
+	}
+	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+		return 1;
+	if (row->rbp_rule == MT_RBP_AT_CFA &&
+	    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + row->rbp_off)))
+		return 1;
+next:
+	if (!ra || cfa <= w->sp)
+		return 1; /* the end of the stack, or a frame that does not climb it */
+	ev->frames[nr] = ra;
+	w->nr = nr + 1;
+	w->sp = cfa;
+	w->bp = bp;
+	w->pc = ra;
+	w->exact_pc = false;
+	return 0;
+}
+
+/* The stack from an allocator's entry (pt_regs CTX) into the scratch
+ * event's frames: the caller first. Frames taken, 0 if the allocator's own
+ * code has no table (the caller then walks by frame pointers). */
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, __u64 *frames, __u32 depth)
+{
+	struct unwind_walk w = {
+		.pc = PT_REGS_IP(ctx),
+		.sp = PT_REGS_SP(ctx),
+		.bp = PT_REGS_FP(ctx),
+		.depth = depth,
+		.gen = unwind_gen,
+		.exact_pc = true,
+	};
+
+	if (!unwind_find_map(w.gen, w.pc))
+		return 0;
+	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
+	if (w.truncated && w.nr < MT_MAX_STACK_DEPTH) {
+		__u32 at = w.nr;
+
+		if (at < MT_MAX_STACK_DEPTH)
+			frames[at] = MT_STACK_TRUNCATED;
+		w.nr = at + 1;
+	}
+	/* After bpf_loop the verifier knows nothing of w.nr: bound it. */
+	return w.nr & MT_STACK_DEPTH_MASK;
+}
+
+#endif /* MEMTRACE_UNWIND_BPF_H */

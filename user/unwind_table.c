@@ -1,0 +1,422 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Unwind tables from call frame information, with libdw evaluating the
+ * CIE and FDE programs (dwarf_cfi_addrframe) and .eh_frame_hdr's sorted
+ * table saying where each FDE starts. See unwind_table.h for the rules.
+ */
+#include "unwind_table.h"
+#include "elf_util.h"
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA 16
+#define MAX_ROWS_PER_FDE 65536 /* a damaged FDE cannot make us loop long */
+#define MAX_FDES (1 << 22)
+
+static int push_row(struct unwind_table *t, const struct mt_unwind_row *row)
+{
+	struct mt_unwind_row *last = t->nr ? &t->rows[t->nr - 1] : NULL;
+
+	if (last && last->pc >= row->pc)
+		return 0; /* out of order (overlapping FDEs): the earlier one wins */
+	if (last && last->cfa_kind == row->cfa_kind && last->cfa_off == row->cfa_off &&
+	    last->rbp_rule == row->rbp_rule && last->rbp_off == row->rbp_off)
+		return 0; /* same rule: the earlier row covers it */
+	if (t->nr == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct mt_unwind_row *v = realloc(t->rows, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		t->rows = v;
+		t->cap = cap;
+	}
+	t->rows[t->nr++] = *row;
+	return 0;
+}
+
+/* An offset(N) rule: the value is saved at CFA + N. libdw gives it as
+ * DW_OP_call_frame_cfa followed by an addition of N. */
+static bool saved_at_cfa(const Dwarf_Op *ops, size_t n, int64_t *off)
+{
+	if (n < 1 || ops[0].atom != DW_OP_call_frame_cfa)
+		return false;
+	if (n == 1) {
+		*off = 0;
+		return true;
+	}
+	if (n == 2 && ops[1].atom == DW_OP_plus_uconst) {
+		*off = (int64_t)ops[1].number;
+		return true;
+	}
+	if (n == 3 && ops[2].atom == DW_OP_plus &&
+	    (ops[1].atom == DW_OP_consts || ops[1].atom == DW_OP_constu)) {
+		*off = (int64_t)ops[1].number;
+		return true;
+	}
+	return false;
+}
+
+/* The expression GCC and binutils give PLT stubs: rsp + 8, plus 8 once the
+ * stub has pushed its index (pc & 15 >= 11 or >= 10). */
+static bool is_plt_expression(const Dwarf_Op *ops, size_t n)
+{
+	return n >= 9 && ops[0].atom == DW_OP_breg7 && ops[0].number == 8 &&
+	       ops[1].atom == DW_OP_breg16 && ops[3].atom == DW_OP_and && ops[5].atom == DW_OP_ge;
+}
+
+static void cfa_rule(Dwarf_Frame *fr, struct mt_unwind_row *row)
+{
+	Dwarf_Op *ops;
+	size_t n;
+	int reg = -1;
+	int64_t off = 0;
+
+	row->cfa_kind = MT_CFA_NONE;
+	if (dwarf_frame_cfa(fr, &ops, &n) || n == 0)
+		return;
+	if (n == 1 && ops[0].atom >= DW_OP_breg0 && ops[0].atom <= DW_OP_breg31) {
+		reg = ops[0].atom - DW_OP_breg0;
+		off = (int64_t)ops[0].number;
+	} else if (n == 1 && ops[0].atom == DW_OP_bregx) {
+		reg = (int)ops[0].number;
+		off = (int64_t)ops[0].number2;
+	} else if (is_plt_expression(ops, n) && ops[4].atom >= DW_OP_lit0 && ops[4].atom <= DW_OP_lit31) {
+		row->cfa_kind = MT_CFA_PLT;
+		row->cfa_off = ops[4].atom - DW_OP_lit0; /* 11 in .plt, 10 in .plt.sec */
+		return;
+	}
+	if ((reg != REG_RSP && reg != REG_RBP) || off < INT32_MIN || off > INT32_MAX)
+		return;
+	row->cfa_kind = reg == REG_RSP ? MT_CFA_RSP : MT_CFA_RBP;
+	row->cfa_off = (int32_t)off;
+}
+
+/* The row of the frame state FR, which applies at PC. */
+static void make_row(Dwarf_Frame *fr, uint64_t pc, bool signal, struct mt_unwind_row *row)
+{
+	Dwarf_Op mem[3], *ops;
+	size_t n;
+	int64_t off;
+
+	memset(row, 0, sizeof(*row));
+	row->pc = (uint32_t)pc;
+	if (signal) {
+		row->cfa_kind = MT_CFA_SIGNAL;
+		return;
+	}
+	cfa_rule(fr, row);
+	if (row->cfa_kind == MT_CFA_NONE || row->cfa_kind == MT_CFA_PLT)
+		return;
+	/* The return address: undefined marks the outermost frame; anything
+	 * but "at CFA - 8" is a rule we do not follow. */
+	if (dwarf_frame_register(fr, REG_RA, mem, &ops, &n) == 0 && n == 0 && ops == mem) {
+		row->cfa_kind = MT_CFA_END;
+		return;
+	}
+	if (dwarf_frame_register(fr, REG_RA, mem, &ops, &n) || !saved_at_cfa(ops, n, &off) || off != -8) {
+		row->cfa_kind = MT_CFA_NONE;
+		return;
+	}
+	if (dwarf_frame_register(fr, REG_RBP, mem, &ops, &n) == 0 && n && saved_at_cfa(ops, n, &off) &&
+	    off >= INT16_MIN && off <= INT16_MAX) {
+		row->rbp_rule = MT_RBP_AT_CFA;
+		row->rbp_off = (int16_t)off;
+	}
+}
+
+/* A pointer of .eh_frame_hdr in ENC, at P (whose vaddr is AT), relative to
+ * the header's vaddr HDR for datarel. */
+static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t at, uint64_t hdr,
+			uint64_t *out)
+{
+	int64_t v;
+
+	switch (enc & 0x0f) {
+	case DW_EH_PE_udata4:
+	case DW_EH_PE_sdata4: {
+		int32_t s;
+		uint32_t u;
+
+		if (end - *p < 4)
+			return -EINVAL;
+		memcpy(&u, *p, 4);
+		memcpy(&s, *p, 4);
+		v = (enc & 0x0f) == DW_EH_PE_sdata4 ? s : (int64_t)u;
+		*p += 4;
+		break;
+	}
+	case DW_EH_PE_udata8:
+	case DW_EH_PE_sdata8:
+		if (end - *p < 8)
+			return -EINVAL;
+		memcpy(&v, *p, 8);
+		*p += 8;
+		break;
+	default:
+		return -ENOTSUP;
+	}
+	switch (enc & 0x70) {
+	case 0: break;
+	case DW_EH_PE_pcrel: v += (int64_t)at; break;
+	case DW_EH_PE_datarel: v += (int64_t)hdr; break;
+	default: return -ENOTSUP;
+	}
+	*out = (uint64_t)v;
+	return 0;
+}
+
+/* Where every FDE starts, sorted, from .eh_frame_hdr's binary search table. */
+static int fde_starts(Elf *elf, uint64_t **out, size_t *n)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	*out = NULL;
+	*n = 0;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return -EINVAL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+		    !strcmp(name, ".eh_frame_hdr"))
+			break;
+	}
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (!d || d->d_size < 4 || ((uint8_t *)d->d_buf)[0] != 1)
+		return -ENODATA;
+	const uint8_t *b = d->d_buf, *p = b + 4, *end = b + d->d_size;
+	uint64_t ptr, count;
+
+	if (read_encoded(&p, end, b[1], sh.sh_addr + (p - b), sh.sh_addr, &ptr) ||
+	    read_encoded(&p, end, b[2], sh.sh_addr + (p - b), sh.sh_addr, &count) || count > MAX_FDES)
+		return -ENODATA;
+	*out = malloc((count ? count : 1) * sizeof(**out));
+	if (!*out)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t start, fde;
+
+		if (read_encoded(&p, end, b[3], sh.sh_addr + (p - b), sh.sh_addr, &start) ||
+		    read_encoded(&p, end, b[3], sh.sh_addr + (p - b), sh.sh_addr, &fde))
+			break; /* damaged: keep what was read */
+		if (*n && start <= (*out)[*n - 1])
+			continue; /* must be sorted: skip what is not */
+		(*out)[(*n)++] = start;
+	}
+	return 0;
+}
+
+/* The rows of the FDE that starts at START, up to NEXT at most. */
+static int fde_rows(struct unwind_table *t, Dwarf_CFI *cfi, uint64_t start, uint64_t next)
+{
+	uint64_t pc = start;
+	int err = 0;
+
+	for (int i = 0; i < MAX_ROWS_PER_FDE && pc < next && !err; i++) {
+		Dwarf_Frame *fr = NULL;
+		Dwarf_Addr lo, hi;
+		struct mt_unwind_row row;
+		bool signal = false;
+
+		if (dwarf_cfi_addrframe(cfi, pc, &fr) || dwarf_frame_info(fr, &lo, &hi, &signal) < 0 ||
+		    lo > pc || hi <= pc) {
+			free(fr);
+			break;
+		}
+		make_row(fr, pc, signal, &row);
+		free(fr);
+		t->unsupported += row.cfa_kind == MT_CFA_NONE;
+		err = push_row(t, &row);
+		pc = hi;
+	}
+	if (!err && pc < next) {
+		/* A gap before the next FDE: no table there. */
+		struct mt_unwind_row gap = { .pc = (uint32_t)pc, .cfa_kind = MT_CFA_NONE };
+
+		err = push_row(t, &gap);
+	}
+	return err;
+}
+
+/* Frame-pointer code keeps CFA = rbp + 16 with rbp saved at CFA - 16 over
+ * most of its bytes; the walker then takes callers' frames by rbp. */
+static bool mostly_frame_pointers(const struct unwind_table *t)
+{
+	uint64_t fp = 0, all = 0;
+
+	for (size_t i = 0; i + 1 < t->nr; i++) {
+		uint64_t len = t->rows[i + 1].pc - t->rows[i].pc;
+
+		if (t->rows[i].cfa_kind != MT_CFA_RSP && t->rows[i].cfa_kind != MT_CFA_RBP)
+			continue; /* PLT stubs, start-up code */
+		all += len;
+		if (t->rows[i].cfa_kind == MT_CFA_RBP && t->rows[i].cfa_off == 16)
+			fp += len;
+	}
+	/* Code built without frame pointers uses rbp for a CFA only in the
+	 * rare function with a variable-sized frame. */
+	return all && fp * 2 >= all;
+}
+
+int unwind_table__build(Elf *elf, struct unwind_table *t)
+{
+	Dwarf_CFI *cfi;
+	uint64_t *starts;
+	size_t n;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	err = fde_starts(elf, &starts, &n);
+	if (err)
+		return err;
+	cfi = dwarf_getcfi_elf(elf);
+	if (!cfi || !n) {
+		free(starts);
+		if (cfi)
+			dwarf_cfi_end(cfi);
+		return -ENODATA;
+	}
+	for (size_t i = 0; i < n && !err; i++) {
+		if (starts[i] > UINT32_MAX)
+			break;
+		err = fde_rows(t, cfi, starts[i], i + 1 < n ? starts[i + 1] : UINT32_MAX);
+	}
+	t->fdes = n;
+	dwarf_cfi_end(cfi);
+	free(starts);
+	if (err) {
+		unwind_table__free(t);
+		return err;
+	}
+	t->frame_pointers = mostly_frame_pointers(t);
+	return t->nr ? 0 : -ENODATA;
+}
+
+const struct mt_unwind_row *unwind_table__find(const struct unwind_table *t, uint64_t vaddr)
+{
+	size_t lo = 0, hi = t->nr;
+
+	while (lo < hi) { /* the first row with pc > vaddr */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->rows[mid].pc <= vaddr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? &t->rows[lo - 1] : NULL;
+}
+
+void unwind_table__free(struct unwind_table *t)
+{
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}
+
+#define CACHE_MAGIC 0x32574e554d544dULL /* "MTMUNW2" */
+
+_Static_assert(sizeof(struct mt_unwind_row) == 16, "ABI: unwind row, the BPF array's element size");
+_Static_assert(sizeof(struct mt_unwind_map) == 40, "ABI: unwind map");
+
+struct cache_header {
+	uint64_t magic;
+	uint64_t nr;
+	uint32_t frame_pointers;
+	uint32_t row_size;
+};
+
+static void cache_path(const char *dir, const uint8_t *id, uint32_t len, char *buf, size_t cap)
+{
+	size_t at = (size_t)snprintf(buf, cap, "%s/", dir);
+
+	for (uint32_t i = 0; i < len && at + 3 < cap; i++)
+		at += (size_t)snprintf(buf + at, cap - at, "%02x", id[i]);
+}
+
+static int cache_read(const char *file, struct unwind_table *t)
+{
+	struct cache_header h;
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	ssize_t want;
+
+	if (fd < 0)
+		return -errno;
+	memset(t, 0, sizeof(*t));
+	if (read(fd, &h, sizeof(h)) != sizeof(h) || h.magic != CACHE_MAGIC ||
+	    h.row_size != sizeof(struct mt_unwind_row) || !h.nr || h.nr > (1u << 26))
+		goto bad;
+	t->rows = malloc(h.nr * sizeof(*t->rows));
+	want = (ssize_t)(h.nr * sizeof(*t->rows));
+	if (!t->rows || read(fd, t->rows, want) != want)
+		goto bad;
+	t->nr = t->cap = h.nr;
+	t->frame_pointers = h.frame_pointers;
+	close(fd);
+	return 0;
+bad:
+	close(fd);
+	unwind_table__free(t);
+	return -EINVAL;
+}
+
+/* Written to a temporary name and renamed: a reader never sees half. */
+static void cache_write(const char *dir, const char *file, const struct unwind_table *t)
+{
+	struct cache_header h = { CACHE_MAGIC, t->nr, t->frame_pointers, sizeof(struct mt_unwind_row) };
+	char tmp[PATH_MAX + 16];
+	size_t len = t->nr * sizeof(*t->rows);
+	int fd;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return;
+	snprintf(tmp, sizeof(tmp), "%s.%d", file, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return;
+	if (write(fd, &h, sizeof(h)) == sizeof(h) && write(fd, t->rows, len) == (ssize_t)len &&
+	    !close(fd)) {
+		rename(tmp, file);
+		return;
+	}
+	unlink(tmp);
+}
+
+int unwind_table__load(const char *path, const char *cache_dir, struct unwind_table *t)
+{
+	struct elf_file *f = elf_file__open(path);
+	char file[PATH_MAX];
+	uint8_t id[64];
+	uint32_t len = 0;
+	int err;
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return -errno;
+	if (cache_dir && !elf_file__build_id(f, id, sizeof(id), &len) && len) {
+		cache_path(cache_dir, id, len, file, sizeof(file));
+		if (!cache_read(file, t)) {
+			elf_file__close(f);
+			return 0;
+		}
+	}
+	err = unwind_table__build(elf_file__elf(f), t);
+	if (!err && cache_dir && len)
+		cache_write(cache_dir, file, t);
+	elf_file__close(f);
+	return err;
+}

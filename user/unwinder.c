@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "unwinder.h"
+#include "elf_util.h"
+#include "unwind_table.h"
+#include "util.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* A module's rows in the BPF array, or that it has none. */
+struct unwind_module {
+	char *path;
+	uint8_t build_id[32];
+	uint32_t build_id_len;
+	uint32_t first_row;
+	uint32_t nr_rows; /* 0: no table */
+	uint32_t flags;
+};
+
+struct unwinder {
+	int pid;
+	char *cache_dir;
+	unwinder_warn_fn warn;
+	struct unwind_module *mods;
+	size_t nr_mods;
+	size_t rows_used;
+	bool full_warned;
+};
+
+struct unwinder *unwinder__new(int pid, const char *cache_dir, unwinder_warn_fn warn)
+{
+	struct unwinder *u = calloc(1, sizeof(*u));
+
+	if (!u)
+		return NULL;
+	u->pid = pid;
+	u->warn = warn;
+	if (cache_dir && !(u->cache_dir = strdup(cache_dir))) {
+		free(u);
+		return NULL;
+	}
+	return u;
+}
+
+void unwinder__free(struct unwinder *u)
+{
+	if (!u)
+		return;
+	for (size_t i = 0; i < u->nr_mods; i++)
+		free(u->mods[i].path);
+	free(u->mods);
+	free(u->cache_dir);
+	free(u);
+}
+
+size_t unwinder__modules(const struct unwinder *u)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; u && i < u->nr_mods; i++)
+		n += u->mods[i].nr_rows > 0;
+	return n;
+}
+
+size_t unwinder__rows(const struct unwinder *u)
+{
+	return u ? u->rows_used : 0;
+}
+
+static struct unwind_module *find_module(struct unwinder *u, const struct trace_module *m)
+{
+	for (size_t i = 0; i < u->nr_mods; i++) {
+		struct unwind_module *um = &u->mods[i];
+
+		if (!strcmp(um->path, m->path) && um->build_id_len == m->build_id_len &&
+		    !memcmp(um->build_id, m->build_id, m->build_id_len))
+			return um;
+	}
+	return NULL;
+}
+
+/* Build M's table and copy its rows into the BPF array. */
+static struct unwind_module *add_module(struct unwinder *u, struct loader *l, const struct trace_module *m)
+{
+	struct unwind_module *v = realloc(u->mods, (u->nr_mods + 1) * sizeof(*v)), *um;
+	struct unwind_table t;
+	struct mt_unwind_row *rows;
+	size_t cap;
+	char *file;
+
+	if (!v)
+		return NULL;
+	u->mods = v;
+	um = &v[u->nr_mods];
+	memset(um, 0, sizeof(*um));
+	um->path = strdup(m->path);
+	if (!um->path)
+		return NULL;
+	memcpy(um->build_id, m->build_id, sizeof(um->build_id));
+	um->build_id_len = m->build_id_len;
+	u->nr_mods++;
+	file = root_path(u->pid, m->path);
+	if (!file || unwind_table__load(file, u->cache_dir, &t)) {
+		free(file);
+		return um; /* no usable CFI: stacks stop in this module, marked */
+	}
+	free(file);
+	rows = loader__unwind_rows(l, &cap);
+	if (t.nr > cap - u->rows_used) {
+		if (u->warn && !u->full_warned) {
+			char msg[PATH_MAX + 128];
+
+			snprintf(msg, sizeof(msg), "no room for the unwind table of %s (%zu rows); stacks stop there: give a larger --unwind-rows",
+				 m->path, t.nr);
+			u->warn(msg);
+		}
+		u->full_warned = true;
+		unwind_table__free(&t);
+		return um;
+	}
+	memcpy(rows + u->rows_used, t.rows, t.nr * sizeof(*t.rows));
+	um->first_row = (uint32_t)u->rows_used;
+	um->nr_rows = (uint32_t)t.nr;
+	um->flags = t.frame_pointers ? MT_UNWIND_FRAME_POINTERS : 0;
+	u->rows_used += t.nr;
+	unwind_table__free(&t);
+	return um;
+}
+
+/* Runtime address - ELF vaddr for the mapping M (its file offset's vaddr). */
+static int mapping_bias(struct unwinder *u, const struct trace_module *m, uint64_t *bias)
+{
+	char *file = root_path(u->pid, m->path);
+	struct elf_file *f = file ? elf_file__open(file) : NULL;
+	uint64_t vaddr;
+	int err;
+
+	free(file);
+	if (!f)
+		return -ENOENT;
+	err = elf_vaddr_of_offset(elf_file__elf(f), m->file_offset, &vaddr);
+	elf_file__close(f);
+	if (!err)
+		*bias = m->start - vaddr;
+	return err;
+}
+
+int unwinder__update(struct unwinder *u, struct loader *l, const struct procmaps *pm)
+{
+	uint32_t half = loader__unwind_gen(l) ^ 1, nr = 0;
+	struct mt_unwind_map *maps = loader__unwind_maps(l, half);
+
+	for (size_t i = 0; i < pm->nr && nr < MT_UNWIND_MAPS; i++) {
+		const struct trace_module *m = &pm->mods[i];
+		struct unwind_module *um = find_module(u, m);
+		uint64_t bias;
+
+		if (!um && !(um = add_module(u, l, m)))
+			return -ENOMEM;
+		if (!um->nr_rows || mapping_bias(u, m, &bias))
+			continue;
+		maps[nr++] = (struct mt_unwind_map){
+			.start = m->start,
+			.end = m->end,
+			.bias = bias,
+			.first_row = um->first_row,
+			.nr_rows = um->nr_rows,
+			.flags = um->flags,
+		};
+	}
+	loader__unwind_publish(l, half, nr);
+	return 0;
+}
+
+static int mkdirs(char *path)
+{
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) && errno != EEXIST) {
+			*p = '/';
+			return -errno;
+		}
+		*p = '/';
+	}
+	return mkdir(path, 0700) && errno != EEXIST ? -errno : 0;
+}
+
+const char *unwinder_default_cache(char *buf, size_t cap)
+{
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+
+	if (xdg && *xdg)
+		snprintf(buf, cap, "%s/memtrace/unwind", xdg);
+	else if (home && *home)
+		snprintf(buf, cap, "%s/.cache/memtrace/unwind", home);
+	else
+		return NULL;
+	return mkdirs(buf) ? NULL : buf;
+}
