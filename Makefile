@@ -95,13 +95,29 @@ $(BUILD)/progs/libctorlib.so: tests/progs/ctorlib/ctorlib.c | $(BUILD)
 	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
 $(BUILD)/progs/launch_ctor: $(BUILD)/progs/libctorlib.so
 
+# The same program with and without frame pointers (tests/e2e/unwind.sh): the
+# second as distributions build, -O2 without frame pointers; no sibling calls
+# in either, so both have the same frames.
+NOFP_FLAGS := -O2 -g -fomit-frame-pointer -fno-optimize-sibling-calls -pthread
+$(BUILD)/progs/libunwindlib.so: tests/progs/unwindlib/unwindlib.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
+$(BUILD)/progs/nofp/libunwindlib.so: tests/progs/unwindlib/unwindlib.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_FLAGS) -fPIC -shared -o $@ $<
+$(BUILD)/progs/unwind_levels: $(BUILD)/progs/libunwindlib.so
+$(BUILD)/progs/nofp/unwind_levels: tests/progs/unwind_levels.cpp $(BUILD)/progs/nofp/libunwindlib.so
+	@mkdir -p $(@D)
+	$(CXX) $(NOFP_FLAGS) -o $@ $< -L$(BUILD)/progs/nofp -lunwindlib '-Wl,-rpath,$$ORIGIN'
+
 # The same known pattern, linked statically: no dynamic linker to wait for.
 $(BUILD)/progs/alloc_patterns_static: tests/progs/alloc_patterns.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -static -o $@ $<
 
 progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
-	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static
+	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static \
+	$(BUILD)/progs/nofp/unwind_levels
 unit: $(UNIT_BIN)
 
 $(BUILD):

@@ -51,6 +51,12 @@ if [ ! -x "$TARGET" ] || [ bench/malloc_bench.c -nt "$TARGET" ]; then
 	${CC:-gcc} -O2 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -o "$TARGET" bench/malloc_bench.c ||
 		die "failed to build $TARGET"
 fi
+# The same target as distributions build: no frame pointers, so stacks need unwind tables.
+TARGET_NOFP=$BUILD/bench/malloc_bench_nofp
+if [ ! -x "$TARGET_NOFP" ] || [ bench/malloc_bench.c -nt "$TARGET_NOFP" ]; then
+	${CC:-gcc} -O2 -g -fomit-frame-pointer -Wall -Wextra -pthread -o "$TARGET_NOFP" bench/malloc_bench.c ||
+		die "failed to build $TARGET_NOFP"
+fi
 
 WORK=$(mktemp -d "$BUILD/bench/run.XXXXXX") || die "failed to create a work directory"
 cleanup() {
@@ -87,9 +93,12 @@ calc() {
 # run_once ROW REP: one traced (or untraced) run of the target; prints ns per pair.
 # Returns 2 when memtrace refused the mode (a mode not built yet), 1 on any other failure.
 run_once() {
-	local row=$1 rep=$2 out=$WORK/$1.$2 args=() env=() line rc
+	local row=$1 rep=$2 out=$WORK/$1.$2 args=() env=() line rc target=$TARGET
 	case $row in
 	B) ;;
+	nofpB) target=$TARGET_NOFP ;;
+	nofp) target=$TARGET_NOFP ;;
+	fponly) args=(--unwind-rows 0) ;;
 	F) args=(--empty-probes=entry+return) ;;
 	E) args=(--empty-probes=entry) ;;
 	exact0) args=(--stack-depth 0) ;;
@@ -97,11 +106,11 @@ run_once() {
 	sampled) args=(--sample=$SAMPLE) ;;
 	symbol0) env=(MEMTRACE_NO_PLACEMENT=1) ;;
 	esac
-	if [ "$row" = B ]; then
-		timeout -k 5 $RUN_TIMEOUT "$TARGET" 1 "$ITER" >"$out.out" 2>"$out.err"
+	if [ "$row" = B ] || [ "$row" = nofpB ]; then
+		timeout -k 5 $RUN_TIMEOUT "$target" 1 "$ITER" >"$out.out" 2>"$out.err"
 	else
 		env "${env[@]}" timeout -k 5 $RUN_TIMEOUT "$MEMTRACE" record -o "$out.mtrace" "${args[@]}" \
-			-- "$TARGET" 1 "$ITER" >"$out.out" 2>"$out.err"
+			-- "$target" 1 "$ITER" >"$out.out" 2>"$out.err"
 	fi
 	rc=$?
 	line=$(grep '^malloc_bench ' "$out.out")
@@ -116,7 +125,8 @@ run_once() {
 	# A drop would make a mode look cheaper than it is: keep the count to show it.
 	if [ -s "$out.mtrace" ] && [ "$row" != F ] && [ "$row" != E ]; then
 		"$MEMTRACE" report --json "$out.mtrace" >"$out.json" 2>/dev/null &&
-			total dropped_events "$out.json" >"$out.drops"
+			total dropped_events "$out.json" >"$out.drops" &&
+			jq '.sites[0].stacks[0].frames | length' "$out.json" >"$out.frames"
 	fi
 	rm -f "$out.mtrace"
 	field ns_per_pair "$line"
@@ -133,13 +143,16 @@ verdict_min() {
 }
 
 # --- per-pair rows ----------------------------------------------------------------
-ROWS=(B F E exact0 stacks sampled symbol0)
+ROWS=(B F E exact0 stacks fponly nofpB nofp sampled symbol0)
 declare -A LABEL=(
 	[B]="B  untraced"
 	[F]="F  empty probes, entry+return"
 	[E]="E  empty probes, entry only"
 	[exact0]="exact, no stacks (--stack-depth 0)"
 	[stacks]="exact, stacks (default depth)"
+	[fponly]="exact, stacks by frame pointers only"
+	[nofpB]="B' untraced, no frame pointers"
+	[nofp]="exact, stacks, no frame pointers"
 	[sampled]="sampled (--sample=$SAMPLE)"
 	[symbol0]="peer-style placement (symbol+0)"
 )
@@ -190,11 +203,13 @@ for row in "${ROWS[@]}"; do
 	ratio="" note=""
 	case $row in
 	B) over=- ;;
-	exact0 | stacks | symbol0) RATIO[$row]=$(calc "($t - $B) / ($F - $B)") ratio="${RATIO[$row]} x F" ;;
+	exact0 | stacks | fponly | symbol0) RATIO[$row]=$(calc "($t - $B) / ($F - $B)") ratio="${RATIO[$row]} x F" ;;
+	nofpB) over=- ;;
+	nofp) RATIO[$row]=$(calc "($t - ${NS[nofpB]}) / ($F - $B)") ratio="${RATIO[$row]} x F" over=$(calc "$t - ${NS[nofpB]}" 1) ;;
 	sampled) RATIO[$row]=$(calc "($t - $B) / ($E - $B)") ratio="${RATIO[$row]} x E" ;;
 	esac
 	case $row in
-	exact0 | stacks | sampled | symbol0)
+	exact0 | stacks | fponly | nofp | sampled | symbol0)
 		d=$(drops_of "$row")
 		[ "$d" != 0 ] && note="($d events dropped across runs)"
 		;;
@@ -300,6 +315,8 @@ IFS='|' read -r m v <<<"$(ratio_row exact0 1.15 F)"
 echo "| exact mode, no stacks | <= 1.15 x F | $m | $v |"
 IFS='|' read -r m v <<<"$(ratio_row stacks 1.6 F)"
 echo "| exact mode, stacks (default depth) | <= 1.6 x F | $m | $v |"
+IFS='|' read -r m v <<<"$(ratio_row nofp 1.3 F)"
+echo "| exact mode, whole stacks, target without frame pointers (unwind tables) | <= 1.3 x F | $m | $v |"
 IFS='|' read -r m v <<<"$(ratio_row sampled 1.10 E)"
 echo "| sampled, --sample=$SAMPLE | <= 1.10 x E | $m | $v |"
 IFS='|' read -r m v <<<"$place"
@@ -310,6 +327,26 @@ echo "| bytes per event on disk | <= 6 without stacks, <= 8 with | $NS_BPE witho
 echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min "$REP_RATE" 20) |"
 echo
 echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B).)"
+
+# --- unwinding (issue 12) ---------------------------------------------------------------
+# Per frame: what the stacks cost over no stacks, divided by the frames of the stack walked.
+NF=$(cat "$WORK"/nofp.1.frames 2>/dev/null || echo 0)
+FF=$(cat "$WORK"/stacks.1.frames 2>/dev/null || echo 0)
+echo
+echo "unwinding: per frame, (stacks - no stacks) / frames walked"
+[ "$NF" -gt 0 ] && echo "  unwind tables, no frame pointers: $(calc "(${NS[nofp]} - ${NS[nofpB]} - (${NS[exact0]} - $B)) / $NF" 0) ns per frame ($NF frames)"
+[ "$FF" -gt 0 ] && echo "  unwind tables, frame-pointer build: $(calc "(${NS[stacks]} - ${NS[exact0]}) / $FF" 0) ns per frame ($FF frames); frame pointers only: $(calc "(${NS[fponly]} - ${NS[exact0]}) / $FF" 0) ns per frame"
+${CC:-gcc} -O2 -g -Iuser -Ibpf -I"$BUILD" -o "$BUILD/bench/unwind_bench" bench/unwind_bench.c "$BUILD/libmemtrace.a" \
+	-lelf -ldw -lz -lzstd -llzma -lbz2 || die "failed to build bench/unwind_bench.c"
+libs=""
+for f in /lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libstdc++.so.6 \
+	/usr/lib/x86_64-linux-gnu/libsqlite3.so.0 "$(readlink -f "$(command -v redis-server 2>/dev/null || echo /nonexistent)")"; do
+	[ -f "$f" ] && libs="$libs $f"
+done
+echo "  unwind tables (build from CFI, then from the cache):"
+"$BUILD/bench/unwind_bench" $libs | while read -r _ kv; do
+	echo "    $(echo "$kv" | tr ' ' '\n' | awk -F= '{ v[$1] = $2 } END { printf "%-22s %7s rows %6.1f MB  build %6s ms  cached %5s ms", v["name"], v["rows"], v["bytes"] / 1048576, v["build_ms"], v["cached_ms"] }')"
+done
 
 # --- in-process marks (issue 3) --------------------------------------------------------
 # ns per MEMTRACE_ZONE_BEGIN + MEMTRACE_ZONE_END: compiled out, compiled in with nobody

@@ -198,7 +198,7 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts
 		return 0;
 	/* Unwind tables where user space gave the allocator's module one,
 	 * else frame pointers. */
-	nr = walk_tables(ctx, ev->frames, depth);
+	nr = walk_tables(ctx, ev, depth);
 	if (!nr)
 		nr = walk_frames(ctx, ev->frames, depth);
 	if (!nr)

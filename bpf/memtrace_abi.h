@@ -124,7 +124,8 @@ struct mt_unwind_row {
 };
 
 #define MT_UNWIND_MAPS 512        /* executable mappings per process with a table */
-#define MT_STACK_TRUNCATED 1ULL   /* last frame of a stack the walk could not finish */
+#define MT_STACK_TRUNCATED 1ULL   /* last frame of a stack: no unwind table for the next frame */
+#define MT_STACK_DEPTH_CUT 2ULL   /* last frame of a stack: --stack-depth reached */
 
 /* One executable mapping of the traced process whose module has a table. */
 struct mt_unwind_map {

@@ -5,8 +5,9 @@
  * information (user/unwind_table.h) and writes into the maps below. Per
  * frame: find the mapping of the pc, the row of its module that applies,
  * compute the CFA, read the return address at CFA - 8 and the caller's rbp
- * where the row says, go on from the caller. A module that keeps frame
- * pointers is walked by rbp for callers' frames (one read, no search).
+ * where the row says, go on from the caller. Frame-pointer code is walked
+ * by its table too: a shortcut by rbp alone cannot tell the outermost frame
+ * (_start) from one whose rbp holds a caller's scratch value.
  *
  * Why not copy the stack to user space and unwind there (perf --call-graph
  * dwarf): it copies kilobytes per event, for every allocation; a walk here
@@ -51,11 +52,10 @@ volatile __u32 unwind_nr[2];  /* mappings in each half */
 
 struct unwind_walk {
 	__u64 pc, sp, bp;
-	__u32 nr;       /* frames stored */
 	__u32 depth;    /* frames wanted */
 	__u32 gen;
 	bool exact_pc;  /* pc is not a return address (the first frame, after a signal) */
-	bool truncated; /* stopped where no table says how to go on */
+	__u64 cut;      /* MT_STACK_TRUNCATED or MT_STACK_DEPTH_CUT: the stack is not whole */
 };
 
 static __always_inline const struct mt_unwind_map *unwind_find_map(__u32 gen, __u64 pc)
@@ -119,34 +119,29 @@ static int unwind_step(__u32 i, void *ctx)
 	const struct mt_unwind_row *row;
 	struct mt_stack_event *ev;
 	__u64 cfa, ra = 0, bp = w->bp, sig[3];
-	__u32 zero = 0, nr = w->nr;
+	__u32 zero = 0, nr;
 
+	/* The frame count lives in the map value, where the verifier sees an
+	 * unknown number: a count it tracked exactly would make each
+	 * iteration a new state, and the loop would never converge. */
 	ev = bpf_map_lookup_elem(&stack_scratch, &zero);
-	if (!ev || nr >= w->depth || nr >= MT_MAX_STACK_DEPTH)
+	if (!ev)
 		return 1;
-	if (nr + 1 == w->depth) {
-		w->truncated = true; /* the depth limit: say so in the last slot */
+	nr = ev->nr;
+	if (nr >= MT_MAX_STACK_DEPTH)
+		return 1;
+	if (nr >= w->depth) {
+		w->cut = MT_STACK_DEPTH_CUT; /* said in a slot after the last frame */
 		return 1;
 	}
 	m = unwind_find_map(w->gen, w->pc);
 	if (!m) {
-		w->truncated = true; /* code without a table (JIT, vdso, unknown) */
+		w->cut = MT_STACK_TRUNCATED; /* code without a table (JIT, vdso, unknown) */
 		return 1;
-	}
-	if ((m->flags & MT_UNWIND_FRAME_POINTERS) && !w->exact_pc) {
-		/* A caller's frame in frame-pointer code: rbp says it all. */
-		__u64 frame[2];
-
-		if (bpf_probe_read_user(frame, sizeof(frame), (void *)w->bp))
-			return 1;
-		cfa = w->bp + 16;
-		bp = frame[0];
-		ra = frame[1];
-		goto next;
 	}
 	row = unwind_find_row(m, w->pc - m->bias - (w->exact_pc ? 0 : 1));
 	if (!row) {
-		w->truncated = true;
+		w->cut = MT_STACK_TRUNCATED;
 		return 1;
 	}
 	switch (row->cfa_kind) {
@@ -168,7 +163,7 @@ static int unwind_step(__u32 i, void *ctx)
 		if (!sig[2])
 			return 1;
 		ev->frames[nr] = sig[2];
-		w->nr = nr + 1;
+		ev->nr = nr + 1;
 		w->bp = sig[0];
 		w->sp = sig[1];
 		w->pc = sig[2];
@@ -177,7 +172,7 @@ static int unwind_step(__u32 i, void *ctx)
 	case MT_CFA_END:
 		return 1; /* the outermost frame: the stack is whole */
 	default:
-		w->truncated = true;
+		w->cut = MT_STACK_TRUNCATED;
 		return 1;
 	}
 	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
@@ -185,11 +180,10 @@ static int unwind_step(__u32 i, void *ctx)
 	if (row->rbp_rule == MT_RBP_AT_CFA &&
 	    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + row->rbp_off)))
 		return 1;
-next:
 	if (!ra || cfa <= w->sp)
 		return 1; /* the end of the stack, or a frame that does not climb it */
 	ev->frames[nr] = ra;
-	w->nr = nr + 1;
+	ev->nr = nr + 1;
 	w->sp = cfa;
 	w->bp = bp;
 	w->pc = ra;
@@ -200,7 +194,7 @@ next:
 /* The stack from an allocator's entry (pt_regs CTX) into the scratch
  * event's frames: the caller first. Frames taken, 0 if the allocator's own
  * code has no table (the caller then walks by frame pointers). */
-static __always_inline __u32 walk_tables(struct pt_regs *ctx, __u64 *frames, __u32 depth)
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct mt_stack_event *ev, __u32 depth)
 {
 	struct unwind_walk w = {
 		.pc = PT_REGS_IP(ctx),
@@ -210,19 +204,19 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, __u64 *frames, __u
 		.gen = unwind_gen,
 		.exact_pc = true,
 	};
+	__u32 nr;
 
 	if (!unwind_find_map(w.gen, w.pc))
 		return 0;
+	ev->nr = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
-	if (w.truncated && w.nr < MT_MAX_STACK_DEPTH) {
-		__u32 at = w.nr;
-
-		if (at < MT_MAX_STACK_DEPTH)
-			frames[at] = MT_STACK_TRUNCATED;
-		w.nr = at + 1;
+	nr = ev->nr;
+	if (w.cut && nr < MT_MAX_STACK_DEPTH) {
+		ev->frames[nr] = w.cut;
+		nr++;
 	}
-	/* After bpf_loop the verifier knows nothing of w.nr: bound it. */
-	return w.nr & MT_STACK_DEPTH_MASK;
+	/* After bpf_loop the verifier knows nothing of the count: bound it. */
+	return nr & MT_STACK_DEPTH_MASK;
 }
 
 #endif /* MEMTRACE_UNWIND_BPF_H */

@@ -17,6 +17,7 @@
 #include "trace_reader.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,8 +114,14 @@ struct module {
 	const char *path;
 };
 
+#define MAX_ALLOC_FNS 32
+#define WRAPPER_MIN_CALLERS 5 /* distinct call sites that make a function look like a wrapper */
+#define WRAPPER_TOP_SITES 3   /* sites by bytes looked at for one */
+
 struct analysis {
 	struct arena_block *arena;
+	const char *alloc_fns[MAX_ALLOC_FNS]; /* --alloc-fn globs */
+	size_t nr_alloc_fns;
 
 	struct live_table live;
 	uint64_t live_bytes;
@@ -872,6 +879,14 @@ static size_t frames__resolve(const struct analysis *a, const struct module *sor
 			offset = addr - m->start + m->file_offset;
 		}
 	}
+	if (addr == TRACE_FRAME_TRUNCATED || addr == TRACE_FRAME_DEPTH_CUT) {
+		f[0] = (struct analysis_frame){
+			.address = addr,
+			.function = addr == TRACE_FRAME_TRUNCATED ? "[truncated: no unwind table]"
+								  : "[truncated: --stack-depth reached]",
+		};
+		return 1;
+	}
 	n = sym && sym->nframes ? sym->nframes : 1;
 	for (i = 0; i < n; i++) {
 		const struct sym_frame *sf = sym && sym->nframes ? &a->sym_frames[sym->first + i] : NULL;
@@ -887,6 +902,46 @@ static size_t frames__resolve(const struct analysis *a, const struct module *sor
 		};
 	}
 	return n;
+}
+
+static bool is_alloc_fn(const struct analysis *a, const char *function)
+{
+	for (size_t i = 0; function && i < a->nr_alloc_fns; i++) {
+		if (!fnmatch(a->alloc_fns[i], function, 0))
+			return true;
+	}
+	return false;
+}
+
+/* How many innermost frames belong to the allocator under --alloc-fn:
+ * frames of matching functions, and frames with no name among and inside
+ * them (a stripped wrapper's static helpers). The site is the next frame;
+ * a stack that is allocator all the way keeps its outermost frame. */
+static size_t alloc_fn_frames(const struct analysis *a, const struct analysis_frame *f, size_t n)
+{
+	size_t skip = 0;
+
+	if (!a->nr_alloc_fns)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (is_alloc_fn(a, f[i].function))
+			skip = i + 1;
+		else if (f[i].function)
+			break;
+	}
+	return skip < n ? skip : n ? n - 1 : 0;
+}
+
+int analysis__add_alloc_fn(struct analysis *a, const char *glob)
+{
+	int err = 0;
+
+	if (a->nr_alloc_fns == MAX_ALLOC_FNS)
+		return -E2BIG;
+	a->alloc_fns[a->nr_alloc_fns] = arena__strdup(a, glob, &err);
+	if (!err)
+		a->nr_alloc_fns++;
+	return err;
 }
 
 static int stack__symbolize(struct analysis *a, const struct module *sorted, struct stack *s)
@@ -907,6 +962,9 @@ static int stack__symbolize(struct analysis *a, const struct module *sorted, str
 	s->pub.nframes = 0;
 	for (i = 0; i < s->nr; i++)
 		s->pub.nframes += frames__resolve(a, sorted, s->addrs[i], frames + s->pub.nframes);
+	n = alloc_fn_frames(a, frames, s->pub.nframes);
+	s->pub.frames += n;
+	s->pub.nframes -= n;
 	return 0;
 }
 
@@ -1222,3 +1280,53 @@ const struct trace_reader_ops analysis_reader_ops = {
 	.mark = on_mark,
 	.thread = on_thread,
 };
+
+/* The first named frame of S, or -1. */
+static long first_named(const struct analysis_stack *s)
+{
+	for (size_t i = 0; i < s->nframes; i++) {
+		if (s->frames[i].function)
+			return (long)i;
+	}
+	return -1;
+}
+
+/* SITE's first named function, if at least WRAPPER_MIN_CALLERS distinct
+ * call sites reach it and it is no --alloc-fn yet. */
+static const char *site_wrapper(const struct analysis *a, const struct analysis_site *site)
+{
+	uint64_t callers[WRAPPER_MIN_CALLERS];
+	const char *name;
+	size_t distinct = 0;
+	long k;
+
+	if (!site->nstacks || (k = first_named(site->stacks[0])) < 0)
+		return NULL;
+	name = site->stacks[0]->frames[k].function;
+	if (name[0] == '[' || is_alloc_fn(a, name))
+		return NULL;
+	for (size_t i = 0; i < site->nstacks && distinct < WRAPPER_MIN_CALLERS; i++) {
+		const struct analysis_stack *s = site->stacks[i];
+		long j = first_named(s);
+		uint64_t caller;
+		size_t d;
+
+		if (j < 0 || strcmp(s->frames[j].function, name) || (size_t)j + 1 >= s->nframes)
+			continue;
+		caller = s->frames[j + 1].address;
+		for (d = 0; d < distinct && callers[d] != caller; d++)
+			;
+		if (d == distinct)
+			callers[distinct++] = caller;
+	}
+	return distinct >= WRAPPER_MIN_CALLERS ? name : NULL;
+}
+
+const char *analysis__wrapper_candidate(const struct analysis *a)
+{
+	const char *name = NULL;
+
+	for (size_t i = 0; i < a->nsites && i < WRAPPER_TOP_SITES && !name; i++)
+		name = site_wrapper(a, &a->sites[i]);
+	return name;
+}

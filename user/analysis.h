@@ -34,6 +34,10 @@
  *   (module, function, file, line); an address with no function name groups
  *   by module + offset; stack id 0 or an empty stack is the site
  *   "[no stack]".
+ * - --alloc-fn GLOB: innermost frames of functions matching a glob (and
+ *   unnamed frames among or inside them) belong to the allocator, as in
+ *   Valgrind massif: a stack starts after them, so its site is the caller
+ *   of the wrapper. A stack that is wrapper all the way keeps its last frame.
  */
 #ifndef MEMTRACE_ANALYSIS_H
 #define MEMTRACE_ANALYSIS_H
@@ -117,6 +121,16 @@ struct analysis;
 
 /* A new empty analysis; NULL with errno set. */
 struct analysis *analysis__new(void);
+
+/* After analysis__finish: the function that looks like an allocation
+ * wrapper (the first named frame of one of the 3 top sites by bytes,
+ * called from at least 5 distinct places and not yet an --alloc-fn), or
+ * NULL. */
+const char *analysis__wrapper_candidate(const struct analysis *a);
+
+/* Count frames of functions matching GLOB (fnmatch) as the allocator's;
+ * before analysis__finish. 0, -E2BIG past 32 globs, -ENOMEM. */
+int analysis__add_alloc_fn(struct analysis *a, const char *glob);
 void analysis__free(struct analysis *a);
 
 /* Feeding, one call per record; each returns 0 or -ENOMEM. Strings and

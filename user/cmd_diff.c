@@ -56,6 +56,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 		{ "top", required_argument, NULL, 't' },
 		{ "fail-on-growth", required_argument, NULL, 'g' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "alloc-fn", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -84,6 +85,12 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 			break;
 		case 'S':
 			trace_load_set_strict(true);
+			break;
+		case 'A':
+			if (trace_load_add_alloc_fn(optarg)) {
+				fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			diff_usage(stdout);

@@ -100,6 +100,7 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 		{ "metric", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "alloc-fn", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -132,6 +133,12 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 			break;
 		case 'S':
 			trace_load_set_strict(true);
+			break;
+		case 'A':
+			if (trace_load_add_alloc_fn(optarg)) {
+				fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			export_usage(stdout);

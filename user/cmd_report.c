@@ -48,6 +48,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		{ "html", required_argument, NULL, 'H' },
 		{ "top", required_argument, NULL, 't' },
 		{ "strict", no_argument, NULL, 'S' },
+		{ "alloc-fn", required_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -71,6 +72,12 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 			break;
 		case 'S':
 			trace_load_set_strict(true);
+			break;
+		case 'A':
+			if (trace_load_add_alloc_fn(optarg)) {
+				fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
+				return -EINVAL;
+			}
 			break;
 		case 'h':
 			report_usage(stdout);

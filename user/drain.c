@@ -112,6 +112,8 @@ static uint32_t plausible_frames(const uint64_t *frames, uint32_t nr)
 
 	while (n < nr && frames[n] >= 4096 && frames[n] < 0x800000000000ULL)
 		n++;
+	if (n < nr && (frames[n] == MT_STACK_TRUNCATED || frames[n] == MT_STACK_DEPTH_CUT))
+		n++; /* the walk says it was cut here: keep that */
 	return n;
 }
 

@@ -522,6 +522,9 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 		return -ENOMEM;
 	report_text__warnings(f, a);
 	report_text__summary(f, a);
+	if (analysis__wrapper_candidate(a))
+		fprintf(f, "\n%s looks like an allocation wrapper: try --alloc-fn '%s*'\n",
+			analysis__wrapper_candidate(a), analysis__wrapper_candidate(a));
 	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++)
 		report_text__ranking(f, a, &rankings[i], top, by);
 	report_text__marks(f, a, top);

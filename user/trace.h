@@ -24,6 +24,10 @@ struct trace_meta {
 	uint64_t start_real_ns;    /* CLOCK_REALTIME at the same moment */
 };
 
+/* A STACK record's last frame when the walk was cut: not an address. */
+#define TRACE_FRAME_TRUNCATED 1ULL /* no unwind table for the next frame */
+#define TRACE_FRAME_DEPTH_CUT 2ULL /* --stack-depth reached */
+
 struct trace_module {
 	uint64_t start;           /* mapping start address in the target */
 	uint64_t end;             /* mapping end (exclusive) */

@@ -44,6 +44,16 @@ static const char *load_reason(int err)
 }
 
 static bool strict;
+static const char *alloc_fns[32];
+static size_t nr_alloc_fns;
+
+int trace_load_add_alloc_fn(const char *glob)
+{
+	if (nr_alloc_fns == sizeof(alloc_fns) / sizeof(alloc_fns[0]))
+		return -E2BIG;
+	alloc_fns[nr_alloc_fns++] = glob;
+	return 0;
+}
 
 void trace_load_set_strict(bool on)
 {
@@ -114,6 +124,13 @@ int trace_load(const char *path, struct analysis *a)
 	char *partial = NULL;
 	int err;
 
+	for (size_t i = 0; i < nr_alloc_fns; i++) {
+		err = analysis__add_alloc_fn(a, alloc_fns[i]);
+		if (err) {
+			load_error(path, -err, NULL);
+			return err;
+		}
+	}
 	err = load_read(path, &analysis_reader_ops, a, &partial);
 	if (!err && partial)
 		err = analysis__set_partial(a, partial);

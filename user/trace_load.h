@@ -17,6 +17,11 @@ struct analysis;
 /* --strict: from now on a partial trace, or damage after its end, is an
  * error rather than a warning. */
 void trace_load_set_strict(bool on);
+
+/* --alloc-fn GLOB: every trace loaded from now on counts frames of
+ * matching functions as the allocator's (analysis__add_alloc_fn). GLOB
+ * must outlive the loads. 0, -E2BIG past 32. */
+int trace_load_add_alloc_fn(const char *glob);
 struct trace_reader_ops;
 
 /* Read the trace at PATH into A (fresh from analysis__new) and finish it.

@@ -14,7 +14,8 @@ CFLAGS="-O1 -g -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -I$top/user -I$t
 TRACE_SRC="trace_reader analysis marks u64map strtab report_text report_json json_out
 export_folded export_pprof export_write protobuf diff diff_print trace_load util"
 USDT_SRC="usdt elf_util"
-LIBS="-lzstd -lz -lelf -lm"
+UNWIND_SRC="unwind_table elf_util"
+LIBS="-lzstd -lz -ldw -lelf -lm"
 
 mkdir -p "$out/obj"
 compile() { # NAME SOURCE
@@ -38,3 +39,4 @@ consume=$(compile fuzz_consume "$top/tests/fuzz/fuzz_consume.c")
 link fuzz_trace_file $consume $(objs $TRACE_SRC)
 link fuzz_trace_records $consume $(objs $TRACE_SRC)
 link fuzz_usdt $consume $(objs $TRACE_SRC $USDT_SRC)
+link fuzz_unwind_table $consume $(objs $TRACE_SRC $UNWIND_SRC)

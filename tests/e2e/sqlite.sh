@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Debian's sqlite3 (stripped, no frame pointers, allocating through
+# sqlite3Malloc in libsqlite3) running a script: the stacks are whole, from
+# the allocator to the sqlite3 executable's main loop, for at least 95% of
+# allocations (with frame pointers alone every stack was one frame long).
+. "$(dirname "$0")/lib.sh"
+
+cd "$TMP" || exit 1
+cat >script.sql <<'SQL'
+CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
+WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5000)
+INSERT INTO t SELECT x, hex(randomblob(16)), x * 1.5 FROM n;
+CREATE INDEX tb ON t(b);
+SELECT count(*), sum(c) FROM t WHERE b LIKE 'A%';
+SELECT b FROM t ORDER BY b LIMIT 3;
+SQL
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -o sq.mtrace -- sqlite3 :memory: <script.sql >out 2>err
+expect_eq "sqlite3 under memtrace: exit status" $? 0
+expect_eq "sqlite3 under memtrace: its output" "$(head -n1 out | cut -d'|' -f1 | grep -c '^[0-9]')" 1
+report_json sq.mtrace sq.json
+exe=$(readlink -f "$(command -v sqlite3)")
+total=$(jqr sq.json .totals.allocations)
+reach=$(jq --arg exe "$exe" '[.sites[].stacks[] | select([.frames[].module] | index($exe)) | .allocations] | add // 0' sq.json)
+if [ "$total" -gt 10000 ] && [ $((reach * 100)) -ge $((total * 95)) ]; then
+	ok "$reach of $total allocations have a stack that reaches $exe (>= 95%)"
+else
+	not_ok "$reach of $total allocations reach $exe; want >= 95%"
+fi
+expect_eq "the wrapper is named in the report's hint" \
+	"$(timeout -k 5 "$LIMIT" "$MEMTRACE" report sq.mtrace | grep -c "^sqlite3Malloc looks like an allocation wrapper")" 1
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --json --alloc-fn 'sqlite3Malloc*' --alloc-fn 'sqlite3Realloc*' sq.mtrace >w.json
+expect_eq "without --alloc-fn the top site is the helper sqlite3Malloc calls" \
+	"$(jq -r '.sites[0].stacks[0].frames[1].function' sq.json)" sqlite3Malloc
+expect_eq "with --alloc-fn no site has sqlite3Malloc in its first two frames" \
+	"$(jq '[.sites[].stacks[].frames[0:2][].function | select(. == "sqlite3Malloc")] | length' w.json)" 0
+expect_eq "with --alloc-fn the allocations are all still there" "$(jqr w.json .totals.allocations)" "$total"
+finish

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Whole stacks in code built without frame pointers: tests/progs/unwind_levels
+# built twice (with frame pointers, and -O2 -fomit-frame-pointer with its
+# shared library alike). Every allocation's function sequence, site to main,
+# is the same in both builds: several levels, a shared library reached
+# through the PLT, C++ new. The walk uses the modules' unwind tables
+# (bpf/unwind.bpf.h); --unwind-rows 0 shows what frame pointers alone give.
+. "$(dirname "$0")/lib.sh"
+
+# paths JSON: "allocations function<caller<...<main" per distinct path that
+# reaches main, sorted (libstdc++'s own start-up allocation does not)
+paths() {
+	jq -r '[.sites[] | .stacks[] | {n: .allocations, f: [.frames[].function]} | select(.f | index("main"))
+		| {n, p: (.f[0:(.f | index("main")) + 1] | join("<"))}] | group_by(.p)[]
+		| "\(map(.n) | add) \(.[0].p)"' "$1" | sort
+}
+
+for build in fp nofp; do
+	prog=$PROGS/unwind_levels
+	[ "$build" = nofp ] && prog=$PROGS/nofp/unwind_levels
+	record_cmd "$TMP/$build.mtrace" "$prog"
+	expect_eq "$build: exit status" $? 0
+	report_json "$TMP/$build.mtrace" "$TMP/$build.json"
+	paths "$TMP/$build.json" >"$TMP/$build.paths"
+done
+expect_eq "with frame pointers: the paths" "$(cat "$TMP/fp.paths")" "$(printf '%s\n' \
+	"3 make_widget<build_widgets<main" \
+	"5 level3<level2<level1<main" \
+	"7 unwindlib_inner<unwindlib_entry<main")"
+expect_eq "without frame pointers: the same paths" "$(cat "$TMP/nofp.paths")" "$(cat "$TMP/fp.paths")"
+expect_eq "without frame pointers: every stack goes on past main to _start" \
+	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | index("_start") != null] | all' "$TMP/nofp.json")" true
+expect_eq "without frame pointers: _start is the last frame (nothing read past it)" \
+	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/nofp.json")" '["_start"]'
+expect_eq "with frame pointers: _start is the last frame" \
+	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/fp.json")" '["_start"]' 
+
+# A walk cut by --stack-depth says so in its last frame.
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --stack-depth 2 -o "$TMP/d2.mtrace" -- "$PROGS/nofp/unwind_levels" \
+	>/dev/null 2>"$TMP/err"
+report_json "$TMP/d2.mtrace" "$TMP/d2.json"
+expect_eq "--stack-depth 2: two frames and the cut" \
+	"$(jq -c '[.sites[] | select(.function == "level3") | .stacks[].frames | map(.function)] | unique' "$TMP/d2.json")" \
+	'[["level3","level2","[truncated: --stack-depth reached]"]]'
+
+# The same program without tables: frame pointers alone stop in the first
+# frame that has none (what memtrace did before unwind tables).
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --unwind-rows 0 -o "$TMP/fponly.mtrace" -- "$PROGS/nofp/unwind_levels" \
+	>/dev/null 2>"$TMP/err"
+report_json "$TMP/fponly.mtrace" "$TMP/fponly.json"
+reached=$(jq '[.sites[].stacks[] | [.frames[].function] | index("main") != null] | map(select(.)) | length' "$TMP/fponly.json")
+if [ "$reached" -lt 3 ]; then ok "frame pointers alone: only $reached of 3 paths reach main"; else not_ok "frame pointers alone reached main on every path: the test proves nothing"; fi
+finish
