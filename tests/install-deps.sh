@@ -9,12 +9,13 @@ set -e
 # liblzma.a and libbz2.a that libdw.a needs beside the other -dev packages' archives.
 # libjemalloc2: an LD_PRELOAD'd allocator in tests/e2e/launch.sh; libcap2-bin: setcap
 # for the unprivileged cases of tests/e2e/privilege.sh; redis-server, redis-tools and sqlite3:
-# Debian binaries built without frame pointers (tests/e2e/redis.sh, sqlite.sh).
+# Debian binaries built without frame pointers (tests/e2e/redis.sh, sqlite.sh); debuginfod:
+# its client (debuginfod-find, which report uses) and a server for tests/e2e/debuginfod.sh.
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
 libiberty-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libcap2-bin \
-redis-server redis-tools sqlite3"
+redis-server redis-tools sqlite3 debuginfod"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -112,6 +112,8 @@ struct module {
 	uint64_t end;
 	uint64_t file_offset;
 	const char *path;
+	uint8_t build_id[32];
+	uint32_t build_id_len;
 };
 
 #define MAX_ALLOC_FNS 32
@@ -531,6 +533,8 @@ int analysis__add_module(struct analysis *a, const struct trace_module *m)
 	mod->start = m->start;
 	mod->end = m->end;
 	mod->file_offset = m->file_offset;
+	memcpy(mod->build_id, m->build_id, sizeof(mod->build_id));
+	mod->build_id_len = m->build_id_len <= sizeof(mod->build_id) ? m->build_id_len : 0;
 	mod->path = arena__strdup(a, m->path, &err);
 	if (err)
 		return err;
@@ -1329,4 +1333,71 @@ const char *analysis__wrapper_candidate(const struct analysis *a)
 	for (size_t i = 0; i < a->nsites && i < WRAPPER_TOP_SITES && !name; i++)
 		name = site_wrapper(a, &a->sites[i]);
 	return name;
+}
+
+/* The module (index into the trace's modules) whose mapping holds ADDR, or -1. */
+static int32_t module_of(const struct analysis *a, uint64_t addr)
+{
+	for (size_t i = a->nmodules; i-- > 0;) { /* newest first: a range can be reused */
+		if (addr >= a->modules[i].start && addr < a->modules[i].end)
+			return (int32_t)i;
+	}
+	return -1;
+}
+
+int analysis__for_each_unresolved(struct analysis *a, analysis_unresolved_fn fn, void *ctx)
+{
+	struct idmap seen = { 0 };
+	int err = 0;
+
+	for (size_t i = 0; i < a->nstacks && !err; i++) {
+		const struct stack *s = &a->stacks[i];
+
+		for (uint32_t j = 0; j < s->nr && !err; j++) {
+			uint64_t addr = s->addrs[j];
+			uint32_t si = idmap__get(&a->sym_addrs, addr);
+			int32_t m;
+
+			if (si != IDMAP_EMPTY && a->symbols[si].nframes &&
+			    a->sym_frames[a->symbols[si].first].function)
+				continue; /* named already */
+			if (idmap__get(&seen, addr) != IDMAP_EMPTY || (m = module_of(a, addr)) < 0 ||
+			    !a->modules[m].build_id_len)
+				continue;
+			err = idmap__set(&seen, addr, 1);
+			if (!err) {
+				const struct module *mod = &a->modules[m];
+				struct trace_module tm = {
+					.start = mod->start,
+					.end = mod->end,
+					.file_offset = mod->file_offset,
+					.path = mod->path,
+					.build_id_len = mod->build_id_len,
+				};
+
+				memcpy(tm.build_id, mod->build_id, sizeof(tm.build_id));
+				err = fn(ctx, addr, &tm, m);
+			}
+		}
+	}
+	free(seen.slots);
+	return err;
+}
+
+int analysis__module(const struct analysis *a, size_t i, struct trace_module *out)
+{
+	const struct module *m;
+
+	if (i >= a->nmodules)
+		return -ENOENT;
+	m = &a->modules[i];
+	*out = (struct trace_module){
+		.start = m->start,
+		.end = m->end,
+		.file_offset = m->file_offset,
+		.path = m->path,
+		.build_id_len = m->build_id_len,
+	};
+	memcpy(out->build_id, m->build_id, sizeof(out->build_id));
+	return 0;
 }

@@ -128,6 +128,18 @@ struct analysis *analysis__new(void);
  * NULL. */
 const char *analysis__wrapper_candidate(const struct analysis *a);
 
+/* Before analysis__finish: call FN once for each stack address that has no
+ * function name and lies in a module with a build-id (M: that mapping,
+ * MODULE: its index among the trace's modules), so a later symbolizer (a
+ * debuginfod client) can name it with analysis__add_symbol. 0, -errno, or
+ * what FN returned. */
+typedef int (*analysis_unresolved_fn)(void *ctx, uint64_t addr, const struct trace_module *m, int32_t module);
+int analysis__for_each_unresolved(struct analysis *a, analysis_unresolved_fn fn, void *ctx);
+
+/* The trace's module I (in the order written), strings owned by A. 0 or
+ * -ENOENT past the last. */
+int analysis__module(const struct analysis *a, size_t i, struct trace_module *out);
+
 /* Count frames of functions matching GLOB (fnmatch) as the allocator's;
  * before analysis__finish. 0, -E2BIG past 32 globs, -ENOMEM. */
 int analysis__add_alloc_fn(struct analysis *a, const char *glob);

@@ -181,6 +181,65 @@ static const char *intern_demangled(struct symbolizer *s, const char *name)
 
 /* ---- construction ---- */
 
+/* Debug files fetched for build-ids (debuginfod): process-wide, since
+ * libdwfl's find_debuginfo callback knows only the module. */
+struct known_debug {
+	uint8_t id[32];
+	uint32_t len;
+	char *path;
+};
+
+static struct known_debug *known_debug;
+static size_t nr_known_debug;
+
+int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path)
+{
+	struct known_debug *v;
+
+	if (!len || len > sizeof(v->id))
+		return -EINVAL;
+	v = realloc(known_debug, (nr_known_debug + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	known_debug = v;
+	v = &known_debug[nr_known_debug];
+	memcpy(v->id, id, len);
+	v->len = len;
+	v->path = strdup(path);
+	if (!v->path)
+		return -ENOMEM;
+	nr_known_debug++;
+	return 0;
+}
+
+static const char *known_debug_file(const uint8_t *id, uint32_t len)
+{
+	for (size_t i = 0; i < nr_known_debug; i++) {
+		if (known_debug[i].len == len && !memcmp(known_debug[i].id, id, len))
+			return known_debug[i].path;
+	}
+	return NULL;
+}
+
+/* libdwfl asks where a module's DWARF is: a fetched debug file first. */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+			  char **debuginfo_file_name)
+{
+	const unsigned char *bits;
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr);
+	const char *known = n > 0 ? known_debug_file(bits, (uint32_t)n) : NULL;
+	int fd;
+
+	if (known && (fd = open(known, O_RDONLY | O_CLOEXEC)) >= 0) {
+		*debuginfo_file_name = strdup(known);
+		return fd;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file,
+					    debuglink_crc, debuginfo_file_name);
+}
+
 struct symbolizer *symbolizer__new(const char *root)
 {
 	struct symbolizer *s = calloc(1, sizeof(*s));
@@ -199,7 +258,7 @@ struct symbolizer *symbolizer__new(const char *root)
 	if (n < 0)
 		goto err_root;
 	s->cb.find_elf = dwfl_build_id_find_elf;
-	s->cb.find_debuginfo = dwfl_standard_find_debuginfo;
+	s->cb.find_debuginfo = find_debuginfo;
 	s->cb.section_address = dwfl_offline_section_address;
 	s->cb.debuginfo_path = &s->debuginfo_path;
 	return s;
@@ -378,8 +437,10 @@ static int file_load(struct symbolizer *s, struct sym_file *f)
 	if (!found)
 		found = file_try(s, f, f->path) == 0;
 	if (!found && f->build_id_len) {
-		found = (*s->root && file_try_debug(s, f, s->root) == 0) ||
-			file_try_debug(s, f, "") == 0;
+		const char *known = known_debug_file(f->build_id, f->build_id_len);
+
+		found = (known && file_try(s, f, known) == 0) ||
+			(*s->root && file_try_debug(s, f, s->root) == 0) || file_try_debug(s, f, "") == 0;
 		f->debug_only = found;
 	}
 	f->state = found ? 1 : -1;

@@ -32,6 +32,11 @@ int symbolizer__resolve(struct symbolizer *s, uint64_t addr, struct trace_symbol
 
 void symbolizer__free(struct symbolizer *s);
 
+/* From now on, every symbolizer takes PATH as the debug file of build-id
+ * ID (one fetched from debuginfod): for DWARF and symbols when the module
+ * itself is stripped, alone when the module is not on this machine. */
+int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path);
+
 /* C++ or Rust NAME demangled, malloc'd; NULL if it is not a mangled name. */
 char *symbolizer_demangle(const char *name);
 

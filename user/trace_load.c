@@ -2,7 +2,11 @@
 /* Reading a trace for a command, with the advice `memtrace report` gives. */
 #include "trace_load.h"
 #include "analysis.h"
+#include "debuginfod.h"
+#include "symbolizer.h"
 #include "trace_reader.h"
+
+#include <limits.h>
 
 #include <errno.h>
 #include <stdio.h>
@@ -119,6 +123,124 @@ static int load_read(const char *path, const struct trace_reader_ops *ops, void 
 	return err < 0 ? err : err ? -EIO : 0;
 }
 
+/* One build-id asked of debuginfod, and what came of it. */
+struct fetched {
+	uint8_t id[32];
+	uint32_t len;
+	int err;
+	const char *path; /* the trace's module path, for the message */
+};
+
+struct unresolved {
+	uint64_t addr;
+	int32_t module;
+};
+
+struct debuginfod_pass {
+	struct fetched *v;
+	size_t n;
+	struct unresolved *addrs;
+	size_t nr_addrs, cap_addrs;
+};
+
+static int fetch(struct debuginfod_pass *p, const struct trace_module *m)
+{
+	struct fetched *f, *v;
+	char debug[PATH_MAX];
+
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->v[i].len == m->build_id_len && !memcmp(p->v[i].id, m->build_id, m->build_id_len))
+			return 0;
+	}
+	v = realloc(p->v, (p->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->v = v;
+	f = &v[p->n++];
+	memset(f, 0, sizeof(*f));
+	memcpy(f->id, m->build_id, sizeof(f->id));
+	f->len = m->build_id_len;
+	f->path = m->path;
+	f->err = debuginfod_fetch(m->build_id, m->build_id_len, debug, sizeof(debug));
+	return f->err ? 0 : symbolizer_add_debug_file(m->build_id, m->build_id_len, debug);
+}
+
+static int note_unresolved(void *ctx, uint64_t addr, const struct trace_module *m, int32_t module)
+{
+	struct debuginfod_pass *p = ctx;
+	int err = fetch(p, m);
+
+	if (!err && p->nr_addrs == p->cap_addrs) {
+		size_t cap = p->cap_addrs ? p->cap_addrs * 2 : 256;
+		struct unresolved *v = realloc(p->addrs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		p->addrs = v;
+		p->cap_addrs = cap;
+	}
+	if (!err)
+		p->addrs[p->nr_addrs++] = (struct unresolved){ addr, module };
+	return err;
+}
+
+/* Name what the fetched debug files name: one symbolizer over every module
+ * of the trace, in its order, so module indexes agree. */
+static int name_addresses(struct analysis *a, const struct debuginfod_pass *p)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+	struct trace_module m;
+	int err = s ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !err && !analysis__module(a, i, &m); i++)
+		err = symbolizer__add_module(s, &m);
+	for (size_t i = 0; !err && i < p->nr_addrs; i++) {
+		struct trace_symbol sym;
+
+		if (symbolizer__resolve(s, p->addrs[i].addr, &sym) || !sym.nframes || !sym.frames[0].function)
+			continue;
+		err = analysis__add_symbol(a, &sym);
+	}
+	symbolizer__free(s);
+	return err;
+}
+
+/* Frames still unnamed in modules with a build-id, named through debuginfod
+ * when DEBUGINFOD_URLS is set; one line says what could not be fetched. */
+static int name_through_debuginfod(const char *trace, struct analysis *a)
+{
+	struct debuginfod_pass p = { 0 };
+	char missing[512] = "";
+	size_t nmissing = 0;
+	bool no_client = false;
+	int err;
+
+	if (!debuginfod_enabled())
+		return 0;
+	err = analysis__for_each_unresolved(a, note_unresolved, &p);
+	if (!err && p.nr_addrs)
+		err = name_addresses(a, &p);
+	for (size_t i = 0; i < p.n; i++) {
+		const char *base = strrchr(p.v[i].path, '/');
+		size_t at = strlen(missing);
+
+		if (!p.v[i].err)
+			continue;
+		no_client |= p.v[i].err == -ENOEXEC;
+		if (nmissing++ < 4 && at < sizeof(missing) - 1)
+			snprintf(missing + at, sizeof(missing) - at, "%s%s", at ? ", " : "", base ? base + 1 : p.v[i].path);
+	}
+	if (no_client)
+		fprintf(stderr, "memtrace: DEBUGINFOD_URLS is set but debuginfod-find is not installed (Debian package debuginfod); frames of %s keep module+offset\n",
+			trace);
+	else if (nmissing)
+		fprintf(stderr, "memtrace: debuginfod had no debug info for %zu module%s (%s%s); their frames keep module+offset\n",
+			nmissing, nmissing == 1 ? "" : "s", missing, nmissing > 4 ? ", ..." : "");
+	free(p.v);
+	free(p.addrs);
+	return err;
+}
+
 int trace_load(const char *path, struct analysis *a)
 {
 	char *partial = NULL;
@@ -134,6 +256,8 @@ int trace_load(const char *path, struct analysis *a)
 	err = load_read(path, &analysis_reader_ops, a, &partial);
 	if (!err && partial)
 		err = analysis__set_partial(a, partial);
+	if (!err)
+		err = name_through_debuginfod(path, a);
 	if (!err)
 		err = analysis__finish(a);
 	if (err == -ENOMEM)

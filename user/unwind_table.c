@@ -178,29 +178,61 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 	return 0;
 }
 
+/* .eh_frame_hdr's bytes and vaddr: by section, else by its program header
+ * (what the dynamic linker and libdw use; section headers may be gone). */
+static int eh_frame_hdr(Elf *elf, const uint8_t **buf, size_t *len, uint64_t *vaddr)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx, phnum, size;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	const char *raw;
+
+	if (!elf_getshdrstrndx(elf, &shstrndx)) {
+		while ((scn = elf_nextscn(elf, scn))) {
+			const char *name;
+
+			if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
+			    !strcmp(name, ".eh_frame_hdr"))
+				break;
+		}
+	}
+	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	if (d && d->d_buf) {
+		*buf = d->d_buf;
+		*len = d->d_size;
+		*vaddr = sh.sh_addr;
+		return 0;
+	}
+	if (elf_getphdrnum(elf, &phnum) || !(raw = elf_rawfile(elf, &size)))
+		return -ENODATA;
+	for (size_t i = 0; i < phnum; i++) {
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		if (ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			return -ENODATA;
+		*buf = (const uint8_t *)raw + ph.p_offset;
+		*len = ph.p_filesz;
+		*vaddr = ph.p_vaddr;
+		return 0;
+	}
+	return -ENODATA;
+}
+
 /* Where every FDE starts, sorted, from .eh_frame_hdr's binary search table. */
 static int fde_starts(Elf *elf, uint64_t **out, size_t *n)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	GElf_Shdr sh;
+	const uint8_t *b;
+	size_t len;
+	uint64_t hdr;
 
 	*out = NULL;
 	*n = 0;
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return -EINVAL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-		    !strcmp(name, ".eh_frame_hdr"))
-			break;
-	}
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
-	if (!d || d->d_size < 4 || ((uint8_t *)d->d_buf)[0] != 1)
+	if (eh_frame_hdr(elf, &b, &len, &hdr) || len < 4 || b[0] != 1)
 		return -ENODATA;
-	const uint8_t *b = d->d_buf, *p = b + 4, *end = b + d->d_size;
+	const uint8_t *p = b + 4, *end = b + len;
 	uint64_t ptr, count;
+	GElf_Shdr sh = { .sh_addr = hdr };
 
 	if (read_encoded(&p, end, b[1], sh.sh_addr + (p - b), sh.sh_addr, &ptr) ||
 	    read_encoded(&p, end, b[2], sh.sh_addr + (p - b), sh.sh_addr, &count) || count > MAX_FDES)

@@ -91,6 +91,7 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 	struct mt_unwind_row *rows;
 	size_t cap;
 	char *file;
+	int err;
 
 	if (!v)
 		return NULL;
@@ -104,11 +105,21 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 	um->build_id_len = m->build_id_len;
 	u->nr_mods++;
 	file = root_path(u->pid, m->path);
-	if (!file || unwind_table__load(file, u->cache_dir, &t)) {
-		free(file);
-		return um; /* no usable CFI: stacks stop in this module, marked */
-	}
+	err = file ? unwind_table__load(file, u->cache_dir, &t) : -ENOMEM;
 	free(file);
+	if (err) {
+		/* No table: stacks stop in this module, marked. A module without
+		 * CFI at all is common (hand-written code); one we could not read
+		 * is said. */
+		if (err != -ENODATA && u->warn) {
+			char msg[PATH_MAX + 128];
+
+			snprintf(msg, sizeof(msg), "skipped the unwind table of %s: %s; its stacks stop there",
+				 m->path, strerror(-err));
+			u->warn(msg);
+		}
+		return um;
+	}
 	rows = loader__unwind_rows(l, &cap);
 	if (t.nr > cap - u->rows_used) {
 		if (u->warn && !u->full_warned) {

@@ -11,11 +11,11 @@ CLANG=${CLANG:-clang}
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
 CFLAGS="-O1 -g -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -I$top/user -I$top/bpf -I$top/build -I$top/tests/fuzz"
 # What the readers and every writer of a read trace need.
-TRACE_SRC="trace_reader analysis marks u64map strtab report_text report_json json_out
+TRACE_SRC="trace_reader analysis marks u64map strtab report_text report_json json_out debuginfod symbolizer elf_util
 export_folded export_pprof export_write protobuf diff diff_print trace_load util"
-USDT_SRC="usdt elf_util"
-UNWIND_SRC="unwind_table elf_util"
-LIBS="-lzstd -lz -ldw -lelf -lm"
+USDT_SRC="usdt"
+UNWIND_SRC="unwind_table"
+LIBS="-lzstd -lz -ldw -lelf -liberty -lm"
 
 mkdir -p "$out/obj"
 compile() { # NAME SOURCE
