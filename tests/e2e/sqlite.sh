@@ -35,4 +35,35 @@ expect_eq "without --alloc-fn the top site is the helper sqlite3Malloc calls" \
 expect_eq "with --alloc-fn no site has sqlite3Malloc in its first two frames" \
 	"$(jq '[.sites[].stacks[].frames[0:2][].function | select(. == "sqlite3Malloc")] | length' w.json)" 0
 expect_eq "with --alloc-fn the allocations are all still there" "$(jqr w.json .totals.allocations)" "$total"
+
+# The top 10 call paths by allocations agree with heaptrack's on the same
+# script. Both as folded stacks; a path is its named sqlite3* frames (the
+# stripped binaries' other frames have no name in either tool, and heaptrack
+# prints their addresses, memtrace module+offset); allocations outside
+# sqlite (no such frame) are left out: heaptrack's own injection makes one.
+cat >norm.awk <<'AWK'
+{
+	n = split($0, parts, " ")
+	count = parts[n]
+	m = split(substr($0, 1, length($0) - length(count) - 1), f, ";")
+	path = ""
+	for (i = 1; i <= m; i++) {
+		name = f[i]
+		sub(/ \(.*$/, "", name)
+		if (name ~ /^sqlite3[A-Za-z0-9_]*$/)
+			path = path (path == "" ? "" : ";") name
+	}
+	if (path != "")
+		sum[path] += count
+}
+END { for (p in sum) print sum[p], p }
+AWK
+timeout -k 5 120 heaptrack -o "$TMP/ht" sqlite3 :memory: <script.sql >/dev/null 2>ht.err
+expect_eq "heaptrack on the same script: exit status" $? 0
+timeout -k 5 120 heaptrack_print -f "$TMP/ht.zst" -p 0 -a 0 -T 0 -F ht.folded --flamegraph-cost-type allocations >/dev/null 2>&1
+timeout -k 5 "$LIMIT" "$MEMTRACE" export --format folded --metric allocations -o mt.folded sq.mtrace
+awk -f norm.awk ht.folded | sort -k1,1nr -k2 | head -n 10 >ht.top
+awk -f norm.awk mt.folded | sort -k1,1nr -k2 | head -n 10 >mt.top
+expect_eq "heaptrack's top paths: 10 of them" "$(wc -l <ht.top)" 10
+expect_eq "the top 10 call paths by allocations are heaptrack's, with the same counts" "$(cat mt.top)" "$(cat ht.top)"
 finish
