@@ -35,6 +35,18 @@ expect_eq "without --alloc-fn the top site is the helper sqlite3Malloc calls" \
 expect_eq "with --alloc-fn no site has sqlite3Malloc in its first two frames" \
 	"$(jq '[.sites[].stacks[].frames[0:2][].function | select(. == "sqlite3Malloc")] | length' w.json)" 0
 expect_eq "with --alloc-fn the allocations are all still there" "$(jqr w.json .totals.allocations)" "$total"
+# The same rule in diff and export: the helper under sqlite3Malloc is no site.
+helper=$(jqr sq.json '.sites[0].name')
+for opt in "" "--alloc-fn sqlite3Malloc*"; do
+	n=$(timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json $opt sq.mtrace sq.mtrace | jq --arg h "$helper" '[.sites[] | select(.name == $h)] | length')
+	expect_eq "diff ${opt:-without --alloc-fn}: sites named $helper" "$n" "$([ -z "$opt" ] && echo 1 || echo 0)"
+	n=$(timeout -k 5 "$LIMIT" "$MEMTRACE" export --format folded $opt -o - sq.mtrace | grep -c 'sqlite3Malloc')
+	if [ -z "$opt" ]; then
+		[ "$n" -gt 0 ] && ok "export without --alloc-fn: $n stacks show sqlite3Malloc" || not_ok "export: no stack shows sqlite3Malloc"
+	else
+		expect_eq "export --alloc-fn: no stack shows sqlite3Malloc" "$n" 0
+	fi
+done
 
 # The top 10 call paths by allocations agree with heaptrack's on the same
 # script. Both as folded stacks; a path is its named sqlite3* frames (the

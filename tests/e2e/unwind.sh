@@ -4,7 +4,8 @@
 # built twice (with frame pointers, and -O2 -fomit-frame-pointer with its
 # shared library alike). Every allocation's function sequence, site to main,
 # is the same in both builds: several levels, a shared library reached
-# through the PLT, C++ new. The walk uses the modules' unwind tables
+# through the PLT, C++ new, and an allocation in a signal handler, walked
+# through the kernel's signal frame. The walk uses the modules' unwind tables
 # (bpf/unwind.bpf.h); --unwind-rows 0 shows what frame pointers alone give.
 . "$(dirname "$0")/lib.sh"
 
@@ -24,7 +25,9 @@ for build in fp nofp; do
 	report_json "$TMP/$build.mtrace" "$TMP/$build.json"
 	paths "$TMP/$build.json" >"$TMP/$build.paths"
 done
+# the empty name is libc's __restore_rt, the signal frame: no symbol names it
 expect_eq "with frame pointers: the paths" "$(cat "$TMP/fp.paths")" "$(printf '%s\n' \
+	"2 in_handler<on_signal<<__pthread_kill_implementation<raise<raise_signal<main" \
 	"3 make_widget<build_widgets<main" \
 	"5 level3<level2<level1<main" \
 	"7 unwindlib_inner<unwindlib_entry<main")"
@@ -35,6 +38,13 @@ expect_eq "without frame pointers: _start is the last frame (nothing read past i
 	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/nofp.json")" '["_start"]'
 expect_eq "with frame pointers: _start is the last frame" \
 	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/fp.json")" '["_start"]' 
+
+# Code with no unwind table ends a walk, and the stack says so: libstdc++'s
+# start-up allocation is made from _dl_init, called by the dynamic linker's
+# entry code, which has no call frame information.
+expect_eq "a walk into code without a table: the last frame says so" \
+	"$(jq -r '[.sites[].stacks[] | [.frames[].function] | select(index("_dl_init")) | last] | unique | join(",")' "$TMP/nofp.json")" \
+	"[truncated: no unwind table]"
 
 # A walk cut by --stack-depth says so in its last frame.
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --stack-depth 2 -o "$TMP/d2.mtrace" -- "$PROGS/nofp/unwind_levels" \

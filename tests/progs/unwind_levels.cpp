@@ -9,10 +9,15 @@
  *   level3 < level2 < level1 < main            5 x malloc(100)
  *   unwindlib_inner < unwindlib_entry < main   7 x malloc(200), through the PLT
  *   make_widget < build_widgets < main         3 x new Widget (operator new)
+ *   in_handler < on_signal < [signal frame] < raise_signal < main
+ *                                              2 x malloc(64), in a SIGUSR2 handler
+ *                                              that main raises itself (so no
+ *                                              allocator call is interrupted)
  * Pointers go to volatile globals so the compiler keeps every allocation;
  * no function is inlined or tail-called (noinline, and the Makefile adds
  * -fno-optimize-sibling-calls), so each level is a frame in both builds.
  */
+#include <csignal>
 #include <cstdlib>
 
 #define NOINLINE __attribute__((noinline, noclone))
@@ -30,6 +35,9 @@ extern "C" NOINLINE void level3(int i) { keep[i] = malloc(100); }
 extern "C" NOINLINE void level2(int i) { level3(i); }
 extern "C" NOINLINE void level1(int i) { level2(i); }
 extern "C" NOINLINE void make_widget(int i) { widgets[i] = new Widget(); }
+extern "C" NOINLINE void in_handler(void) { keep[8 + (keep[8] != nullptr)] = malloc(64); }
+extern "C" NOINLINE void on_signal(int) { in_handler(); }
+extern "C" NOINLINE void raise_signal(void) { raise(SIGUSR2); }
 extern "C" NOINLINE void build_widgets(void)
 {
 	for (int i = 0; i < 3; i++)
@@ -42,5 +50,8 @@ int main()
 		level1(i);
 	unwindlib_entry(7);
 	build_widgets();
+	signal(SIGUSR2, on_signal);
+	raise_signal();
+	raise_signal();
 	return 0;
 }
