@@ -110,6 +110,16 @@ $(BUILD)/progs/nofp/unwind_levels: tests/progs/unwind_levels.cpp $(BUILD)/progs/
 	@mkdir -p $(@D)
 	$(CXX) $(NOFP_FLAGS) -o $@ $< -L$(BUILD)/progs/nofp -lunwindlib '-Wl,-rpath,$$ORIGIN'
 
+# ... and once more with call frame information only in .debug_frame (no
+# .eh_frame for our code): what some C builds with -g and no unwind tables give.
+DBGFRAME_FLAGS := $(NOFP_FLAGS) -fno-exceptions -fno-unwind-tables -fno-asynchronous-unwind-tables
+$(BUILD)/progs/dbgframe/libunwindlib.so: tests/progs/unwindlib/unwindlib.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(DBGFRAME_FLAGS) -fPIC -shared -o $@ $<
+$(BUILD)/progs/dbgframe/unwind_levels: tests/progs/unwind_levels.cpp $(BUILD)/progs/dbgframe/libunwindlib.so
+	@mkdir -p $(@D)
+	$(CXX) $(DBGFRAME_FLAGS) -o $@ $< -L$(BUILD)/progs/dbgframe -lunwindlib '-Wl,-rpath,$$ORIGIN'
+
 # The same known pattern, linked statically: no dynamic linker to wait for.
 $(BUILD)/progs/alloc_patterns_static: tests/progs/alloc_patterns.c | $(BUILD)
 	@mkdir -p $(@D)
@@ -117,7 +127,7 @@ $(BUILD)/progs/alloc_patterns_static: tests/progs/alloc_patterns.c | $(BUILD)
 
 progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
 	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static \
-	$(BUILD)/progs/nofp/unwind_levels
+	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels
 unit: $(UNIT_BIN)
 
 $(BUILD):

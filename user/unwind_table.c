@@ -305,32 +305,128 @@ static bool mostly_frame_pointers(const struct unwind_table *t)
 	return all && fp * 2 >= all;
 }
 
+/* Where an FDE's rows come from: .eh_frame (end found by walking its rows)
+ * or .debug_frame (CFI kept only with the debug info). */
+struct fde_span {
+	uint64_t start;
+	uint64_t end; /* 0: up to the next span */
+	int debug;    /* from .debug_frame */
+};
+
+static int span_cmp(const void *x, const void *y)
+{
+	const struct fde_span *a = x, *b = y;
+
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->debug - b->debug; /* .eh_frame first: the one the program runs with */
+}
+
+static Elf_Data *section_data(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	GElf_Shdr sh;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, want))
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
+/* FDE ranges of .debug_frame: 8-byte initial location and range, since
+ * no augmentation encodes them there. */
+static int debug_frame_spans(Elf *elf, struct fde_span **v, size_t *n, size_t *cap)
+{
+	Elf_Data *d = section_data(elf, ".debug_frame");
+	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
+	Dwarf_Off off = 0, next;
+	Dwarf_CFI_Entry e;
+
+	if (!d || !ident || ident[EI_CLASS] != ELFCLASS64)
+		return 0;
+	for (size_t k = 0; k < MAX_FDES && dwarf_next_cfi(ident, d, false, off, &next, &e) == 0; k++, off = next) {
+		uint64_t start, range;
+
+		if (dwarf_cfi_cie_p(&e) || e.fde.end - e.fde.start < 16)
+			continue;
+		memcpy(&start, e.fde.start, 8);
+		memcpy(&range, e.fde.start + 8, 8);
+		if (!range || start > UINT32_MAX || range > UINT32_MAX)
+			continue;
+		if (*n == *cap) {
+			size_t c = *cap ? *cap * 2 : 256;
+			struct fde_span *p = realloc(*v, c * sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			*v = p;
+			*cap = c;
+		}
+		(*v)[(*n)++] = (struct fde_span){ start, start + range, 1 };
+	}
+	return 0;
+}
+
 int unwind_table__build(Elf *elf, struct unwind_table *t)
 {
-	Dwarf_CFI *cfi;
+	Dwarf_CFI *eh = NULL, *dbg = NULL;
+	Dwarf *dwarf = NULL;
+	struct fde_span *spans = NULL;
 	uint64_t *starts;
-	size_t n;
+	size_t n, nspans = 0, cap = 0;
 	int err;
 
 	memset(t, 0, sizeof(*t));
 	err = fde_starts(elf, &starts, &n);
-	if (err)
+	if (err == -ENOMEM)
 		return err;
-	cfi = dwarf_getcfi_elf(elf);
-	if (!cfi || !n) {
-		free(starts);
-		if (cfi)
-			dwarf_cfi_end(cfi);
-		return -ENODATA;
+	if (!err && n && (spans = malloc(n * sizeof(*spans)))) {
+		for (size_t i = 0; i < n; i++)
+			spans[i] = (struct fde_span){ starts[i], 0, 0 };
+		nspans = cap = n;
 	}
-	for (size_t i = 0; i < n && !err; i++) {
-		if (starts[i] > UINT32_MAX)
-			break;
-		err = fde_rows(t, cfi, starts[i], i + 1 < n ? starts[i + 1] : UINT32_MAX);
-	}
-	t->fdes = n;
-	dwarf_cfi_end(cfi);
 	free(starts);
+	if (!err && n && !spans)
+		return -ENOMEM;
+	err = debug_frame_spans(elf, &spans, &nspans, &cap);
+	if (!err && nspans) {
+		eh = dwarf_getcfi_elf(elf);
+		dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
+		dbg = dwarf ? dwarf_getcfi(dwarf) : NULL;
+		qsort(spans, nspans, sizeof(*spans), span_cmp);
+	}
+	for (size_t i = 0; !err && i < nspans; i++) {
+		Dwarf_CFI *cfi = spans[i].debug ? dbg : eh;
+		uint64_t next = i + 1 < nspans ? spans[i + 1].start : UINT32_MAX;
+
+		if (spans[i].start > UINT32_MAX)
+			break;
+		if (!cfi || (i && spans[i].start == spans[i - 1].start))
+			continue;
+		if (spans[i].end && spans[i].end < next) {
+			/* Its range is known: rows up to its end, no table after. */
+			struct mt_unwind_row gap = { .pc = (uint32_t)spans[i].end, .cfa_kind = MT_CFA_NONE };
+
+			err = fde_rows(t, cfi, spans[i].start, spans[i].end);
+			if (!err)
+				err = push_row(t, &gap);
+			continue;
+		}
+		err = fde_rows(t, cfi, spans[i].start, next);
+	}
+	t->fdes = nspans;
+	if (eh)
+		dwarf_cfi_end(eh);
+	if (dwarf)
+		dwarf_end(dwarf); /* ends its CFI too */
+	free(spans);
 	if (err) {
 		unwind_table__free(t);
 		return err;
@@ -360,7 +456,9 @@ void unwind_table__free(struct unwind_table *t)
 	memset(t, 0, sizeof(*t));
 }
 
-#define CACHE_MAGIC 0x32574e554d544dULL /* "MTMUNW2" */
+/* Bumped whenever the builder changes what it makes: a cached table of an
+ * older builder is then rebuilt, not trusted. */
+#define CACHE_MAGIC 0x33574e554d544dULL /* "MTMUNW3" */
 
 _Static_assert(sizeof(struct mt_unwind_row) == 16, "ABI: unwind row, the BPF array's element size");
 _Static_assert(sizeof(struct mt_unwind_map) == 40, "ABI: unwind map");

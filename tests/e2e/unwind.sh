@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Whole stacks in code built without frame pointers: tests/progs/unwind_levels
-# built twice (with frame pointers, and -O2 -fomit-frame-pointer with its
-# shared library alike). Every allocation's function sequence, site to main,
+# built three times (with frame pointers; -O2 -fomit-frame-pointer with its
+# shared library alike; the same with its CFI only in .debug_frame). Every allocation's function sequence, site to main,
 # is the same in both builds: several levels, a shared library reached
 # through the PLT, C++ new, and an allocation in a signal handler, walked
 # through the kernel's signal frame. The walk uses the modules' unwind tables
@@ -17,9 +17,9 @@ paths() {
 		| "\(map(.n) | add) \(.[0].p)"' "$1" | sort
 }
 
-for build in fp nofp; do
+for build in fp nofp dbgframe; do
 	prog=$PROGS/unwind_levels
-	[ "$build" = nofp ] && prog=$PROGS/nofp/unwind_levels
+	[ "$build" != fp ] && prog=$PROGS/$build/unwind_levels
 	record_cmd "$TMP/$build.mtrace" "$prog"
 	expect_eq "$build: exit status" $? 0
 	report_json "$TMP/$build.mtrace" "$TMP/$build.json"
@@ -32,6 +32,8 @@ expect_eq "with frame pointers: the paths" "$(cat "$TMP/fp.paths")" "$(printf '%
 	"5 level3<level2<level1<main" \
 	"7 unwindlib_inner<unwindlib_entry<main")"
 expect_eq "without frame pointers: the same paths" "$(cat "$TMP/nofp.paths")" "$(cat "$TMP/fp.paths")"
+expect_eq "without frame pointers, CFI only in .debug_frame: the same paths" \
+	"$(cat "$TMP/dbgframe.paths")" "$(cat "$TMP/fp.paths")"
 expect_eq "without frame pointers: every stack goes on past main to _start" \
 	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | index("_start") != null] | all' "$TMP/nofp.json")" true
 expect_eq "without frame pointers: _start is the last frame (nothing read past it)" \
