@@ -54,9 +54,13 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
-$(BUILD)/user/%.o: user/%.c $(wildcard user/*.h) bpf/memtrace_abi.h $(SKEL) | $(BUILD)
+# Header dependencies are generated (-MMD): a changed header rebuilds exactly its users.
+# The skeletons are generated headers too: every object waits for them.
+$(BUILD)/user/%.o: user/%.c $(SKEL) | $(BUILD)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+
+-include $(USER_OBJ:.o=.d)
 
 $(BUILD)/libmemtrace.a: $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
@@ -66,7 +70,9 @@ $(BUILD)/memtrace: $(BUILD)/user/main.o $(BUILD)/user/no_dlopen.o $(BUILD)/libme
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(BUILD)/libmemtrace.a -lcmocka $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libmemtrace.a -lcmocka $(LDLIBS)
+
+-include $(UNIT_BIN:=.d)
 
 # Test targets keep frame pointers and line info so stacks and sites are exact.
 PROG_FLAGS := -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline -pthread

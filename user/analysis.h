@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The aggregation behind `memtrace report`: fed the records of one trace,
- * it works out the totals and the allocation sites as DESIGN.md's
+ * it works out the totals and the allocation sites as docs/contract.md's
  * "Semantics" defines them. Pure: it reads no file and prints nothing.
  *
  * Feed it in file order (meta, modules, stacks, events in timestamp order,

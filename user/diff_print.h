@@ -10,7 +10,7 @@
 
 /* {"totals": {METRIC: {"a", "b", "delta"}, ...}, "sites": [{"name",
  * "function", "file", "line", "module", METRIC: {"a", "b", "delta"}, ...}]},
- * sites in diff.h's order of growth (DESIGN.md, "Contract"). */
+ * sites in diff.h's order of growth (docs/contract.md, "diff --json"). */
 int diff_print__json(FILE *f, const struct diff *d);
 
 /* The totals and the TOP sites that grew most and shrank most, with signed

@@ -16,7 +16,7 @@ struct report_options {
  * 0, or -EIO if writing to F failed. */
 int report_text__write(FILE *f, const struct analysis *a, const struct report_options *opts);
 
-/* The JSON document of DESIGN.md's contract, every site included.
+/* The JSON document of docs/contract.md, every site included.
  * 0, or -EIO if writing to F failed. */
 int report_json__write(FILE *f, const struct analysis *a);
 

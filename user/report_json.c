@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * `memtrace report --json`: the shape scripts rely on (DESIGN.md,
- * "Contract"). Keys keep their names and order; new keys may be added.
+ * `memtrace report --json`: the shape scripts rely on (docs/contract.md,
+ * "report --json"). Keys keep their names and order; new keys may be added.
  */
 #include "json_out.h"
 #include "marks.h"

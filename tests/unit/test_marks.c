@@ -465,7 +465,7 @@ static void expect_contains(const char *text, const char *want)
 		fail_msg("missing:\n%s\nin:\n%s", want, text);
 }
 
-/* The JSON keys of DESIGN.md, and the text sections. */
+/* The JSON keys of docs/contract.md, and the text sections. */
 static void test_rendering(void **state)
 {
 	struct analysis *a = new_analysis();

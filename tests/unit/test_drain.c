@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * user/drain.c, the hottest user-space code: the records of several CPUs'
+ * rings come back in time order, a flush writes only what is older than its
+ * watermark, stacks are interned once and events refer to them, a stack's
+ * frames stop at the first implausible address but keep the walk's cut
+ * marker, and malformed records are ignored rather than trusted.
+ */
+#include "drain.h"
+#include "trace_reader.h"
+#include "trace_writer.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#define MAX_SEEN 64
+
+struct seen {
+	struct trace_event events[MAX_SEEN];
+	size_t nevents;
+	struct trace_stack stacks[8];
+	uint64_t frames[8][MT_MAX_STACK_DEPTH];
+	size_t nstacks;
+};
+
+static int on_event(void *ctx, const struct trace_event *e)
+{
+	struct seen *s = ctx;
+
+	if (s->nevents < MAX_SEEN)
+		s->events[s->nevents++] = *e;
+	return 0;
+}
+
+static int on_stack(void *ctx, const struct trace_stack *st)
+{
+	struct seen *s = ctx;
+
+	if (s->nstacks < 8 && st->nr <= MT_MAX_STACK_DEPTH) {
+		memcpy(s->frames[s->nstacks], st->frames, st->nr * sizeof(uint64_t));
+		s->stacks[s->nstacks] = *st;
+		s->stacks[s->nstacks].frames = s->frames[s->nstacks];
+		s->nstacks++;
+	}
+	return 0;
+}
+
+struct fixture {
+	char path[64];
+	struct trace_writer *w;
+	struct drain *d;
+	struct seen seen;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+	struct trace_meta m = { .command_line = "test", .comm = "test", .pid = 1 };
+	int fd;
+
+	snprintf(f->path, sizeof(f->path), "/tmp/memtrace-drain.XXXXXX");
+	fd = mkstemp(f->path);
+	assert_true(fd >= 0);
+	close(fd);
+	unlink(f->path); /* the writer creates it, O_EXCL */
+	f->w = trace_writer__open(f->path, &m);
+	assert_non_null(f->w);
+	f->d = drain__new(f->w);
+	assert_non_null(f->d);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	drain__free(f->d);
+	unlink(f->path);
+	free(f);
+	return 0;
+}
+
+/* Close the trace and read back its events and stacks. */
+static void read_back(struct fixture *f)
+{
+	static const struct trace_reader_ops ops = { .event = on_event, .stack = on_stack };
+	struct trace_end end = { .exit_status = -1 };
+	struct trace_reader *r;
+
+	assert_int_equal(trace_writer__close(f->w, &end), 0);
+	f->w = NULL;
+	r = trace_reader__open(f->path);
+	assert_non_null(r);
+	assert_int_equal(trace_reader__read(r, &ops, &f->seen), 0);
+	assert_false(trace_reader__partial(r));
+	trace_reader__close(r);
+}
+
+static void alloc(struct drain *d, uint32_t tid, uint64_t ts, uint64_t ptr, uint64_t stack_id)
+{
+	struct mt_alloc_event ev = {
+		.hdr = { .type = MT_EVENT_ALLOC, .size = sizeof(ev), .tid = tid, .ts = ts },
+		.ptr = ptr,
+		.size = 16,
+		.stack_id = stack_id,
+	};
+
+	assert_int_equal(drain__record(d, &ev, sizeof(ev)), 0);
+}
+
+static void stack(struct drain *d, uint64_t id, const uint64_t *frames, uint32_t nr)
+{
+	struct mt_stack_event ev = {
+		.hdr = { .type = MT_EVENT_STACK, .tid = 1 },
+		.stack_id = id,
+		.nr = nr,
+	};
+	size_t size = sizeof(ev) - sizeof(ev.frames) + nr * sizeof(uint64_t);
+
+	memcpy(ev.frames, frames, nr * sizeof(uint64_t));
+	ev.hdr.size = (uint16_t)size;
+	assert_int_equal(drain__record(d, &ev, size), 0);
+}
+
+/* Two CPUs' rings, each in order, interleaved as poll hands them over. */
+static void test_merge_order(void **state)
+{
+	struct fixture *f = *state;
+	static const uint64_t want[] = { 10, 20, 30, 40, 50, 60 };
+
+	alloc(f->d, 1, 10, 0x1000, 0); /* CPU 0 */
+	alloc(f->d, 1, 30, 0x3000, 0);
+	alloc(f->d, 1, 50, 0x5000, 0);
+	alloc(f->d, 2, 20, 0x2000, 0); /* CPU 1 */
+	alloc(f->d, 2, 40, 0x4000, 0);
+	alloc(f->d, 2, 60, 0x6000, 0);
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	assert_int_equal(drain__events(f->d), 6);
+	read_back(f);
+	assert_int_equal(f->seen.nevents, 6);
+	for (size_t i = 0; i < 6; i++) {
+		assert_int_equal(f->seen.events[i].ts, want[i]);
+		assert_int_equal(f->seen.events[i].ptr, (i + 1) * 0x1000);
+	}
+	print_message("6 events of 2 rings: written in time order\n");
+}
+
+/* A flush writes what is older than its watermark; a late CPU's older
+ * event still goes before the newer ones held back. */
+static void test_watermark(void **state)
+{
+	struct fixture *f = *state;
+
+	alloc(f->d, 1, 100, 0xa000, 0);
+	alloc(f->d, 1, 300, 0xc000, 0);
+	assert_int_equal(drain__flush(f->d, 200), 0);
+	assert_int_equal(drain__events(f->d), 1);
+	alloc(f->d, 2, 250, 0xb000, 0); /* another CPU, late but after the watermark */
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	assert_int_equal(drain__events(f->d), 3);
+	read_back(f);
+	assert_int_equal(f->seen.nevents, 3);
+	assert_int_equal(f->seen.events[0].ts, 100);
+	assert_int_equal(f->seen.events[1].ts, 250);
+	assert_int_equal(f->seen.events[2].ts, 300);
+	print_message("watermark 200: 1 written, then 250 before 300\n");
+}
+
+/* A stack sent once (and again after the kernel's cache forgot it) is one
+ * trace stack; events refer to it by a small id. */
+static void test_stacks_interned(void **state)
+{
+	struct fixture *f = *state;
+	const uint64_t frames[] = { 0x401000, 0x402000, 0x403000 };
+
+	stack(f->d, 0xfeedULL, frames, 3);
+	alloc(f->d, 1, 10, 0x1000, 0xfeedULL);
+	stack(f->d, 0xfeedULL, frames, 3);
+	alloc(f->d, 1, 20, 0x2000, 0xfeedULL);
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	read_back(f);
+	assert_int_equal(f->seen.nstacks, 1);
+	assert_int_equal(f->seen.stacks[0].nr, 3);
+	assert_memory_equal(f->seen.stacks[0].frames, frames, sizeof(frames));
+	assert_int_equal(f->seen.nevents, 2);
+	assert_int_equal(f->seen.events[0].stack_id, f->seen.stacks[0].id);
+	assert_int_equal(f->seen.events[1].stack_id, f->seen.stacks[0].id);
+	print_message("one stack sent twice: interned once, id %u\n", f->seen.stacks[0].id);
+}
+
+/* Frames stop at the first address no user return address can be; the
+ * walk's cut marker, last, is kept so reports can say so. */
+static void test_frames_plausible(void **state)
+{
+	struct fixture *f = *state;
+	const uint64_t garbage[] = { 0x401000, 0x402000, 0x10, 0x403000 };
+	const uint64_t cut[] = { 0x401000, 0x402000, MT_STACK_TRUNCATED };
+	const uint64_t depth[] = { 0x401000, MT_STACK_DEPTH_CUT };
+
+	stack(f->d, 0x11, garbage, 4);
+	stack(f->d, 0x22, cut, 3);
+	stack(f->d, 0x33, depth, 2);
+	alloc(f->d, 1, 10, 0x1000, 0x11);
+	alloc(f->d, 1, 20, 0x2000, 0x22);
+	alloc(f->d, 1, 30, 0x3000, 0x33);
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	read_back(f);
+	assert_int_equal(f->seen.nstacks, 3);
+	assert_int_equal(f->seen.stacks[0].nr, 2);
+	assert_int_equal(f->seen.stacks[1].nr, 3);
+	assert_int_equal(f->seen.stacks[1].frames[2], MT_STACK_TRUNCATED);
+	assert_int_equal(f->seen.stacks[2].nr, 2);
+	assert_int_equal(f->seen.stacks[2].frames[1], MT_STACK_DEPTH_CUT);
+	print_message("garbage cut at frame 2; both cut markers kept\n");
+}
+
+/* Records too short for their kind, or claiming more frames than fit, are
+ * dropped: the rings are shared memory, not trusted input. */
+static void test_malformed(void **state)
+{
+	struct fixture *f = *state;
+	struct mt_stack_event st = { .hdr = { .type = MT_EVENT_STACK }, .stack_id = 5, .nr = 500 };
+	struct mt_alloc_event ev = { .hdr = { .type = MT_EVENT_ALLOC, .ts = 1 }, .ptr = 0x10 };
+	char tiny[4] = { 0 };
+
+	assert_int_equal(drain__record(f->d, tiny, sizeof(tiny)), 0);
+	assert_int_equal(drain__record(f->d, &st, sizeof(st)), 0);
+	assert_int_equal(drain__record(f->d, &ev, 8), 0); /* header cut short */
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	read_back(f);
+	assert_int_equal(f->seen.nstacks, 0);
+	assert_int_equal(f->seen.nevents, 0);
+	print_message("3 malformed records: nothing written\n");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_merge_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stacks_interned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_frames_plausible, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
