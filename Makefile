@@ -45,7 +45,7 @@ PROG_BIN := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_C)) \
 
 .PHONY: all test install demo deps clean progs unit
 .DELETE_ON_ERROR:
-.SECONDARY: $(BPF_OBJ)
+.SECONDARY: $(BPF_OBJ) $(SKEL)
 all: $(BUILD)/memtrace
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
