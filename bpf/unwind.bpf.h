@@ -206,11 +206,11 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct mt_stack_ev
 	};
 	__u32 nr;
 
-	if (!unwind_find_map(w.gen, w.pc))
-		return 0;
 	ev->nr = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
 	nr = ev->nr;
+	if (!nr)
+		return 0; /* the allocator's own code has no table: frame pointers then */
 	if (w.cut && nr < MT_MAX_STACK_DEPTH) {
 		ev->frames[nr] = w.cut;
 		nr++;

@@ -15,6 +15,7 @@
 #include "analysis.h"
 #include "marks.h"
 #include "trace_reader.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -205,24 +206,6 @@ static const char *arena__strdup(struct analysis *a, const char *s, int *err)
 		return NULL;
 	}
 	return memcpy(p, s, n);
-}
-
-/* Make room for NEED elements of ELEM bytes in *P of capacity *CAP. */
-static int array_reserve(void **p, size_t *cap, size_t need, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 16;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
 }
 
 static inline uint64_t hash64(uint64_t x)

@@ -55,8 +55,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 		{ "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 't' },
 		{ "fail-on-growth", required_argument, NULL, 'g' },
-		{ "strict", no_argument, NULL, 'S' },
-		{ "alloc-fn", required_argument, NULL, 'A' },
+		TRACE_LOAD_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -67,6 +66,12 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 	optind = 0; /* glibc: start afresh even if main parsed options already */
 	opterr = 0; /* our one-line message instead of getopt's */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		int taken = trace_load_option(c, optarg);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken)
+			continue;
 		switch (c) {
 		case 'j':
 			args->json = true;
@@ -82,15 +87,6 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 				return -EINVAL;
 			}
 			args->fail_on_growth = true;
-			break;
-		case 'S':
-			trace_load_set_strict(true);
-			break;
-		case 'A':
-			if (trace_load_add_alloc_fn(optarg)) {
-				fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
-				return -EINVAL;
-			}
 			break;
 		case 'h':
 			diff_usage(stdout);

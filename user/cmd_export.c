@@ -99,8 +99,7 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 		{ "format", required_argument, NULL, 'f' },
 		{ "metric", required_argument, NULL, 'm' },
 		{ "output", required_argument, NULL, 'o' },
-		{ "strict", no_argument, NULL, 'S' },
-		{ "alloc-fn", required_argument, NULL, 'A' },
+		TRACE_LOAD_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -111,6 +110,12 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 	optind = 0; /* glibc: start afresh even if main parsed options already */
 	opterr = 0; /* our one-line message instead of getopt's */
 	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
+		int taken = trace_load_option(c, optarg);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken)
+			continue;
 		switch (c) {
 		case 'f':
 			args->format = export_find_format(optarg);
@@ -130,15 +135,6 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 			break;
 		case 'o':
 			args->output = optarg;
-			break;
-		case 'S':
-			trace_load_set_strict(true);
-			break;
-		case 'A':
-			if (trace_load_add_alloc_fn(optarg)) {
-				fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
-				return -EINVAL;
-			}
 			break;
 		case 'h':
 			export_usage(stdout);

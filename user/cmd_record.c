@@ -82,7 +82,7 @@ static void on_signal(int sig)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE] [--lib PATH] [--stack-depth N]\n"
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE] [--lib PATH] [--stack-depth N] [--unwind-rows N]\n"
 		"                [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"

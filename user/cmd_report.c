@@ -47,8 +47,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		{ "json", no_argument, NULL, 'j' },
 		{ "html", required_argument, NULL, 'H' },
 		{ "top", required_argument, NULL, 't' },
-		{ "strict", no_argument, NULL, 'S' },
-		{ "alloc-fn", required_argument, NULL, 'A' },
+		TRACE_LOAD_LONGOPTS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -59,6 +58,12 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 	optind = 0; /* glibc: start afresh even if main parsed options already */
 	opterr = 0; /* our one-line message instead of getopt's */
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		int taken = trace_load_option(c, optarg);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken)
+			continue;
 		switch (c) {
 		case 'j':
 			args->json = true;
@@ -69,15 +74,6 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		case 't':
 			if (parse_top(optarg, &args->opts.top))
 				return -EINVAL;
-			break;
-		case 'S':
-			trace_load_set_strict(true);
-			break;
-		case 'A':
-			if (trace_load_add_alloc_fn(optarg)) {
-				fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
-				return -EINVAL;
-			}
 			break;
 		case 'h':
 			report_usage(stdout);

@@ -39,7 +39,10 @@ struct loader {
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	if (getenv("MEMTRACE_DEBUG_LIBBPF")) vfprintf(stderr, fmt, ap);
+	/* MEMTRACE_DEBUG_LIBBPF=1 shows libbpf's own words (verifier logs)
+	 * when a BPF change does not load. */
+	if (getenv("MEMTRACE_DEBUG_LIBBPF"))
+		vfprintf(stderr, fmt, ap);
 	return 0; /* failures are reported once, by the command */
 }
 

@@ -7,6 +7,7 @@
  */
 #include "symbolizer.h"
 #include "elf_util.h"
+#include "util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -190,7 +191,7 @@ struct known_debug {
 };
 
 static struct known_debug *known_debug;
-static size_t nr_known_debug;
+static size_t nr_known_debug, cap_known_debug;
 
 int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path)
 {
@@ -198,10 +199,8 @@ int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path)
 
 	if (!len || len > sizeof(v->id))
 		return -EINVAL;
-	v = realloc(known_debug, (nr_known_debug + 1) * sizeof(*v));
-	if (!v)
+	if (array_reserve((void **)&known_debug, &cap_known_debug, nr_known_debug + 1, sizeof(*known_debug)))
 		return -ENOMEM;
-	known_debug = v;
 	v = &known_debug[nr_known_debug];
 	memcpy(v->id, id, len);
 	v->len = len;

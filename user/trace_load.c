@@ -5,6 +5,7 @@
 #include "debuginfod.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
+#include "util.h"
 
 #include <limits.h>
 
@@ -57,6 +58,23 @@ int trace_load_add_alloc_fn(const char *glob)
 		return -E2BIG;
 	alloc_fns[nr_alloc_fns++] = glob;
 	return 0;
+}
+
+int trace_load_option(int c, const char *arg)
+{
+	switch (c) {
+	case 'S':
+		trace_load_set_strict(true);
+		return 1;
+	case 'A':
+		if (trace_load_add_alloc_fn(arg)) {
+			fprintf(stderr, "memtrace: too many --alloc-fn globs; at most 32\n");
+			return -EINVAL;
+		}
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 void trace_load_set_strict(bool on)
@@ -138,25 +156,23 @@ struct unresolved {
 
 struct debuginfod_pass {
 	struct fetched *v;
-	size_t n;
+	size_t n, cap;
 	struct unresolved *addrs;
 	size_t nr_addrs, cap_addrs;
 };
 
 static int fetch(struct debuginfod_pass *p, const struct trace_module *m)
 {
-	struct fetched *f, *v;
+	struct fetched *f;
 	char debug[PATH_MAX];
 
 	for (size_t i = 0; i < p->n; i++) {
 		if (p->v[i].len == m->build_id_len && !memcmp(p->v[i].id, m->build_id, m->build_id_len))
 			return 0;
 	}
-	v = realloc(p->v, (p->n + 1) * sizeof(*v));
-	if (!v)
+	if (array_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)))
 		return -ENOMEM;
-	p->v = v;
-	f = &v[p->n++];
+	f = &p->v[p->n++];
 	memset(f, 0, sizeof(*f));
 	memcpy(f->id, m->build_id, sizeof(f->id));
 	f->len = m->build_id_len;
@@ -170,15 +186,8 @@ static int note_unresolved(void *ctx, uint64_t addr, const struct trace_module *
 	struct debuginfod_pass *p = ctx;
 	int err = fetch(p, m);
 
-	if (!err && p->nr_addrs == p->cap_addrs) {
-		size_t cap = p->cap_addrs ? p->cap_addrs * 2 : 256;
-		struct unresolved *v = realloc(p->addrs, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		p->addrs = v;
-		p->cap_addrs = cap;
-	}
+	if (!err && array_reserve((void **)&p->addrs, &p->cap_addrs, p->nr_addrs + 1, sizeof(*p->addrs)))
+		return -ENOMEM;
 	if (!err)
 		p->addrs[p->nr_addrs++] = (struct unresolved){ addr, module };
 	return err;

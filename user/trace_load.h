@@ -22,6 +22,13 @@ void trace_load_set_strict(bool on);
  * matching functions as the allocator's (analysis__add_alloc_fn). GLOB
  * must outlive the loads. 0, -E2BIG past 32. */
 int trace_load_add_alloc_fn(const char *glob);
+
+/* The options of every command that reads traces, for its getopt_long
+ * table, and their handling: 1 if getopt's C (with ARG) was one of them,
+ * 0 if not, -EINVAL after printing why. */
+#define TRACE_LOAD_LONGOPTS \
+	{ "strict", no_argument, NULL, 'S' }, { "alloc-fn", required_argument, NULL, 'A' }
+int trace_load_option(int c, const char *arg);
 struct trace_reader_ops;
 
 /* Read the trace at PATH into A (fresh from analysis__new) and finish it.

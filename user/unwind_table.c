@@ -6,6 +6,7 @@
  */
 #include "unwind_table.h"
 #include "elf_util.h"
+#include "util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -34,15 +35,8 @@ static int push_row(struct unwind_table *t, const struct mt_unwind_row *row)
 	if (last && last->cfa_kind == row->cfa_kind && last->cfa_off == row->cfa_off &&
 	    last->rbp_rule == row->rbp_rule && last->rbp_off == row->rbp_off)
 		return 0; /* same rule: the earlier row covers it */
-	if (t->nr == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 1024;
-		struct mt_unwind_row *v = realloc(t->rows, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		t->rows = v;
-		t->cap = cap;
-	}
+	if (array_reserve((void **)&t->rows, &t->cap, t->nr + 1, sizeof(*t->rows)))
+		return -ENOMEM;
 	t->rows[t->nr++] = *row;
 	return 0;
 }
@@ -178,26 +172,35 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 	return 0;
 }
 
+/* The bytes of the section named WANT, and its header in SH. */
+static Elf_Data *section_data(Elf *elf, const char *want, GElf_Shdr *sh)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		const char *name;
+
+		if (gelf_getshdr(scn, sh) && sh->sh_type != SHT_NOBITS &&
+		    (name = elf_strptr(elf, shstrndx, sh->sh_name)) && !strcmp(name, want))
+			return elf_getdata(scn, NULL);
+	}
+	return NULL;
+}
+
 /* .eh_frame_hdr's bytes and vaddr: by section, else by its program header
  * (what the dynamic linker and libdw use; section headers may be gone). */
 static int eh_frame_hdr(Elf *elf, const uint8_t **buf, size_t *len, uint64_t *vaddr)
 {
-	Elf_Scn *scn = NULL;
-	size_t shstrndx, phnum, size;
+	Elf_Data *d;
+	size_t phnum, size;
 	GElf_Shdr sh;
 	GElf_Phdr ph;
 	const char *raw;
 
-	if (!elf_getshdrstrndx(elf, &shstrndx)) {
-		while ((scn = elf_nextscn(elf, scn))) {
-			const char *name;
-
-			if (gelf_getshdr(scn, &sh) && (name = elf_strptr(elf, shstrndx, sh.sh_name)) &&
-			    !strcmp(name, ".eh_frame_hdr"))
-				break;
-		}
-	}
-	Elf_Data *d = scn ? elf_getdata(scn, NULL) : NULL;
+	d = section_data(elf, ".eh_frame_hdr", &sh);
 	if (d && d->d_buf) {
 		*buf = d->d_buf;
 		*len = d->d_size;
@@ -232,10 +235,8 @@ static int fde_starts(Elf *elf, uint64_t **out, size_t *n)
 		return -ENODATA;
 	const uint8_t *p = b + 4, *end = b + len;
 	uint64_t ptr, count;
-	GElf_Shdr sh = { .sh_addr = hdr };
-
-	if (read_encoded(&p, end, b[1], sh.sh_addr + (p - b), sh.sh_addr, &ptr) ||
-	    read_encoded(&p, end, b[2], sh.sh_addr + (p - b), sh.sh_addr, &count) || count > MAX_FDES)
+	if (read_encoded(&p, end, b[1], hdr + (p - b), hdr, &ptr) ||
+	    read_encoded(&p, end, b[2], hdr + (p - b), hdr, &count) || count > MAX_FDES)
 		return -ENODATA;
 	*out = malloc((count ? count : 1) * sizeof(**out));
 	if (!*out)
@@ -243,8 +244,8 @@ static int fde_starts(Elf *elf, uint64_t **out, size_t *n)
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t start, fde;
 
-		if (read_encoded(&p, end, b[3], sh.sh_addr + (p - b), sh.sh_addr, &start) ||
-		    read_encoded(&p, end, b[3], sh.sh_addr + (p - b), sh.sh_addr, &fde))
+		if (read_encoded(&p, end, b[3], hdr + (p - b), hdr, &start) ||
+		    read_encoded(&p, end, b[3], hdr + (p - b), hdr, &fde))
 			break; /* damaged: keep what was read */
 		if (*n && start <= (*out)[*n - 1])
 			continue; /* must be sorted: skip what is not */
@@ -322,29 +323,12 @@ static int span_cmp(const void *x, const void *y)
 	return a->debug - b->debug; /* .eh_frame first: the one the program runs with */
 }
 
-static Elf_Data *section_data(Elf *elf, const char *want)
-{
-	Elf_Scn *scn = NULL;
-	size_t shstrndx;
-	GElf_Shdr sh;
-
-	if (elf_getshdrstrndx(elf, &shstrndx))
-		return NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		const char *name;
-
-		if (gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
-		    (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, want))
-			return elf_getdata(scn, NULL);
-	}
-	return NULL;
-}
-
 /* FDE ranges of .debug_frame: 8-byte initial location and range, since
  * no augmentation encodes them there. */
 static int debug_frame_spans(Elf *elf, struct fde_span **v, size_t *n, size_t *cap)
 {
-	Elf_Data *d = section_data(elf, ".debug_frame");
+	GElf_Shdr sh;
+	Elf_Data *d = section_data(elf, ".debug_frame", &sh);
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	Dwarf_Off off = 0, next;
 	Dwarf_CFI_Entry e;
@@ -360,15 +344,8 @@ static int debug_frame_spans(Elf *elf, struct fde_span **v, size_t *n, size_t *c
 		memcpy(&range, e.fde.start + 8, 8);
 		if (!range || start > UINT32_MAX || range > UINT32_MAX)
 			continue;
-		if (*n == *cap) {
-			size_t c = *cap ? *cap * 2 : 256;
-			struct fde_span *p = realloc(*v, c * sizeof(*p));
-
-			if (!p)
-				return -ENOMEM;
-			*v = p;
-			*cap = c;
-		}
+		if (array_reserve((void **)v, cap, *n + 1, sizeof(**v)))
+			return -ENOMEM;
 		(*v)[(*n)++] = (struct fde_span){ start, start + range, 1 };
 	}
 	return 0;

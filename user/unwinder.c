@@ -26,7 +26,7 @@ struct unwinder {
 	char *cache_dir;
 	unwinder_warn_fn warn;
 	struct unwind_module *mods;
-	size_t nr_mods;
+	size_t nr_mods, cap_mods;
 	size_t rows_used;
 	bool full_warned;
 };
@@ -86,17 +86,16 @@ static struct unwind_module *find_module(struct unwinder *u, const struct trace_
 /* Build M's table and copy its rows into the BPF array. */
 static struct unwind_module *add_module(struct unwinder *u, struct loader *l, const struct trace_module *m)
 {
-	struct unwind_module *v = realloc(u->mods, (u->nr_mods + 1) * sizeof(*v)), *um;
+	struct unwind_module *um;
 	struct unwind_table t;
 	struct mt_unwind_row *rows;
 	size_t cap;
 	char *file;
 	int err;
 
-	if (!v)
+	if (array_reserve((void **)&u->mods, &u->cap_mods, u->nr_mods + 1, sizeof(*u->mods)))
 		return NULL;
-	u->mods = v;
-	um = &v[u->nr_mods];
+	um = &u->mods[u->nr_mods];
 	memset(um, 0, sizeof(*um));
 	um->path = strdup(m->path);
 	if (!um->path)

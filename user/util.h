@@ -36,4 +36,8 @@ char *join_args(char *const *argv);
 char *root_path(int pid, const char *path);
 void free_strings(char **v, size_t n);
 
+/* The one growable array: make room for NEED elements of ELEM bytes in *P,
+ * whose capacity *CAP doubles as needed. 0 or -ENOMEM (*P untouched). */
+int array_reserve(void **p, size_t *cap, size_t need, size_t elem);
+
 #endif /* MEMTRACE_UTIL_H */

@@ -6,15 +6,29 @@
 # attach on: a kill loses under 300 ms of events, README says so).
 . "$(dirname "$0")/lib.sh"
 
-"$PROGS/forever" >"$TMP/forever.out" &
-target=$!
-wait_exec "$target" "$PROGS/forever"
-timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/k.mtrace" 2>"$TMP/err" &
-recorder=$!
-if wait_for_line "$TMP/err" "memtrace: attached" 10; then ok "attached"; else not_ok "never attached"; fi
+# start_forever [OUT]: tests/progs/forever in the background, as TARGET.
+start_forever() {
+	"$PROGS/forever" >"${1:-/dev/null}" &
+	target=$!
+	wait_exec "$target" "$PROGS/forever"
+}
+
+# start_recording TRACE ERR: memtrace record -p TARGET under timeout until it
+# is attached. WATCHER is timeout (to wait for), RECORDER memtrace itself:
+# the process a kill must hit (killing timeout would leave memtrace running).
+start_recording() {
+	timeout 60 "$MEMTRACE" record -p "$target" -o "$1" 2>"$2" &
+	watcher=$!
+	wait_for_line "$2" "memtrace: attached" 10 || return 1
+	recorder=$(pgrep -P "$watcher" -x memtrace)
+	[ -n "$recorder" ]
+}
+
+start_forever "$TMP/forever.out"
+if start_recording "$TMP/k.mtrace" "$TMP/err"; then ok "attached"; else not_ok "never attached"; fi
 sleep 2.5
 kill -KILL "$recorder"
-wait "$recorder" 2>/dev/null
+wait "$watcher" 2>/dev/null
 sleep 0.5
 if kill -0 "$target" 2>/dev/null; then ok "target still running after the recorder was killed"; else not_ok "target died"; fi
 kill -TERM "$target"
@@ -37,15 +51,11 @@ fi
 
 # Killed 0.5 s after "attached": the trace holds the events of at least the
 # first 200 ms (0.5 s less the 300 ms bound); before the bound it held none.
-"$PROGS/forever" >/dev/null &
-target=$!
-wait_exec "$target" "$PROGS/forever"
-timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/early.mtrace" 2>"$TMP/err3" &
-recorder=$!
-if wait_for_line "$TMP/err3" "memtrace: attached" 10; then ok "attached (early kill)"; else not_ok "never attached (early kill)"; fi
+start_forever
+if start_recording "$TMP/early.mtrace" "$TMP/err3"; then ok "attached (early kill)"; else not_ok "never attached (early kill)"; fi
 sleep 0.5
 kill -KILL "$recorder"
-wait "$recorder" 2>/dev/null
+wait "$watcher" 2>/dev/null
 kill -TERM "$target"
 wait "$target"
 report_json "$TMP/early.mtrace" "$TMP/early.json"
@@ -64,16 +74,12 @@ fi
 
 # The other way round: the target killed with SIGKILL mid-recording. The
 # recorder sees it go, finishes the trace normally (complete, not partial).
-"$PROGS/forever" >/dev/null &
-target=$!
-wait_exec "$target" "$PROGS/forever"
-timeout 60 "$MEMTRACE" record -p "$target" -o "$TMP/t.mtrace" 2>"$TMP/err2" &
-recorder=$!
-if wait_for_line "$TMP/err2" "memtrace: attached" 10; then ok "attached (2)"; else not_ok "never attached (2)"; fi
+start_forever
+if start_recording "$TMP/t.mtrace" "$TMP/err2"; then ok "attached (2)"; else not_ok "never attached (2)"; fi
 sleep 1
 kill -KILL "$target"
 wait "$target" 2>/dev/null
-wait "$recorder"
+wait "$watcher"
 expect_eq "recorder exit status after the target was killed" $? 0
 timeout 60 "$MEMTRACE" report "$TMP/t.mtrace" >"$TMP/report2.txt" 2>&1
 expect_eq "report of that trace: exit status" $? 0
