@@ -14,7 +14,7 @@ ARCH    := x86
 
 CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointer
-CPPFLAGS += -I$(BUILD) -Iuser -Ibpf -D_GNU_SOURCE
+CPPFLAGS += -D_GNU_SOURCE
 LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
 LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lpthread -lm
 # build/memtrace is linked fully static, so copying that one file to any x86-64 Linux host with a
@@ -22,7 +22,7 @@ LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -l
 # glibc either (glibc's static libc is safe here: memtrace makes no NSS lookups). libdw.a pulls in
 # the compressors elfutils reads sections with (lzma, bz2, zstd, z); archives follow their users.
 # libdw's debuginfod client dlopen()s libdebuginfod.so.1 for modules with no local debug info;
-# the link routes that dlopen to user/no_dlopen.c, so nothing is loaded (see there why).
+# the link routes that dlopen to user/cli/no_dlopen.c, so nothing is loaded (see there why).
 # The unit tests stay dynamic (cmocka ships no archive).
 STATIC  ?= 1
 MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static) -Wl,--wrap=dlopen
@@ -33,9 +33,24 @@ MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
 BPF_OBJ  := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRC))
 SKEL     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
-USER_SRC := $(wildcard user/*.c)
+# user/ has a folder per pipeline stage. Each folder sees the headers of the
+# stages it may use and no others, so the direction is enforced by the build:
+# the read side (trace, symbols, analysis, output) never sees libbpf, the BPF
+# skeletons or the recorder. docs/architecture.md says what each folder does.
+STAGES       := lib trace symbols analysis output record cli
+INC_lib      := lib
+INC_trace    := lib trace
+INC_symbols  := lib trace symbols
+INC_analysis := lib trace analysis
+INC_output   := lib trace analysis output
+INC_record   := lib trace symbols record bpf build
+INC_cli      := $(STAGES) bpf build
+inc_dirs = $(patsubst -Iuser/bpf,-Ibpf,$(patsubst -Iuser/build,-I$(BUILD),$(addprefix -Iuser/,$(1))))
+ALL_INC  := $(call inc_dirs,$(INC_cli))
+USER_SRC := $(wildcard $(addsuffix /*.c,$(addprefix user/,$(STAGES))))
 USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC))
-LIB_OBJ  := $(filter-out $(BUILD)/user/main.o $(BUILD)/user/no_dlopen.o,$(USER_OBJ))
+CLI_MAIN := $(BUILD)/user/cli/main.o $(BUILD)/user/cli/no_dlopen.o
+LIB_OBJ  := $(filter-out $(CLI_MAIN),$(USER_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))
 PROG_C   := $(wildcard tests/progs/*.c)
@@ -55,22 +70,22 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $*_bpf > $@
 
 # Header dependencies are generated (-MMD): a changed header rebuilds exactly its users.
-# The skeletons are generated headers too: every object waits for them.
-$(BUILD)/user/%.o: user/%.c $(SKEL) | $(BUILD)
+# The skeletons are generated headers: every object waits for them to exist.
+$(BUILD)/user/%.o: user/%.c | $(SKEL) $(BUILD)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -c $< -o $@
+	$(CC) $(CPPFLAGS) $(call inc_dirs,$(INC_$(patsubst %/,%,$(dir $*)))) $(CFLAGS) -MMD -MP -c $< -o $@
 
 -include $(USER_OBJ:.o=.d)
 
 $(BUILD)/libmemtrace.a: $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
 
-$(BUILD)/memtrace: $(BUILD)/user/main.o $(BUILD)/user/no_dlopen.o $(BUILD)/libmemtrace.a
+$(BUILD)/memtrace: $(CLI_MAIN) $(BUILD)/libmemtrace.a
 	$(CC) $(CFLAGS) $(MEMTRACE_LDFLAGS) -o $@ $^ $(MEMTRACE_LDLIBS)
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libmemtrace.a -lcmocka $(LDLIBS)
+	$(CC) $(CPPFLAGS) $(ALL_INC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libmemtrace.a -lcmocka $(LDLIBS)
 
 -include $(UNIT_BIN:=.d)
 

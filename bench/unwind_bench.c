@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * unwind_bench FILE...: for each file, how long building its unwind table
- * takes (user/unwind_table.c) from its CFI and from the on-disk cache, and
+ * takes (user/record/unwind_table.c) from its CFI and from the on-disk cache, and
  * how big the table is. make bench prints it for libc, libstdc++,
  * libsqlite3 and redis-server.
  *   unwind_bench name=NAME rows=N bytes=B fp=0|1 build_ms=X cached_ms=Y

@@ -82,7 +82,7 @@ struct mt_stack_event {
 
 struct mt_mark_event {
 	struct mt_event_header hdr; /* type MARK */
-	__u32 kind;                 /* enum trace_mark_kind of user/trace.h (1..7) */
+	__u32 kind;                 /* enum trace_mark_kind of user/trace/trace.h (1..7) */
 	__u32 pad;                  /* zero */
 	__u64 name;                 /* address of the name in the target (0: none) */
 	__u64 ptr;                  /* pool marks: the block */
@@ -98,7 +98,7 @@ struct mt_string_event {
 };
 
 /* How a stack walk finds a frame's CFA (canonical frame address: the
- * caller's rsp), from a module's unwind table (user/unwind_table.h). */
+ * caller's rsp), from a module's unwind table (user/record/unwind_table.h). */
 enum mt_cfa_kind {
 	MT_CFA_NONE = 0,   /* no rule the walker can follow: stop, stack truncated */
 	MT_CFA_RSP = 1,    /* CFA = rsp + cfa_off */

@@ -2,7 +2,7 @@
 /*
  * Stacks of code built without frame pointers (what distributions ship):
  * walked with unwind tables user space builds from each module's call frame
- * information (user/unwind_table.h) and writes into the maps below. Per
+ * information (user/record/unwind_table.h) and writes into the maps below. Per
  * frame: find the mapping of the pc, the row of its module that applies,
  * compute the CFA, read the return address at CFA - 8 and the caller's rbp
  * where the row says, go on from the caller. Frame-pointer code is walked

@@ -9,7 +9,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 out=${1:-$top/build/fuzz}
 CLANG=${CLANG:-clang}
 SAN="-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined"
-CFLAGS="-O1 -g -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE -I$top/user -I$top/bpf -I$top/build -I$top/tests/fuzz"
+INC=$(for d in "$top"/user/*/; do printf -- "-I%s " "${d%/}"; done)
+CFLAGS="-O1 -g -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE $INC -I$top/bpf -I$top/build -I$top/tests/fuzz"
 # What the readers and every writer of a read trace need.
 TRACE_SRC="trace_reader analysis marks u64map strtab report_text report_json json_out debuginfod symbolizer elf_util
 export_folded export_pprof export_write protobuf diff diff_print trace_load util"
@@ -26,8 +27,8 @@ compile() { # NAME SOURCE
 	fi
 	echo "$obj"
 }
-objs() { # module names under user/
-	for m in "$@"; do compile "$m" "$top/user/$m.c"; done
+objs() { # module names under user/STAGE/
+	for m in "$@"; do compile "$m" "$(ls "$top"/user/*/"$m".c)"; done
 }
 link() { # HARNESS OBJECTS...
 	h=$1

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * libFuzzer harness: any bytes as an ELF file whose call frame information
- * (.eh_frame_hdr, .eh_frame) becomes an unwind table (user/unwind_table.c),
+ * (.eh_frame_hdr, .eh_frame) becomes an unwind table (user/record/unwind_table.c),
  * as record does for every module the target maps: those files are not
  * trusted input. Beyond not crashing, the table must keep its rules: rows
  * strictly sorted by address, every kind and rbp rule one the BPF walker

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * libFuzzer harness: any bytes as an ELF file whose .note.stapsdt record
- * is parsed (user/usdt.c), as record does for every file the target maps,
- * and whose build-id is read (user/elf_util.c). Targets and their
+ * is parsed (user/record/usdt.c), as record does for every file the target maps,
+ * and whose build-id is read (user/symbols/elf_util.c). Targets and their
  * libraries are not trusted input: a container's files belong to whoever
  * controls the container.
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * user/drain.c, the hottest user-space code: the records of several CPUs'
+ * user/record/drain.c, the hottest user-space code: the records of several CPUs'
  * rings come back in time order, a flush writes only what is older than its
  * watermark, stacks are interned once and events refer to them, a stack's
  * frames stop at the first implausible address but keep the walk's cut

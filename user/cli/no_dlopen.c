@@ -7,7 +7,7 @@
  * what is on the host (and /usr/lib/debug), so the link routes dlopen here
  * (-Wl,--wrap=dlopen) and nothing is ever loaded. report, diff and export
  * reach debuginfod on request through its client program instead
- * (user/debuginfod.c says why).
+ * (user/symbols/debuginfod.c says why).
  */
 #include <stddef.h>
 

@@ -5,7 +5,7 @@
 /*
  * Keeps the BPF stack walker's tables (bpf/unwind.bpf.h) in step with what
  * the target maps: at attach, and each time its mappings change (dlopen,
- * exec). Each module's table is built once (user/unwind_table.h, cached on
+ * exec). Each module's table is built once (user/record/unwind_table.h, cached on
  * disk by build-id) and its rows written once, however often it is mapped.
  */
 #include "loader.h"
