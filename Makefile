@@ -16,7 +16,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointer
 CPPFLAGS += -D_GNU_SOURCE
 LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
-LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lpthread -lm
+LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lncursesw -ltinfo -lpthread -lm
 # build/memtrace is linked fully static, so copying that one file to any x86-64 Linux host with a
 # BTF kernel is enough to record there: no libbpf, elfutils, zstd or zlib there, and no particular
 # glibc either (glibc's static libc is safe here: memtrace makes no NSS lookups). libdw.a pulls in
@@ -27,7 +27,7 @@ LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -l
 STATIC  ?= 1
 MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static) -Wl,--wrap=dlopen
 MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
-	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lpthread -lm -ldl,\
+	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lncursesw -ltinfo -lpthread -lm -ldl,\
 	$(LDLIBS))
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
@@ -36,13 +36,14 @@ SKEL     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
 # user/ has a folder per pipeline stage. Each folder sees the headers of the
 # stages it may use and no others, so the direction is enforced by the build:
 # the read side (trace, symbols, analysis, output) never sees libbpf, the BPF
-# skeletons or the recorder. docs/architecture.md says what each folder does.
+# skeletons or the recorder; it sees bpf/ only for the ABI header, whose
+# event and mark kinds the trace shares. docs/architecture.md says what each folder does.
 STAGES       := lib trace symbols analysis output record cli
 INC_lib      := lib
-INC_trace    := lib trace
-INC_symbols  := lib trace symbols
-INC_analysis := lib trace analysis
-INC_output   := lib trace analysis output
+INC_trace    := lib trace bpf
+INC_symbols  := lib trace symbols bpf
+INC_analysis := lib trace analysis bpf
+INC_output   := lib trace analysis output bpf
 INC_record   := lib trace symbols record bpf build
 INC_cli      := $(STAGES) bpf build
 inc_dirs = $(patsubst -Iuser/bpf,-Ibpf,$(patsubst -Iuser/build,-I$(BUILD),$(addprefix -Iuser/,$(1))))

@@ -12,6 +12,8 @@
 #define MT_DEFAULT_STACK_DEPTH 64
 #define MT_SAMPLE_GAPS 1024     /* exponential draws user space provides for sampling */
 
+/* Event kinds: of the ring-buffer records, and (ALLOC, FREE, REALLOC) of
+ * the events the trace reader hands out (user/trace/trace.h): one list. */
 enum mt_event_type {
 	MT_EVENT_ALLOC = 1,   /* a successful allocation */
 	MT_EVENT_FREE = 2,    /* free/delete of a non-NULL pointer */
@@ -19,6 +21,18 @@ enum mt_event_type {
 	MT_EVENT_STACK = 4,   /* first sighting of a stack: its frames */
 	MT_EVENT_MARK = 5,    /* an inproc/memtrace.h mark (zone, frame, pool, thread name) */
 	MT_EVENT_STRING = 6,  /* first sighting on a CPU of a name a mark points to */
+};
+
+/* What an in-process mark (inproc/memtrace.h) said: mt_mark_event.kind,
+ * and the trace's MARK records (docs/trace-format.md). */
+enum mt_mark_kind {
+	MT_MARK_ZONE_BEGIN = 1,  /* name: the zone */
+	MT_MARK_ZONE_END = 2,    /* name: the zone */
+	MT_MARK_FRAME = 3,       /* name: the frame's label, or 0 */
+	MT_MARK_POOL_ALLOC = 4,  /* name: the pool; ptr, size */
+	MT_MARK_POOL_FREE = 5,   /* name: the pool; ptr */
+	MT_MARK_POOL_RESET = 6,  /* name: the pool */
+	MT_MARK_THREAD_NAME = 7, /* name: the calling thread's new name */
 };
 
 #define MT_USDT_MAX_ARGS 3
@@ -82,7 +96,7 @@ struct mt_stack_event {
 
 struct mt_mark_event {
 	struct mt_event_header hdr; /* type MARK */
-	__u32 kind;                 /* enum trace_mark_kind of user/trace/trace.h (1..7) */
+	__u32 kind;                 /* enum mt_mark_kind */
 	__u32 pad;                  /* zero */
 	__u64 name;                 /* address of the name in the target (0: none) */
 	__u64 ptr;                  /* pool marks: the block */

@@ -2,6 +2,8 @@
 #include "fuzz_consume.h"
 
 #include "analysis.h"
+#include "export_chrome.h"
+#include "replay.h"
 #include "diff.h"
 #include "diff_print.h"
 #include "export.h"
@@ -51,7 +53,9 @@ static void write_outputs(const char *path, const struct analysis *a)
 		EXPORT_METRIC_ALLOCATIONS, EXPORT_METRIC_LEAKED_ALLOCATIONS,
 	};
 	struct report_options opts = { .top = REPORT_DEFAULT_TOP };
-	struct trace_modules tm = { 0 };
+	struct replay *r = analysis__replay((struct analysis *)a);
+	struct trace_module mods[64];
+	size_t nmods = 0;
 	struct pb_buf pb;
 	struct diff d;
 	FILE *out = devnull();
@@ -62,15 +66,16 @@ static void write_outputs(const char *path, const struct analysis *a)
 	report_json__write(out, a);
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		export_folded__write(out, a, metrics[i]);
-	if (trace_load_modules(path, &tm) == 0) {
+	while (nmods < 64 && !replay__module(r, nmods, &mods[nmods]))
+		nmods++;
+	{
 		struct export_pprof_input in = {
-			.a = a, .modules = tm.mods, .nmodules = tm.nr, .time_ns = tm.start_real_ns,
+			.a = a, .modules = mods, .nmodules = nmods, .time_ns = replay__start_real_ns(r),
 		};
 
 		pb_buf__init(&pb);
 		export_pprof__encode(&in, &pb);
 		pb_buf__free(&pb);
-		trace_modules__free(&tm);
 	}
 	memset(&d, 0, sizeof(d));
 	if (diff__analyses(&d, a, a) == 0) {
@@ -84,6 +89,7 @@ static void write_outputs(const char *path, const struct analysis *a)
 void fuzz_consume_trace(const char *path)
 {
 	struct trace_reader *r = trace_reader__open(path);
+	struct export_chrome *chrome = NULL;
 	struct analysis *a;
 	int err;
 
@@ -92,11 +98,18 @@ void fuzz_consume_trace(const char *path)
 	a = analysis__new();
 	if (!a)
 		goto out_reader;
-	err = trace_reader__read(r, &analysis_reader_ops, a);
+	/* the Chrome export (and its heap series) observe the same pass */
+	if (devnull())
+		chrome = export_chrome__new(devnull(), analysis__replay(a));
+	err = trace_reader__read(r, &replay_reader_ops, analysis__replay(a));
 	if (!err && trace_reader__partial(r))
 		err = analysis__set_partial(a, trace_reader__problem(r));
-	if (!err && analysis__finish(a) == 0)
+	if (!err && analysis__finish(a) == 0) {
 		write_outputs(path, a);
+		if (chrome)
+			export_chrome__finish(chrome, a);
+	}
+	export_chrome__free(chrome);
 	analysis__free(a);
 out_reader:
 	trace_reader__close(r);

@@ -37,7 +37,7 @@ static struct analysis *new_analysis(void)
 static void ev_alloc(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr, uint64_t size,
 		     uint32_t stack)
 {
-	struct trace_event e = { .type = TRACE_EVENT_ALLOC, .tid = tid, .ts = ts, .ptr = ptr,
+	struct trace_event e = { .type = MT_EVENT_ALLOC, .tid = tid, .ts = ts, .ptr = ptr,
 				 .size = size, .stack_id = stack };
 
 	assert_int_equal(analysis__add_event(a, &e), 0);
@@ -45,7 +45,7 @@ static void ev_alloc(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr
 
 static void ev_free(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr)
 {
-	struct trace_event e = { .type = TRACE_EVENT_FREE, .tid = tid, .ts = ts, .ptr = ptr };
+	struct trace_event e = { .type = MT_EVENT_FREE, .tid = tid, .ts = ts, .ptr = ptr };
 
 	assert_int_equal(analysis__add_event(a, &e), 0);
 }
@@ -53,7 +53,7 @@ static void ev_free(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr)
 static void ev_realloc(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t old_ptr,
 		       uint64_t ptr, uint64_t size, uint32_t stack)
 {
-	struct trace_event e = { .type = TRACE_EVENT_REALLOC, .tid = tid, .ts = ts, .ptr = ptr,
+	struct trace_event e = { .type = MT_EVENT_REALLOC, .tid = tid, .ts = ts, .ptr = ptr,
 				 .old_ptr = old_ptr, .size = size, .stack_id = stack };
 
 	assert_int_equal(analysis__add_event(a, &e), 0);

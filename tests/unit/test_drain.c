@@ -226,6 +226,37 @@ static void test_frames_plausible(void **state)
 
 /* Records too short for their kind, or claiming more frames than fit, are
  * dropped: the rings are shared memory, not trusted input. */
+/* The tap (memtrace top) sees what the writer gets, in the same order, with
+ * the same stack ids. */
+static void test_tap_sees_what_is_written(void **state)
+{
+	static const struct trace_reader_ops tap = { .event = on_event, .stack = on_stack };
+	static const uint64_t frames[] = { 0x401000, 0x402000 };
+	struct fixture *f = *state;
+	struct seen tapped = { 0 };
+
+	drain__set_tap(f->d, &tap, &tapped);
+	alloc(f->d, 1, 30, 0x3000, 0xabc);
+	stack(f->d, 0xabc, frames, 2);
+	alloc(f->d, 2, 10, 0x1000, 0);
+	alloc(f->d, 1, 20, 0x2000, 0xabc);
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	read_back(f);
+	assert_int_equal(tapped.nevents, 3);
+	assert_int_equal(tapped.nevents, f->seen.nevents);
+	for (size_t i = 0; i < 3; i++) {
+		assert_int_equal(tapped.events[i].ts, f->seen.events[i].ts);
+		assert_int_equal(tapped.events[i].ptr, f->seen.events[i].ptr);
+		assert_int_equal(tapped.events[i].stack_id, f->seen.events[i].stack_id);
+	}
+	assert_int_equal(tapped.events[0].ts, 10);
+	assert_int_equal(tapped.nstacks, 1);
+	assert_int_equal(tapped.stacks[0].id, f->seen.stacks[0].id);
+	assert_int_equal(tapped.stacks[0].nr, 2);
+	assert_int_equal(tapped.frames[0][1], 0x402000);
+	print_message("tap: 3 events and 1 stack, as written\n");
+}
+
 static void test_malformed(void **state)
 {
 	struct fixture *f = *state;
@@ -251,6 +282,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stacks_interned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_plausible, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_tap_sees_what_is_written, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -172,11 +172,11 @@ static struct analysis *tiny_trace(void)
 	struct trace_symbol y1 = { .addr = 0x1010, .module = 0, .module_offset = 0x10, .nframes = 2,
 				   .frames = sym };
 	struct trace_symbol y2 = { .addr = 0x1800, .module = 0, .module_offset = 0x800 };
-	struct trace_event e1 = { .type = TRACE_EVENT_ALLOC, .tid = 1, .ts = 1100, .ptr = 0x5000,
+	struct trace_event e1 = { .type = MT_EVENT_ALLOC, .tid = 1, .ts = 1100, .ptr = 0x5000,
 				  .size = 16, .stack_id = 1 };
-	struct trace_event e2 = { .type = TRACE_EVENT_ALLOC, .tid = 1, .ts = 1200, .ptr = 0x6000,
+	struct trace_event e2 = { .type = MT_EVENT_ALLOC, .tid = 1, .ts = 1200, .ptr = 0x6000,
 				  .size = 8, .stack_id = 2 };
-	struct trace_event e3 = { .type = TRACE_EVENT_FREE, .tid = 1, .ts = 1300, .ptr = 0x6000 };
+	struct trace_event e3 = { .type = MT_EVENT_FREE, .tid = 1, .ts = 1300, .ptr = 0x6000 };
 	struct trace_end end = { .end_mono_ns = 2000, .exit_status = -1 };
 	struct analysis *a = analysis__new();
 

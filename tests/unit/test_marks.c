@@ -51,18 +51,18 @@ static void mark(struct analysis *a, uint32_t kind, uint32_t tid, uint64_t ts, u
 
 static void zb(struct analysis *a, uint32_t tid, uint64_t ts, uint32_t name)
 {
-	mark(a, TRACE_MARK_ZONE_BEGIN, tid, ts, name, 0, 0);
+	mark(a, MT_MARK_ZONE_BEGIN, tid, ts, name, 0, 0);
 }
 
 static void ze(struct analysis *a, uint32_t tid, uint64_t ts, uint32_t name)
 {
-	mark(a, TRACE_MARK_ZONE_END, tid, ts, name, 0, 0);
+	mark(a, MT_MARK_ZONE_END, tid, ts, name, 0, 0);
 }
 
 static void ev_alloc(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr, uint64_t size,
 		     uint32_t stack)
 {
-	struct trace_event e = { .type = TRACE_EVENT_ALLOC, .tid = tid, .ts = ts, .ptr = ptr,
+	struct trace_event e = { .type = MT_EVENT_ALLOC, .tid = tid, .ts = ts, .ptr = ptr,
 				 .size = size, .stack_id = stack };
 
 	assert_int_equal(analysis__add_event(a, &e), 0);
@@ -70,7 +70,7 @@ static void ev_alloc(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr
 
 static void ev_free(struct analysis *a, uint32_t tid, uint64_t ts, uint64_t ptr)
 {
-	struct trace_event e = { .type = TRACE_EVENT_FREE, .tid = tid, .ts = ts, .ptr = ptr };
+	struct trace_event e = { .type = MT_EVENT_FREE, .tid = tid, .ts = ts, .ptr = ptr };
 
 	assert_int_equal(analysis__add_event(a, &e), 0);
 }
@@ -259,7 +259,7 @@ static void test_open_zone_partial(void **state)
 
 	zb(a, 1, 1100, S_LOOP);
 	ev_alloc(a, 2, 1700, 0x10, 8, 0);
-	mark(a, TRACE_MARK_FRAME, 2, 1900, 0, 0, 0);
+	mark(a, MT_MARK_FRAME, 2, 1900, 0, 0, 0);
 	finish(a);
 	expect_zone(a, "loop", 1, 800, 0, 0, 0, 0, 0, 0, 1, 0);
 	analysis__free(a);
@@ -298,12 +298,12 @@ static void test_frames(void **state)
 		assert_int_equal(analysis__add_symbol(a, &sym), 0);
 	}
 	ev_alloc(a, 2, 1500, 0x10, 10, 3);
-	mark(a, TRACE_MARK_FRAME, 1, 2000, 0, 0, 0);
+	mark(a, MT_MARK_FRAME, 1, 2000, 0, 0, 0);
 	ev_alloc(a, 2, 2500, 0x20, 20, 1);
 	ev_alloc(a, 2, 2600, 0x30, 30, 2);
-	mark(a, TRACE_MARK_FRAME, 1, 3000, 0, 0, 0);
+	mark(a, MT_MARK_FRAME, 1, 3000, 0, 0, 0);
 	ev_alloc(a, 2, 3500, 0x40, 40, 2);
-	mark(a, TRACE_MARK_FRAME, 1, 4000, S_LOAD, 0, 0);
+	mark(a, MT_MARK_FRAME, 1, 4000, S_LOAD, 0, 0);
 	ev_alloc(a, 2, 4500, 0x50, 50, 3);
 	end_at(a, 5000);
 	finish(a);
@@ -350,7 +350,7 @@ static void test_top_frames_bounded(void **state)
 	for (i = 0; i < 3 * MARKS_TOP_FRAMES; i++) {
 		/* frame i allocates (i % 7 + 1) * 8 bytes */
 		ev_alloc(a, 1, 2000 + 10 * i, 0x1000 + 0x100 * i, (i % 7 + 1) * 8, 0);
-		mark(a, TRACE_MARK_FRAME, 1, 2005 + 10 * i, 0, 0, 0);
+		mark(a, MT_MARK_FRAME, 1, 2005 + 10 * i, 0, 0, 0);
 	}
 	end_at(a, 9000);
 	finish(a);
@@ -379,18 +379,18 @@ static void test_pools(void **state)
 	struct analysis *a = new_analysis();
 	const struct marks_pool *p;
 
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1100, S_ARENA, 0x7000, 100);
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1110, S_ARENA, 0x7100, 200);
-	mark(a, TRACE_MARK_POOL_FREE, 1, 1120, S_ARENA, 0x7000, 0);
-	mark(a, TRACE_MARK_POOL_ALLOC, 2, 1130, S_ARENA, 0x7300, 50);
-	mark(a, TRACE_MARK_POOL_RESET, 1, 1140, S_ARENA, 0, 0);
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1150, S_ARENA, 0x7000, 10);
-	mark(a, TRACE_MARK_POOL_FREE, 1, 1160, S_ARENA, 0x7900, 0);
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1200, S_NODES, 0x9000, 16);
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1210, S_NODES, 0x9000, 16);
-	mark(a, TRACE_MARK_POOL_FREE, 1, 1220, S_NODES, 0, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1100, S_ARENA, 0x7000, 100);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1110, S_ARENA, 0x7100, 200);
+	mark(a, MT_MARK_POOL_FREE, 1, 1120, S_ARENA, 0x7000, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 2, 1130, S_ARENA, 0x7300, 50);
+	mark(a, MT_MARK_POOL_RESET, 1, 1140, S_ARENA, 0, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1150, S_ARENA, 0x7000, 10);
+	mark(a, MT_MARK_POOL_FREE, 1, 1160, S_ARENA, 0x7900, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1200, S_NODES, 0x9000, 16);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1210, S_NODES, 0x9000, 16);
+	mark(a, MT_MARK_POOL_FREE, 1, 1220, S_NODES, 0, 0);
 	zb(a, 1, 1300, S_A); /* pool allocations inside a zone stay out of it */
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1310, S_NODES, 0x9100, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1310, S_NODES, 0x9100, 0);
 	ze(a, 1, 1320, S_A);
 	end_at(a, 2000);
 	finish(a);
@@ -426,9 +426,9 @@ static void test_names(void **state)
 	const struct marks_thread *th;
 	size_t n;
 
-	mark(a, TRACE_MARK_THREAD_NAME, 9, 1100, S_MAIN, 0, 0);
+	mark(a, MT_MARK_THREAD_NAME, 9, 1100, S_MAIN, 0, 0);
 	assert_int_equal(analysis__add_thread(a, &t), 0);
-	mark(a, TRACE_MARK_THREAD_NAME, 7, 1200, S_LOAD, 0, 0);
+	mark(a, MT_MARK_THREAD_NAME, 7, 1200, S_LOAD, 0, 0);
 	zb(a, 3, 1300, 99);
 	ze(a, 3, 1400, 99);
 	finish(a);
@@ -474,9 +474,9 @@ static void test_rendering(void **state)
 	zb(a, 1, 1100, S_OUTER);
 	ev_alloc(a, 1, 1200, 0xa0, 100, 0);
 	ze(a, 1, 1300, S_OUTER);
-	mark(a, TRACE_MARK_FRAME, 1, 1500, 0, 0, 0);
-	mark(a, TRACE_MARK_POOL_ALLOC, 1, 1600, S_ARENA, 0x7000, 64);
-	mark(a, TRACE_MARK_THREAD_NAME, 1, 1700, S_MAIN, 0, 0);
+	mark(a, MT_MARK_FRAME, 1, 1500, 0, 0, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 1, 1600, S_ARENA, 0x7000, 64);
+	mark(a, MT_MARK_THREAD_NAME, 1, 1700, S_MAIN, 0, 0);
 	end_at(a, 2000);
 	finish(a);
 	json = render(a, true);

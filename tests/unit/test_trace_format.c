@@ -316,25 +316,25 @@ static void sample_data_chunk(struct trace_writer *w, struct sample *s)
 	add_stack(w, s, 5, 0, NULL);
 	add_stack(w, s, UINT32_MAX, 5, f3);
 	add_stack(w, s, 2, 1, f1);
-	add_event(w, s, TRACE_EVENT_ALLOC, 7, 1000, 0x5555555592a0, 0, 32, 1);
-	add_event(w, s, TRACE_EVENT_ALLOC, 7, 2500, 0x5555555592d0, 0, 100, 1);
+	add_event(w, s, MT_EVENT_ALLOC, 7, 1000, 0x5555555592a0, 0, 32, 1);
+	add_event(w, s, MT_EVENT_ALLOC, 7, 2500, 0x5555555592d0, 0, 100, 1);
 	add_string(w, s, 1, "update");
 	add_string(w, s, UINT32_MAX, "");
 	add_string(w, s, 2, NULL);
-	add_mark(w, s, TRACE_MARK_ZONE_BEGIN, 7, 2550, 1, 0, 0); /* same tid as the event before */
-	add_event(w, s, TRACE_EVENT_FREE, 7, 2600, 0x5555555592a0, 0, 0, 0);
-	add_mark(w, s, TRACE_MARK_POOL_ALLOC, 7, 2610, 2, 0x7fff00001000, 64);
-	add_mark(w, s, TRACE_MARK_POOL_ALLOC, 9, 2620, 2, 0x7fff00001040, UINT64_MAX);
-	add_mark(w, s, TRACE_MARK_POOL_FREE, 9, 2630, 2, 0x7fff00001000, 0);
-	add_mark(w, s, TRACE_MARK_POOL_RESET, 9, 2640, 2, 0, 0);
-	add_mark(w, s, TRACE_MARK_FRAME, 9, 2650, 0, 0, 0);
-	add_mark(w, s, TRACE_MARK_THREAD_NAME, UINT32_MAX, 2660, UINT32_MAX, 0, 0);
-	add_mark(w, s, TRACE_MARK_ZONE_END, 7, 2500, 1, 0, 0); /* time going back */
-	add_event(w, s, TRACE_EVENT_REALLOC, 8, 2700, 0x555555559400, 0x5555555592d0, 400, 5);
-	add_event(w, s, TRACE_EVENT_ALLOC, 8, 100, 0, 0, 0, 0); /* time going back */
-	add_event(w, s, TRACE_EVENT_ALLOC, 0, UINT64_MAX, UINT64_MAX, 0, UINT64_MAX, UINT32_MAX);
-	add_event(w, s, TRACE_EVENT_FREE, UINT32_MAX, 0, 0, 0, 0, 0);
-	add_event(w, s, TRACE_EVENT_REALLOC, UINT32_MAX, 5, 1, UINT64_MAX, 1, 2);
+	add_mark(w, s, MT_MARK_ZONE_BEGIN, 7, 2550, 1, 0, 0); /* same tid as the event before */
+	add_event(w, s, MT_EVENT_FREE, 7, 2600, 0x5555555592a0, 0, 0, 0);
+	add_mark(w, s, MT_MARK_POOL_ALLOC, 7, 2610, 2, 0x7fff00001000, 64);
+	add_mark(w, s, MT_MARK_POOL_ALLOC, 9, 2620, 2, 0x7fff00001040, UINT64_MAX);
+	add_mark(w, s, MT_MARK_POOL_FREE, 9, 2630, 2, 0x7fff00001000, 0);
+	add_mark(w, s, MT_MARK_POOL_RESET, 9, 2640, 2, 0, 0);
+	add_mark(w, s, MT_MARK_FRAME, 9, 2650, 0, 0, 0);
+	add_mark(w, s, MT_MARK_THREAD_NAME, UINT32_MAX, 2660, UINT32_MAX, 0, 0);
+	add_mark(w, s, MT_MARK_ZONE_END, 7, 2500, 1, 0, 0); /* time going back */
+	add_event(w, s, MT_EVENT_REALLOC, 8, 2700, 0x555555559400, 0x5555555592d0, 400, 5);
+	add_event(w, s, MT_EVENT_ALLOC, 8, 100, 0, 0, 0, 0); /* time going back */
+	add_event(w, s, MT_EVENT_ALLOC, 0, UINT64_MAX, UINT64_MAX, 0, UINT64_MAX, UINT32_MAX);
+	add_event(w, s, MT_EVENT_FREE, UINT32_MAX, 0, 0, 0, 0, 0);
+	add_event(w, s, MT_EVENT_REALLOC, UINT32_MAX, 5, 1, UINT64_MAX, 1, 2);
 	assert_int_equal(trace_writer__add_drops(w, &d), 0);
 	fmt_drops(&s->want, &d);
 	sample_chunk_done(w, s);
@@ -349,11 +349,11 @@ static void sample_second_data_chunk(struct trace_writer *w, struct sample *s)
 
 	for (int i = 0; i < 32; i++)
 		late.build_id[i] = (uint8_t)(0xa0 + i);
-	add_event(w, s, TRACE_EVENT_ALLOC, UINT32_MAX, 3000, 0x5555555592a0, 0, 64, 2);
+	add_event(w, s, MT_EVENT_ALLOC, UINT32_MAX, 3000, 0x5555555592a0, 0, 64, 2);
 	add_module(w, s, &late);
-	add_event(w, s, TRACE_EVENT_FREE, UINT32_MAX, 3100, 0x5555555592a0, 0, 0, 0);
+	add_event(w, s, MT_EVENT_FREE, UINT32_MAX, 3100, 0x5555555592a0, 0, 0, 0);
 	/* A pool pointer's delta base starts afresh in each chunk, too. */
-	add_mark(w, s, TRACE_MARK_POOL_FREE, UINT32_MAX, 3200, 1, 0x7fff00001040, 0);
+	add_mark(w, s, MT_MARK_POOL_FREE, UINT32_MAX, 3200, 1, 0x7fff00001040, 0);
 	static const uint64_t f[] = { 0x7ffff7a01000, 0x7ffff7a00ff0, 0x555555555123 };
 
 	add_stack(w, s, 3, 3, f);
@@ -659,7 +659,7 @@ static void many_events_make(struct trace_event *e, uint64_t *live, size_t *nliv
 	if (*nlive > 64 && r % 100 < 45) {
 		size_t i = rng() % *nlive;
 
-		e->type = TRACE_EVENT_FREE;
+		e->type = MT_EVENT_FREE;
 		e->ptr = live[i];
 		live[i] = live[--*nlive];
 		return;
@@ -671,12 +671,12 @@ static void many_events_make(struct trace_event *e, uint64_t *live, size_t *nliv
 	if (*nlive > 64 && r % 100 >= 95) {
 		size_t i = rng() % *nlive;
 
-		e->type = TRACE_EVENT_REALLOC;
+		e->type = MT_EVENT_REALLOC;
 		e->old_ptr = live[i];
 		live[i] = e->ptr;
 		return;
 	}
-	e->type = TRACE_EVENT_ALLOC;
+	e->type = MT_EVENT_ALLOC;
 	if (*nlive < 4096)
 		live[(*nlive)++] = e->ptr;
 }
@@ -783,7 +783,7 @@ static void test_write_error_sticky(void **state)
 {
 	const char *path = tmp_path("efbig.mtrace");
 	struct rlimit old, lim;
-	struct trace_event e = { TRACE_EVENT_ALLOC, 1, 0, 0, 0, 24, 1 };
+	struct trace_event e = { MT_EVENT_ALLOC, 1, 0, 0, 0, 24, 1 };
 	struct trace_writer *w = trace_writer__open(path, &sample_meta);
 	int err = 0;
 
@@ -828,13 +828,13 @@ static struct trace_event stream_event(uint64_t i)
 
 	h = (h ^ (h >> 31)) * 0xbf58476d1ce4e5b9ull;
 	h ^= h >> 27;
-	e.type = TRACE_EVENT_ALLOC + (uint32_t)(h % 3);
+	e.type = MT_EVENT_ALLOC + (uint32_t)(h % 3);
 	e.tid = 100 + (uint32_t)(h >> 61);
 	e.ts = i * 1000 + (h & 0xff);
 	e.ptr = h >> 8;
-	if (e.type == TRACE_EVENT_REALLOC)
+	if (e.type == MT_EVENT_REALLOC)
 		e.old_ptr = h * 31;
-	if (e.type != TRACE_EVENT_FREE) {
+	if (e.type != MT_EVENT_FREE) {
 		e.size = h % 5000;
 		e.stack_id = 1 + (uint32_t)(h % 300);
 	}
@@ -1318,7 +1318,7 @@ static void test_marks_invalid(void **state)
 	const char *path = tmp_path("marks-invalid.mtrace");
 	struct trace_writer *w = trace_writer__open(path, &sample_meta);
 	struct trace_string s0 = { 0, "zero" };
-	struct trace_mark m0 = { 0 }, m8 = { .kind = TRACE_MARK_THREAD_NAME + 1 };
+	struct trace_mark m0 = { 0 }, m8 = { .kind = MT_MARK_THREAD_NAME + 1 };
 
 	assert_non_null(w);
 	assert_int_equal(trace_writer__add_string(w, &s0), -EINVAL);

@@ -2,6 +2,7 @@
 /* Sort-merge matching: both traces' sites in one array sorted by key, so
  * equal keys sit together whatever side they come from. */
 #include "diff.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -18,13 +19,6 @@ static const char *basename_of(const char *path)
 	const char *s = path ? strrchr(path, '/') : NULL;
 
 	return s ? s + 1 : path;
-}
-
-static int strcmp_null(const char *x, const char *y)
-{
-	if (!x || !y)
-		return (x != NULL) - (y != NULL);
-	return strcmp(x, y);
 }
 
 /* The matching order of diff.h: a function (else the name), file, line,
@@ -50,16 +44,6 @@ static int ref_cmp(const void *x, const void *y)
 	return site_key_cmp(((const struct diff_ref *)x)->site, ((const struct diff_ref *)y)->site);
 }
 
-static void figures_add(struct analysis_figures *sum, const struct analysis_figures *f)
-{
-	sum->allocations += f->allocations;
-	sum->allocated_bytes += f->allocated_bytes;
-	sum->peak_bytes += f->peak_bytes;
-	sum->leaked_allocations += f->leaked_allocations;
-	sum->leaked_bytes += f->leaked_bytes;
-	sum->temporary_allocations += f->temporary_allocations;
-}
-
 /* Fold the refs R[0..n), all of one key, into S. */
 static void site_merge(struct diff_site *s, const struct diff_ref *r, size_t n)
 {
@@ -67,7 +51,7 @@ static void site_merge(struct diff_site *s, const struct diff_ref *r, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct analysis_site *x = r[i].site;
 
-		figures_add(r[i].is_new ? &s->b : &s->a, &x->figures);
+		analysis_figures__add(r[i].is_new ? &s->b : &s->a, &x->figures);
 		/* NEW's names win: they are what the user runs now */
 		if (!s->name || r[i].is_new) {
 			s->name = x->name;

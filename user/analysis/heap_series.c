@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Live heap bytes over time, thinned by time buckets (heap_series.h). */
 #include "heap_series.h"
-#include "trace_reader.h"
-#include "u64map.h"
+#include "replay.h"
 
 #include <errno.h>
 #include <math.h>
@@ -19,11 +18,8 @@ struct bucket {
 };
 
 struct heap_series {
-	struct u64map live;     /* pointer -> the bytes it counts for */
-	uint64_t live_bytes;
-	double sample_mean;     /* 0: every allocation was recorded */
+	uint64_t live_bytes;    /* the engine's, after the latest event */
 	uint64_t start_ns;
-	uint64_t duration_ns;
 	uint64_t last_t;        /* keeps the points in time order */
 
 	uint64_t width;         /* ns per bucket: doubles whenever they overflow */
@@ -34,7 +30,15 @@ struct heap_series {
 	size_t npoints;
 };
 
-struct heap_series *heap_series__new(uint64_t duration_ns, size_t max_points)
+static int series_meta(void *ctx, const struct replay *r, const struct trace_meta *m);
+static int series_event(void *ctx, const struct replay *r, const struct trace_event *e);
+
+static const struct replay_ops series_ops = {
+	.meta = series_meta,
+	.event_done = series_event,
+};
+
+struct heap_series *heap_series__new(struct replay *r, size_t max_points)
 {
 	struct heap_series *s;
 
@@ -49,14 +53,15 @@ struct heap_series *heap_series__new(uint64_t duration_ns, size_t max_points)
 	s->max_buckets = (max_points - 2) / 2;
 	s->buckets = calloc(s->max_buckets + 1, sizeof(*s->buckets));
 	s->points = calloc(max_points, sizeof(*s->points));
-	if (!s->buckets || !s->points) {
+	if (!s->buckets || !s->points || replay__observe(r, &series_ops, s)) {
 		free(s->buckets);
 		free(s->points);
 		free(s);
+		errno = ENOMEM;
 		return NULL;
 	}
 	s->width = 1;
-	s->duration_ns = duration_ns;
+	s->start_ns = replay__start_ns(r);
 	return s;
 }
 
@@ -64,32 +69,17 @@ void heap_series__free(struct heap_series *s)
 {
 	if (!s)
 		return;
-	u64map__free(&s->live);
 	free(s->buckets);
 	free(s->points);
 	free(s);
 }
 
-int heap_series__set_meta(struct heap_series *s, const struct trace_meta *m)
+static int series_meta(void *ctx, const struct replay *r, const struct trace_meta *m)
 {
+	struct heap_series *s = ctx;
+
 	s->start_ns = m->start_mono_ns;
-	s->sample_mean = (double)m->sample_bytes;
 	return 0;
-}
-
-/* The same weights as analysis.c, so the series and the report agree to
- * the byte: SIZE was recorded with probability 1 - exp(-SIZE / mean). */
-uint64_t heap_series__weigh(const struct heap_series *s, uint64_t size, uint64_t *count)
-{
-	double w;
-
-	if (!s->sample_mean) {
-		*count = 1;
-		return size;
-	}
-	w = 1.0 / -expm1(-(double)(size ? size : 1) / s->sample_mean);
-	*count = (uint64_t)llround(w);
-	return (uint64_t)llround((double)size * w);
 }
 
 /* Double the bucket width until the buckets fit again. */
@@ -141,61 +131,13 @@ static void series__sample(struct heap_series *s, uint64_t ts)
 	series__coarsen(s);
 }
 
-static void series__free_ptr(struct heap_series *s, uint64_t ptr)
+static int series_event(void *ctx, const struct replay *r, const struct trace_event *e)
 {
-	struct u64map_entry *e = u64map__get(&s->live, ptr);
+	struct heap_series *s = ctx;
 
-	/* Unmatched and repeated frees subtract nothing (analysis.h). */
-	if (!e)
-		return;
-	s->live_bytes -= e->val;
-	u64map__remove(&s->live, e);
-}
-
-static int series__alloc(struct heap_series *s, uint64_t ptr, uint64_t size)
-{
-	struct u64map_entry *e;
-	uint64_t count;
-	bool existed;
-
-	e = u64map__insert(&s->live, ptr, &existed);
-	if (!e)
-		return -ENOMEM;
-	/* Still live: its free was dropped, and the new block replaces it. */
-	if (existed)
-		s->live_bytes -= e->val;
-	e->val = heap_series__weigh(s, size, &count);
-	s->live_bytes += e->val;
+	s->live_bytes = replay__live_bytes(r);
+	series__sample(s, e->ts);
 	return 0;
-}
-
-int heap_series__add_event(struct heap_series *s, const struct trace_event *e)
-{
-	int err = 0;
-
-	switch (e->type) {
-	case TRACE_EVENT_ALLOC:
-		if (e->ptr)
-			err = series__alloc(s, e->ptr, e->size);
-		break;
-	case TRACE_EVENT_FREE:
-		if (e->ptr)
-			series__free_ptr(s, e->ptr);
-		break;
-	case TRACE_EVENT_REALLOC:
-		if (!e->ptr && e->size)
-			break; /* failed: the old block stays */
-		if (e->old_ptr)
-			series__free_ptr(s, e->old_ptr);
-		if (e->ptr)
-			err = series__alloc(s, e->ptr, e->size);
-		break;
-	default:
-		return 0;
-	}
-	if (!err)
-		series__sample(s, e->ts);
-	return err;
 }
 
 static void series__push(struct heap_series *s, struct heap_point p)
@@ -207,9 +149,9 @@ static void series__push(struct heap_series *s, struct heap_point p)
 	s->points[s->npoints++] = p;
 }
 
-int heap_series__finish(struct heap_series *s)
+int heap_series__finish(struct heap_series *s, uint64_t duration_ns)
 {
-	uint64_t end = s->duration_ns > s->last_t ? s->duration_ns : s->last_t;
+	uint64_t end = duration_ns > s->last_t ? duration_ns : s->last_t;
 
 	series__push(s, (struct heap_point){ 0, 0 });
 	for (size_t i = 0; i < s->nbuckets; i++) {
@@ -217,7 +159,6 @@ int heap_series__finish(struct heap_series *s)
 		series__push(s, s->buckets[i].last);
 	}
 	series__push(s, (struct heap_point){ end, s->live_bytes });
-	u64map__free(&s->live);
 	return 0;
 }
 
@@ -227,17 +168,3 @@ const struct heap_point *heap_series__points(const struct heap_series *s, size_t
 	return s->points;
 }
 
-static int series_meta(void *ctx, const struct trace_meta *m)
-{
-	return heap_series__set_meta(ctx, m);
-}
-
-static int series_event(void *ctx, const struct trace_event *e)
-{
-	return heap_series__add_event(ctx, e);
-}
-
-const struct trace_reader_ops heap_series_reader_ops = {
-	.meta = series_meta,
-	.event = series_event,
-};

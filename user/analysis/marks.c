@@ -2,28 +2,22 @@
 /*
  * Zones, frames and pools; the rules are in marks.h.
  *
- * Everything is keyed by name index (names interned by text), so zone and
- * pool figures live in arrays parallel to the names. The per-event cost
- * with no marks in the trace is two additions (the open frame's figures)
- * and one map update (the open frame's per-stack figures, for the TopN
- * view); zone attribution costs a thread lookup and, for allocations made
- * inside a zone, one map entry until they are freed.
+ * An observer of the replay engine (replay.h), which owns names, threads,
+ * zone nesting and the blocks: zone and pool figures live in arrays
+ * parallel to the engine's names. The per-event cost with no marks in the
+ * trace is two additions (the open frame's figures) and one map update (the
+ * open frame's per-stack figures, for the TopN view).
  */
 #include "marks.h"
+#include "replay.h"
 #include "u64map.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define NO_NAME UINT32_MAX
-
-struct name {
-	char *text;
-	uint64_t hash;
-};
 
 struct zone_state {
 	struct marks_zone pub;
@@ -36,19 +30,6 @@ struct pool_state {
 	struct u64map live; /* ptr -> size */
 	uint64_t live_bytes;
 	bool used;
-};
-
-struct open_zone {
-	uint32_t name;
-	bool outer; /* no zone of the same name below it: it alone counts time */
-	uint64_t begin_ts;
-};
-
-struct thread_state {
-	uint32_t tid;
-	uint32_t name; /* NO_NAME: none */
-	struct open_zone *open;
-	size_t depth, cap;
 };
 
 /* One stack's allocations within a frame. */
@@ -65,17 +46,10 @@ struct kept_frame {
 };
 
 struct marks {
-	struct name *names;
-	size_t nnames, names_cap;
-	struct u64map name_hashes; /* hash of the text -> name index */
-	struct u64map string_ids;  /* STRING id -> name index */
-	struct zone_state *zones;  /* by name index, names_cap of them */
+	struct replay *r;
+	struct zone_state *zones;  /* by name index */
 	struct pool_state *pools;  /* by name index */
-
-	struct thread_state *threads;
-	size_t nthreads, threads_cap;
-	struct u64map tids;      /* tid + 1 -> thread index */
-	struct u64map zone_ptrs; /* heap ptr -> size, tag: exclusive zone */
+	size_t names_cap;
 
 	struct marks_frame *frames;
 	size_t nframes, frames_cap;
@@ -87,7 +61,6 @@ struct marks {
 	struct kept_frame kept[MARKS_TOP_FRAMES];
 	size_t nkept;
 
-	uint64_t last_ts;
 	struct marks_totals totals;
 	bool finished;
 
@@ -104,210 +77,26 @@ struct marks {
 
 /* ---- helpers ---- */
 
-static int grow(void *pp, size_t *cap, size_t need, size_t elem)
-{
-	void **p = pp;
-	size_t ncap = *cap ? *cap : 8;
-	void *np;
-
-	if (need <= *cap)
-		return 0;
-	while (ncap < need)
-		ncap *= 2;
-	np = realloc(*p, ncap * elem);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = ncap;
-	return 0;
-}
-
-/* grow() that zeroes the new elements. */
-static int grow_zeroed(void *pp, size_t *cap, size_t need, size_t elem)
-{
-	size_t old = *cap;
-	int err = grow(pp, cap, need, elem);
-
-	if (!err && *cap > old)
-		memset((char *)*(void **)pp + old * elem, 0, (*cap - old) * elem);
-	return err;
-}
-
-static uint64_t text_hash(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 0x100000001b3ULL;
-	return h | 1; /* never 0, the map's empty key */
-}
-
 static void mark_max(uint64_t *max, uint64_t v)
 {
 	if (v > *max)
 		*max = v;
 }
 
-/* ---- names ---- */
-
-static int names__append(struct marks *m, const char *text, uint64_t hash, uint32_t *idx)
+/* Room for the figures of name NAME (zeroed when new). */
+static int names_reserve(struct marks *m, uint32_t name)
 {
-	size_t cap = m->names_cap, zcap = m->names_cap, pcap = m->names_cap;
-	int err;
+	size_t cap = m->names_cap, pcap = m->names_cap, old = m->names_cap;
 
-	err = grow(&m->names, &cap, m->nnames + 1, sizeof(*m->names));
-	if (!err)
-		err = grow_zeroed(&m->zones, &zcap, cap, sizeof(*m->zones));
-	if (!err)
-		err = grow_zeroed(&m->pools, &pcap, cap, sizeof(*m->pools));
-	if (err)
-		return err;
-	m->names_cap = cap;
-	m->names[m->nnames].text = strdup(text);
-	if (!m->names[m->nnames].text)
-		return -ENOMEM;
-	m->names[m->nnames].hash = hash;
-	*idx = (uint32_t)m->nnames++;
-	return 0;
-}
-
-/* The index of the name TEXT, added if new. */
-static int names__intern(struct marks *m, const char *text, uint32_t *idx)
-{
-	uint64_t hash = text_hash(text);
-	struct u64map_entry *e = u64map__get(&m->name_hashes, hash);
-	bool existed;
-	size_t i;
-	int err;
-
-	if (e && !strcmp(m->names[e->val].text, text)) {
-		*idx = (uint32_t)e->val;
+	if (name < m->names_cap)
 		return 0;
-	}
-	/* Two texts with one hash: rare enough for a scan. */
-	for (i = 0; e && i < m->nnames; i++) {
-		if (m->names[i].hash == hash && !strcmp(m->names[i].text, text)) {
-			*idx = (uint32_t)i;
-			return 0;
-		}
-	}
-	err = names__append(m, text, hash, idx);
-	if (err || e)
-		return err;
-	e = u64map__insert(&m->name_hashes, hash, &existed);
-	if (!e)
+	if (array_reserve((void **)&m->zones, &cap, (size_t)name + 1, sizeof(*m->zones)) ||
+	    array_reserve((void **)&m->pools, &pcap, cap, sizeof(*m->pools)))
 		return -ENOMEM;
-	e->val = *idx;
+	memset(m->zones + old, 0, (cap - old) * sizeof(*m->zones));
+	memset(m->pools + old, 0, (pcap - old) * sizeof(*m->pools));
+	m->names_cap = cap < pcap ? cap : pcap;
 	return 0;
-}
-
-/* The name a mark's string ID stands for. */
-static int names__of_id(struct marks *m, uint32_t id, uint32_t *idx)
-{
-	struct u64map_entry *e;
-	char buf[32];
-	bool existed;
-	int err;
-
-	if (!id)
-		return names__intern(m, "[unnamed]", idx);
-	e = u64map__get(&m->string_ids, id);
-	if (e) {
-		*idx = (uint32_t)e->val;
-		return 0;
-	}
-	/* Its STRING was lost: name it by id, the same way every time. */
-	snprintf(buf, sizeof(buf), "[string %u]", id);
-	err = names__intern(m, buf, idx);
-	if (err)
-		return err;
-	e = u64map__insert(&m->string_ids, id, &existed);
-	if (!e)
-		return -ENOMEM;
-	e->val = *idx;
-	return 0;
-}
-
-int marks__add_string(struct marks *m, const struct trace_string *s)
-{
-	struct u64map_entry *e;
-	uint32_t idx;
-	bool existed;
-	int err;
-
-	err = names__intern(m, s->str ? s->str : "", &idx);
-	if (err)
-		return err;
-	e = u64map__insert(&m->string_ids, s->id, &existed);
-	if (!e)
-		return -ENOMEM;
-	e->val = idx;
-	return 0;
-}
-
-/* ---- threads and zones ---- */
-
-static int threads__get(struct marks *m, uint32_t tid, struct thread_state **out)
-{
-	struct u64map_entry *e;
-	bool existed;
-
-	e = u64map__insert(&m->tids, (uint64_t)tid + 1, &existed);
-	if (!e)
-		return -ENOMEM;
-	if (!existed) {
-		if (grow(&m->threads, &m->threads_cap, m->nthreads + 1, sizeof(*m->threads))) {
-			u64map__remove(&m->tids, e);
-			return -ENOMEM;
-		}
-		memset(&m->threads[m->nthreads], 0, sizeof(m->threads[0]));
-		m->threads[m->nthreads].tid = tid;
-		m->threads[m->nthreads].name = NO_NAME;
-		e->val = m->nthreads++;
-	}
-	*out = &m->threads[e->val];
-	return 0;
-}
-
-static void zone_close(struct marks *m, const struct open_zone *z, uint64_t ts)
-{
-	if (z->outer && ts > z->begin_ts)
-		m->zones[z->name].pub.time_ns += ts - z->begin_ts;
-}
-
-static int zone_begin(struct marks *m, struct thread_state *th, uint32_t name, uint64_t ts)
-{
-	struct open_zone *z;
-	size_t i;
-
-	if (grow(&th->open, &th->cap, th->depth + 1, sizeof(*th->open)))
-		return -ENOMEM;
-	z = &th->open[th->depth++];
-	z->name = name;
-	z->begin_ts = ts;
-	z->outer = true;
-	for (i = 0; i + 1 < th->depth; i++)
-		if (th->open[i].name == name)
-			z->outer = false;
-	m->zones[name].used = true;
-	m->zones[name].pub.count++;
-	return 0;
-}
-
-/* Close the innermost open NAME, and the zones opened inside it first. */
-static void zone_end(struct marks *m, struct thread_state *th, uint32_t name, uint64_t ts)
-{
-	size_t i = th->depth;
-
-	while (i > 0 && th->open[i - 1].name != name)
-		i--;
-	if (!i) {
-		m->zones[name].used = true;
-		m->zones[name].pub.unmatched_ends++;
-		return;
-	}
-	while (th->depth >= i)
-		zone_close(m, &th->open[--th->depth], ts);
 }
 
 /* ---- pools ---- */
@@ -405,29 +194,25 @@ static void frame_reset(struct marks *m)
 	m->frame_allocs = m->frame_bytes = 0;
 }
 
-static int frame_mark(struct marks *m, const struct trace_mark *mk)
+static int frame_mark(struct marks *m, uint32_t name, uint64_t ts)
 {
 	size_t cap = m->frames_cap;
 	struct marks_frame *f;
-	uint32_t name;
 	int err;
 
-	err = grow(&m->frames, &cap, m->nframes + 1, sizeof(*m->frames));
+	err = array_reserve((void **)&m->frames, &cap, m->nframes + 1, sizeof(*m->frames));
 	if (!err)
-		err = grow(&m->frame_ts, &m->frames_cap, m->nframes + 1, sizeof(*m->frame_ts));
+		err = array_reserve((void **)&m->frame_ts, &m->frames_cap, m->nframes + 1,
+				    sizeof(*m->frame_ts));
 	if (err)
 		return err;
 	f = &m->frames[m->nframes];
 	memset(f, 0, sizeof(*f));
-	if (mk->name) {
-		err = names__of_id(m, mk->name, &name);
-		if (err)
-			return err;
-		f->name = m->names[name].text;
-	}
+	if (name != REPLAY_NONE)
+		f->name = replay__name(m->r, name);
 	f->allocations = m->frame_allocs;
 	f->allocated_bytes = m->frame_bytes;
-	m->frame_ts[m->nframes] = mk->ts;
+	m->frame_ts[m->nframes] = ts;
 	err = frame_keep(m, m->nframes++);
 	frame_reset(m);
 	return err;
@@ -445,7 +230,7 @@ static int frame_add_alloc(struct marks *m, uint32_t stack_id, uint64_t count, u
 	if (!e)
 		return -ENOMEM;
 	if (!existed) {
-		if (grow(&m->cur, &m->cur_cap, m->ncur + 1, sizeof(*m->cur))) {
+		if (array_reserve((void **)&m->cur, &m->cur_cap, m->ncur + 1, sizeof(*m->cur))) {
 			u64map__remove(&m->cur_ids, e);
 			return -ENOMEM;
 		}
@@ -458,146 +243,132 @@ static int frame_add_alloc(struct marks *m, uint32_t stack_id, uint64_t count, u
 	return 0;
 }
 
-/* ---- feeding ---- */
+/* ---- the engine's events ---- */
 
-int marks__add_mark(struct marks *m, const struct trace_mark *mk)
+static int on_frame(void *ctx, const struct replay *r, uint64_t index, uint32_t name,
+		    const struct trace_mark *m)
 {
-	struct thread_state *th;
-	uint32_t name;
-	int err;
-
-	m->totals.marks++;
-	mark_max(&m->last_ts, mk->ts);
-	if (mk->kind == TRACE_MARK_FRAME)
-		return frame_mark(m, mk);
-	if (mk->kind < TRACE_MARK_ZONE_BEGIN || mk->kind > TRACE_MARK_THREAD_NAME)
-		return 0; /* a kind this version does not know */
-	err = names__of_id(m, mk->name, &name);
-	if (err)
-		return err;
-	switch (mk->kind) {
-	case TRACE_MARK_POOL_ALLOC:
-		m->pools[name].used = true;
-		return pool_alloc(&m->pools[name], mk->ptr, mk->size);
-	case TRACE_MARK_POOL_FREE:
-		m->pools[name].used = true;
-		pool_free(&m->pools[name], mk->ptr);
-		return 0;
-	case TRACE_MARK_POOL_RESET:
-		m->pools[name].used = true;
-		pool_reset(&m->pools[name]);
-		return 0;
-	}
-	err = threads__get(m, mk->tid, &th);
-	if (err)
-		return err;
-	if (mk->kind == TRACE_MARK_ZONE_BEGIN)
-		return zone_begin(m, th, name, mk->ts);
-	if (mk->kind == TRACE_MARK_ZONE_END)
-		zone_end(m, th, name, mk->ts);
-	else
-		th->name = name;
-	return 0;
+	return frame_mark(ctx, name, m->ts);
 }
 
-int marks__add_thread(struct marks *m, const struct trace_thread *t)
+static int on_pool(void *ctx, const struct replay *r, const struct trace_mark *mk, uint32_t name)
 {
-	struct thread_state *th;
-	uint32_t name;
-	int err;
+	struct marks *m = ctx;
+	struct pool_state *p;
 
-	if (!t->name)
-		return 0;
-	err = names__intern(m, t->name, &name);
-	if (!err)
-		err = threads__get(m, t->tid, &th);
-	if (!err)
-		th->name = name;
-	return err;
-}
-
-static void heap_free(struct marks *m, uint64_t ptr)
-{
-	struct u64map_entry *e = u64map__get(&m->zone_ptrs, ptr);
-	struct zone_state *z;
-
-	if (!e)
-		return;
-	z = &m->zones[e->tag];
-	z->live_bytes -= e->val;
-	u64map__remove(&m->zone_ptrs, e);
-}
-
-/* Attribute an allocation to the zones open on its thread. */
-static int heap_alloc_zones(struct marks *m, const struct thread_state *th, uint64_t ptr,
-			    uint64_t count, uint64_t size)
-{
-	uint32_t top = th->open[th->depth - 1].name;
-	struct zone_state *z = &m->zones[top];
-	struct u64map_entry *e;
-	bool existed;
-	size_t i;
-
-	for (i = 0; i < th->depth; i++) {
-		if (!th->open[i].outer)
-			continue;
-		m->zones[th->open[i].name].pub.inclusive_allocations += count;
-		m->zones[th->open[i].name].pub.inclusive_allocated_bytes += size;
-	}
-	z->pub.allocations += count;
-	z->pub.allocated_bytes += size;
-	z->live_bytes += size;
-	mark_max(&z->pub.peak_bytes, z->live_bytes);
-	e = u64map__insert(&m->zone_ptrs, ptr, &existed);
-	if (!e)
+	if (names_reserve(m, name))
 		return -ENOMEM;
-	e->val = size;
-	e->tag = top;
+	p = &m->pools[name];
+	p->used = true;
+	switch (mk->kind) {
+	case MT_MARK_POOL_ALLOC:
+		return pool_alloc(p, mk->ptr, mk->size);
+	case MT_MARK_POOL_FREE:
+		pool_free(p, mk->ptr);
+		return 0;
+	default:
+		pool_reset(p);
+		return 0;
+	}
+}
+
+static int on_zone_begin(void *ctx, const struct replay *r, uint32_t thread, const struct replay_zone *z)
+{
+	struct marks *m = ctx;
+
+	if (names_reserve(m, z->name))
+		return -ENOMEM;
+	m->zones[z->name].used = true;
+	m->zones[z->name].pub.count++;
 	return 0;
 }
 
-static int heap_alloc(struct marks *m, const struct trace_event *ev, uint64_t count,
-		      uint64_t bytes)
+static int on_zone_end(void *ctx, const struct replay *r, uint32_t thread, const struct replay_zone *z,
+		       uint64_t ts, bool at_end)
 {
-	struct u64map_entry *t;
+	struct marks *m = ctx;
+
+	if (z->outer && ts > z->begin_ts)
+		m->zones[z->name].pub.time_ns += ts - z->begin_ts;
+	if (at_end)
+		m->zones[z->name].pub.open_at_end++;
+	return 0;
+}
+
+static int on_zone_unmatched_end(void *ctx, const struct replay *r, uint32_t thread, uint32_t name)
+{
+	struct marks *m = ctx;
+
+	if (names_reserve(m, name))
+		return -ENOMEM;
+	m->zones[name].used = true;
+	m->zones[name].pub.unmatched_ends++;
+	return 0;
+}
+
+/* An allocation counts in its frame and, made inside zones, exclusively in
+ * the innermost (block.zone) and inclusively once in each distinct zone
+ * open on its thread. */
+static int on_alloc(void *ctx, const struct replay *r, const struct replay_block *b)
+{
+	struct marks *m = ctx;
+	const struct replay_zone *open;
+	struct zone_state *z;
+	size_t depth;
 	int err;
 
-	/* A pointer still live (its free was lost) is replaced, as in analysis.h. */
-	heap_free(m, ev->ptr);
-	err = frame_add_alloc(m, ev->stack_id, count, bytes);
-	if (err)
+	err = frame_add_alloc(m, replay__stack(r, b->stack)->id, b->count, b->bytes);
+	if (err || b->zone == REPLAY_NONE)
 		return err;
-	t = u64map__get(&m->tids, (uint64_t)ev->tid + 1);
-	if (!t || !m->threads[t->val].depth)
-		return 0;
-	return heap_alloc_zones(m, &m->threads[t->val], ev->ptr, count, bytes);
-}
-
-int marks__add_event(struct marks *m, const struct trace_event *e, uint64_t count, uint64_t bytes)
-{
-	mark_max(&m->last_ts, e->ts);
-	switch (e->type) {
-	case TRACE_EVENT_ALLOC:
-		return e->ptr ? heap_alloc(m, e, count, bytes) : 0;
-	case TRACE_EVENT_FREE:
-		if (e->ptr)
-			heap_free(m, e->ptr);
-		return 0;
-	case TRACE_EVENT_REALLOC:
-		if (!e->ptr && e->size)
-			return 0; /* failed: the old block stays */
-		if (e->old_ptr)
-			heap_free(m, e->old_ptr);
-		return e->ptr ? heap_alloc(m, e, count, bytes) : 0;
+	open = replay__thread_zones(r, b->thread, &depth);
+	for (size_t i = 0; i < depth; i++) {
+		if (!open[i].outer)
+			continue;
+		m->zones[open[i].name].pub.inclusive_allocations += b->count;
+		m->zones[open[i].name].pub.inclusive_allocated_bytes += b->bytes;
 	}
+	z = &m->zones[b->zone];
+	z->pub.allocations += b->count;
+	z->pub.allocated_bytes += b->bytes;
+	z->live_bytes += b->bytes;
+	mark_max(&z->pub.peak_bytes, z->live_bytes);
 	return 0;
 }
+
+static int on_free(void *ctx, const struct replay *r, const struct replay_block *b, bool temporary,
+		   bool replaced)
+{
+	struct marks *m = ctx;
+
+	if (b->zone != REPLAY_NONE)
+		m->zones[b->zone].live_bytes -= b->bytes;
+	return 0;
+}
+
+static const struct replay_ops marks_ops = {
+	.alloc = on_alloc,
+	.free = on_free,
+	.zone_begin = on_zone_begin,
+	.zone_end = on_zone_end,
+	.zone_unmatched_end = on_zone_unmatched_end,
+	.frame = on_frame,
+	.pool = on_pool,
+};
 
 /* ---- lifetime ---- */
 
-struct marks *marks__new(void)
+struct marks *marks__new(struct replay *r)
 {
-	return calloc(1, sizeof(struct marks));
+	struct marks *m = calloc(1, sizeof(struct marks));
+
+	if (!m)
+		return NULL;
+	m->r = r;
+	if (replay__observe(r, &marks_ops, m)) {
+		free(m);
+		return NULL;
+	}
+	return m;
 }
 
 void marks__free(struct marks *m)
@@ -606,25 +377,15 @@ void marks__free(struct marks *m)
 
 	if (!m)
 		return;
-	for (i = 0; i < m->nnames; i++) {
-		free(m->names[i].text);
+	for (i = 0; i < m->names_cap; i++)
 		u64map__free(&m->pools[i].live);
-	}
-	for (i = 0; i < m->nthreads; i++)
-		free(m->threads[i].open);
 	for (i = 0; i < m->nkept; i++)
 		free(m->kept[i].stacks);
-	free(m->names);
 	free(m->zones);
 	free(m->pools);
-	free(m->threads);
 	free(m->frames);
 	free(m->frame_ts);
 	free(m->cur);
-	u64map__free(&m->name_hashes);
-	u64map__free(&m->string_ids);
-	u64map__free(&m->tids);
-	u64map__free(&m->zone_ptrs);
 	u64map__free(&m->cur_ids);
 	free(m->out_zones);
 	free(m->out_pools);
@@ -683,23 +444,6 @@ static int frame_site_cmp(const void *px, const void *py)
 	return strcmp(x->site->name, y->site->name);
 }
 
-/* Zones still open end with the trace. */
-static void zones_settle(struct marks *m, uint64_t end)
-{
-	size_t i;
-
-	for (i = 0; i < m->nthreads; i++) {
-		struct thread_state *th = &m->threads[i];
-
-		while (th->depth) {
-			struct open_zone *z = &th->open[--th->depth];
-
-			zone_close(m, z, end);
-			m->zones[z->name].pub.open_at_end++;
-		}
-	}
-}
-
 static void frames_settle(struct marks *m, uint64_t start)
 {
 	uint64_t prev = start;
@@ -720,33 +464,36 @@ static void frames_settle(struct marks *m, uint64_t start)
 
 static int names_collect(struct marks *m)
 {
-	size_t i, nz = 0, np = 0, nt = 0;
+	size_t i, nz = 0, np = 0, nt = 0, nthreads = replay__nthreads(m->r);
 
-	m->out_zones = calloc(m->nnames + 1, sizeof(*m->out_zones));
-	m->out_pools = calloc(m->nnames + 1, sizeof(*m->out_pools));
-	m->out_threads = calloc(m->nthreads + 1, sizeof(*m->out_threads));
+	m->out_zones = calloc(m->names_cap + 1, sizeof(*m->out_zones));
+	m->out_pools = calloc(m->names_cap + 1, sizeof(*m->out_pools));
+	m->out_threads = calloc(nthreads + 1, sizeof(*m->out_threads));
 	if (!m->out_zones || !m->out_pools || !m->out_threads)
 		return -ENOMEM;
-	for (i = 0; i < m->nnames; i++) {
+	for (i = 0; i < m->names_cap; i++) {
 		struct zone_state *z = &m->zones[i];
 		struct pool_state *p = &m->pools[i];
 
 		if (z->used) {
-			z->pub.name = m->names[i].text;
+			z->pub.name = replay__name(m->r, (uint32_t)i);
 			z->pub.leaked_bytes = z->live_bytes;
 			m->out_zones[nz++] = z->pub;
 		}
 		if (p->used) {
-			p->pub.name = m->names[i].text;
+			p->pub.name = replay__name(m->r, (uint32_t)i);
 			p->pub.leaked_allocations = p->live.count;
 			p->pub.leaked_bytes = p->live_bytes;
 			m->out_pools[np++] = p->pub;
 		}
 	}
-	for (i = 0; i < m->nthreads; i++)
-		if (m->threads[i].name != NO_NAME)
-			m->out_threads[nt++] = (struct marks_thread){ m->threads[i].tid,
-								      m->names[m->threads[i].name].text };
+	for (i = 0; i < nthreads; i++) {
+		uint32_t name = replay__thread_name(m->r, (uint32_t)i);
+
+		if (name != REPLAY_NONE)
+			m->out_threads[nt++] = (struct marks_thread){ replay__thread_tid(m->r, (uint32_t)i),
+								      replay__name(m->r, name) };
+	}
 	qsort(m->out_zones, nz, sizeof(*m->out_zones), zone_rank_cmp);
 	qsort(m->out_pools, np, sizeof(*m->out_pools), pool_rank_cmp);
 	qsort(m->out_threads, nt, sizeof(*m->out_threads), thread_cmp);
@@ -846,16 +593,15 @@ static int top_frames_collect(struct marks *m, const struct analysis_site *sites
 	return err;
 }
 
-int marks__finish(struct marks *m, uint64_t start_ns, uint64_t end_ns,
-		  const struct analysis_site *sites, size_t nsites)
+int marks__finish(struct marks *m, const struct analysis_site *sites, size_t nsites)
 {
 	int err;
 
 	if (m->finished)
 		return 0;
 	m->finished = true;
-	zones_settle(m, end_ns ? end_ns : m->last_ts);
-	frames_settle(m, start_ns);
+	m->totals.marks = replay__marks(m->r);
+	frames_settle(m, replay__start_ns(m->r));
 	err = names_collect(m);
 	if (!err)
 		err = top_frames_collect(m, sites, nsites);

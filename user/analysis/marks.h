@@ -2,11 +2,13 @@
 /*
  * The in-process marks of inproc/memtrace.h, analysed: zones, frames, pools
  * and thread names, with the heap allocations attributed to the zone and the
- * frame they were made in. analysis.c owns one and feeds it every STRING,
- * MARK and THREAD record and every heap event, in file order (which is time
- * order); pure like the analysis, it reads no file and prints nothing.
+ * frame they were made in. An observer of the replay engine (replay.h),
+ * which owns the names, the threads and the zone nesting; analysis.c makes
+ * one on its engine. Pure like the analysis: it reads no file, prints
+ * nothing.
  *
- * Exact rules (tests/unit/test_marks.c pins each one):
+ * Exact rules (tests/unit/test_marks.c pins each one; the nesting and
+ * naming rules are the engine's, repeated here for the figures they give):
  * - Names: zones, pools, frame labels and thread names are grouped by the
  *   text of their STRING. Id 0 (none) reads "[unnamed]"; an id with no
  *   STRING record reads "[string ID]".
@@ -120,24 +122,15 @@ struct marks_totals {
 };
 
 struct marks;
+struct replay;
 
-/* A new empty one; NULL with errno set. */
-struct marks *marks__new(void);
+/* A new empty one observing R; NULL with errno set. */
+struct marks *marks__new(struct replay *r);
 void marks__free(struct marks *m);
 
-/* Feeding, in file order; each 0 or -ENOMEM. */
-int marks__add_string(struct marks *m, const struct trace_string *s);
-int marks__add_mark(struct marks *m, const struct trace_mark *mk);
-int marks__add_thread(struct marks *m, const struct trace_thread *t);
-/* A heap event; COUNT and BYTES are what its allocation half stands for:
- * 1 and its size, or the analysis's estimates in a sampled trace. */
-int marks__add_event(struct marks *m, const struct trace_event *e, uint64_t count, uint64_t bytes);
-
-/* Settle the figures: START_NS is the trace's start_mono_ns, END_NS its END
- * time or 0 if it has none; SITES are the analysis's finished sites. Call
- * once; 0 or -ENOMEM. */
-int marks__finish(struct marks *m, uint64_t start_ns, uint64_t end_ns,
-		  const struct analysis_site *sites, size_t nsites);
+/* Settle the figures after the engine finished: SITES are the analysis's
+ * finished sites. Call once; 0 or -ENOMEM. */
+int marks__finish(struct marks *m, const struct analysis_site *sites, size_t nsites);
 
 /* Results, valid after marks__finish until marks__free. Zones by inclusive
  * allocated bytes, largest first (ties: exclusive bytes, then name); frames

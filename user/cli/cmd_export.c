@@ -5,6 +5,7 @@
 #include "export.h"
 #include "export_chrome.h"
 #include "protobuf.h"
+#include "replay.h"
 #include "trace_load.h"
 
 #include <errno.h>
@@ -22,6 +23,11 @@ struct export_args {
 	bool metric_given;
 	const char *output; /* NULL: the format's default; "-": stdout */
 	const char *path;
+	/* chrome: the export rides on the analysis's one pass */
+	struct export_chrome *chrome;
+	FILE *chrome_f;
+	char *chrome_data;
+	size_t chrome_len;
 };
 
 /* The export, rendered in memory before the output file exists, so a
@@ -35,6 +41,9 @@ struct export_content {
 struct export_format {
 	const char *name;
 	const char *suffix; /* default output: FILE + suffix; NULL: stdout */
+	/* Before the pass, subscribe to the analysis's engine (may be NULL):
+	 * 0, or -errno after printing why. */
+	int (*prepare)(struct export_args *args, struct analysis *a);
 	/* 0, or -errno after printing why */
 	int (*render)(const struct export_args *args, const struct analysis *a,
 		      struct export_content *out);
@@ -44,13 +53,14 @@ static int export_render_pprof(const struct export_args *args, const struct anal
 			       struct export_content *out);
 static int export_render_folded(const struct export_args *args, const struct analysis *a,
 				struct export_content *out);
+static int export_prepare_chrome(struct export_args *args, struct analysis *a);
 static int export_render_chrome(const struct export_args *args, const struct analysis *a,
 				struct export_content *out);
 
 static const struct export_format formats[] = {
-	{ "pprof", ".pb.gz", export_render_pprof },
-	{ "folded", NULL, export_render_folded },
-	{ "chrome", NULL, export_render_chrome },
+	{ "pprof", ".pb.gz", NULL, export_render_pprof },
+	{ "folded", NULL, NULL, export_render_folded },
+	{ "chrome", NULL, export_prepare_chrome, export_render_chrome },
 };
 
 static void export_usage(FILE *f)
@@ -157,31 +167,36 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 static int export_render_pprof(const struct export_args *args, const struct analysis *a,
 			       struct export_content *out)
 {
-	struct trace_modules tm;
+	struct replay *r = analysis__replay((struct analysis *)a);
 	struct export_pprof_input in = { .a = a };
+	struct trace_module *mods;
 	struct pb_buf b;
 	int err;
 
-	err = trace_load_modules(args->path, &tm);
-	if (err)
-		goto out_modules;
-	in.modules = tm.mods;
-	in.nmodules = tm.nr;
-	in.time_ns = tm.start_real_ns;
+	mods = calloc(replay__nmodules(r) + 1, sizeof(*mods));
+	if (!mods) {
+		fprintf(stderr, "memtrace: failed to encode the pprof profile: %s; free some memory\n",
+			strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	for (size_t i = 0; !replay__module(r, i, &mods[i]); i++)
+		;
+	in.modules = mods;
+	in.nmodules = replay__nmodules(r);
+	in.time_ns = replay__start_real_ns(r);
 	pb_buf__init(&b);
 	err = export_pprof__encode(&in, &b);
+	free(mods);
 	if (err) {
 		fprintf(stderr, "memtrace: failed to encode the pprof profile: %s; free some memory\n",
 			strerror(-err));
 		pb_buf__free(&b);
-		goto out_modules;
+		return err;
 	}
 	out->data = b.data; /* handed over: freed with the content */
 	out->len = b.len;
 	out->gzip = true;
-out_modules:
-	trace_modules__free(&tm);
-	return err;
+	return 0;
 }
 
 static int export_render_folded(const struct export_args *args, const struct analysis *a,
@@ -213,50 +228,35 @@ static int export_render_folded(const struct export_args *args, const struct ana
 }
 
 /* The heap counter and the zones need the events and marks in time order,
- * which the analysis does not keep: one more pass over the trace. */
+ * which the analysis does not keep: the export observes the same pass. */
+static int export_prepare_chrome(struct export_args *args, struct analysis *a)
+{
+	args->chrome_f = open_memstream(&args->chrome_data, &args->chrome_len);
+	if (args->chrome_f)
+		args->chrome = export_chrome__new(args->chrome_f, analysis__replay(a));
+	if (!args->chrome) {
+		fprintf(stderr, "memtrace: failed to render the Chrome trace: out of memory; free some "
+				"memory\n");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
 static int export_render_chrome(const struct export_args *args, const struct analysis *a,
 				struct export_content *out)
 {
-	struct export_chrome *c;
-	char *data = NULL;
-	size_t len = 0;
-	FILE *f;
-	int err;
+	int err = export_chrome__finish(args->chrome, a);
 
-	f = open_memstream(&data, &len);
-	if (!f)
-		goto out_nomem;
-	c = export_chrome__new(f, a);
-	if (!c) {
-		fclose(f);
-		free(data);
-		goto out_nomem;
-	}
-	err = trace_load_pass(args->path, &export_chrome_reader_ops, c);
-	if (!err) {
-		err = export_chrome__finish(c);
-		if (err)
-			fprintf(stderr, "memtrace: failed to render the Chrome trace: %s; free some "
-					"memory\n", strerror(-err));
-	}
-	export_chrome__free(c);
-	if (fclose(f) && !err) {
-		fprintf(stderr, "memtrace: failed to render the Chrome trace: out of memory; free "
-				"some memory\n");
+	if (fclose(args->chrome_f) && !err)
 		err = -ENOMEM;
-	}
 	if (err) {
-		free(data);
+		fprintf(stderr, "memtrace: failed to render the Chrome trace: %s; free some memory\n",
+			strerror(-err));
 		return err;
 	}
-	out->data = data;
-	out->len = len;
+	out->data = args->chrome_data; /* handed over: freed with the content */
+	out->len = args->chrome_len;
 	return 0;
-
-out_nomem:
-	fprintf(stderr, "memtrace: failed to render the Chrome trace: out of memory; free some "
-			"memory\n");
-	return -ENOMEM;
 }
 
 /* The output's name into *OUT: -o, else the format's default; NULL for
@@ -330,10 +330,16 @@ int cmd_export(int argc, char **argv)
 			strerror(errno));
 		return 1;
 	}
-	err = trace_load(args.path, a);
+	err = args.format->prepare ? args.format->prepare(&args, a) : 0;
+	if (!err)
+		err = trace_load(args.path, a);
 	if (err)
 		goto out_analysis;
 	err = args.format->render(&args, a, &content);
+	args.chrome_f = NULL; /* closed by the render */
+	if (content.data != args.chrome_data)
+		free(args.chrome_data);
+	args.chrome_data = NULL;
 	if (err)
 		goto out_analysis;
 	err = export_output_path(&args, &output);
@@ -349,6 +355,10 @@ out_content:
 	free(output);
 	free(content.data);
 out_analysis:
+	export_chrome__free(args.chrome);
+	if (args.chrome_f)
+		fclose(args.chrome_f);
+	free(args.chrome_data);
 	analysis__free(a);
 	return err ? 1 : 0;
 }

@@ -48,6 +48,7 @@
 
 struct recording {
 	struct record_opts o;
+	const struct record_view *view; /* NULL: none */
 	struct launcher child;
 	char cmd_path[PATH_MAX]; /* -- CMD: the program found in PATH */
 	int pid;
@@ -69,6 +70,8 @@ struct recording {
 	uint64_t start_ns;
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
+	bool view_quit; /* the live view was told to quit */
+	uint64_t end_ns; /* when recording stopped */
 	char stop_reason[256]; /* set when the target crossed the privilege boundary */
 };
 
@@ -444,7 +447,15 @@ static void default_output(struct recording *r)
 
 static int write_module(void *ctx, const struct trace_module *m)
 {
-	return trace_writer__add_module(ctx, m);
+	struct recording *r = ctx;
+
+	if (r->view && r->view->tap->module) {
+		int err = r->view->tap->module(r->view->ctx, m);
+
+		if (err)
+			return err;
+	}
+	return trace_writer__add_module(r->w, m);
 }
 
 /* Libraries loaded since attach (dlopen) join the module map, so the
@@ -481,7 +492,7 @@ static int refresh_modules(struct recording *r)
 
 	if (procmaps__read(&now, r->pid))
 		return 0;
-	err = module_set__merge(&r->modules, &now, write_module, r->w);
+	err = module_set__merge(&r->modules, &now, write_module, r);
 	if (!err && r->unwinder)
 		err = unwinder__update(r->unwinder, r->loader, &now);
 	if (!err && !r->o.empty_probes) {
@@ -554,7 +565,14 @@ static int open_output(struct recording *r)
 	r->w = trace_writer__open(r->output, &m);
 	if (!r->w)
 		return output_error(r, errno);
-	if (module_set__merge(&r->modules, &r->maps, write_module, r->w) || trace_writer__flush(r->w))
+	if (r->o.discard_output)
+		unlink(r->output); /* written on, gone at the close */
+	if (r->view) {
+		if (r->view->tap->meta && r->view->tap->meta(r->view->ctx, &m))
+			return fail("failed to start the live view: out of memory");
+		drain__set_tap(r->drain, r->view->tap, r->view->ctx);
+	}
+	if (module_set__merge(&r->modules, &r->maps, write_module, r) || trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	drain__set_writer(r->drain, r->w);
 	loader__set_recording(r->loader, true);
@@ -698,7 +716,10 @@ static void announce(struct recording *r)
 	if (mark_finder__count(r->marks))
 		fprintf(stderr, ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
 			mark_finder__count(r->marks) == 1 ? "" : "s");
-	fprintf(stderr, ", writing %s\n", r->output);
+	if (r->o.discard_output)
+		fprintf(stderr, "\n");
+	else
+		fprintf(stderr, ", writing %s\n", r->output);
 }
 
 /* What the target did, in words, from what changed and its name then. */
@@ -761,10 +782,31 @@ static void show_status(struct recording *r, uint64_t now, uint64_t *last_events
 	*last_events = events;
 }
 
+/* What a live view is told, now. */
+static struct record_live live_of(struct recording *r)
+{
+	struct record_live l = {
+		.pid = r->pid,
+		.comm = r->comm,
+		.cmdline = r->cmdline,
+		.output = r->o.discard_output ? NULL : r->output,
+		.probes = r->probes.nr,
+		.start_ns = r->start_ns,
+		.end_ns = r->end_ns,
+		.events = r->drain ? drain__events(r->drain) : 0,
+		.target_exited = r->target_exited,
+		.stop = (volatile const int *)&stop_signal,
+	};
+
+	for (int cpu = 0; r->loader && cpu < loader__nr_cpus(r->loader); cpu++)
+		l.dropped += loader__drops(r->loader, cpu);
+	return l;
+}
+
 static int record_loop(struct recording *r)
 {
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
-	bool status_line = isatty(STDERR_FILENO);
+	bool status_line = isatty(STDERR_FILENO) && !r->view;
 	uint64_t next_status = r->start_ns + STATUS_NS, last_events = 0;
 	uint64_t next_flush = r->start_ns + FLUSH_NS;
 	int err = 0;
@@ -788,6 +830,16 @@ static int record_loop(struct recording *r)
 		if (status_line && t0 >= next_status) {
 			show_status(r, t0, &last_events);
 			next_status = t0 + STATUS_NS;
+		}
+		if (!err && r->view && r->view->tick) {
+			struct record_live l = live_of(r);
+
+			err = r->view->tick(r->view->ctx, &l, t0);
+			if (err > 0) {
+				r->view_quit = true;
+				err = 0;
+				break;
+			}
 		}
 	}
 	if (status_line)
@@ -835,7 +887,7 @@ static int finish(struct recording *r)
 	int err;
 
 	loader__set_recording(r->loader, false);
-	end.end_mono_ns = now_ns(CLOCK_MONOTONIC);
+	end.end_mono_ns = r->end_ns = now_ns(CLOCK_MONOTONIC);
 	loader__detach(r->loader);
 	err = loader__poll(r->loader, 0);
 	if (!err)
@@ -873,7 +925,8 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
-	fprintf(stderr, "memtrace: wrote %llu events to %s\n", (unsigned long long)end.events, r->output);
+	if (!r->o.discard_output)
+		fprintf(stderr, "memtrace: wrote %llu events to %s\n", (unsigned long long)end.events, r->output);
 	return 0;
 }
 
@@ -940,13 +993,20 @@ static void cleanup(struct recording *r, bool failed)
 
 int cmd_record(int argc, char **argv)
 {
-	struct recording r = { .pidfd = -1, .rootfd = -1, .exit_status = -1,
-			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
-	int err;
+	struct record_opts o = { 0 };
 
-	err = parse_opts(&r.o, argc, argv);
-	if (!err)
-		install_signals(r.o.cmd != NULL);
+	if (parse_opts(&o, argc, argv))
+		return 1;
+	return record_run(&o, NULL);
+}
+
+int record_run(struct record_opts *o, const struct record_view *view)
+{
+	struct recording r = { .o = *o, .view = view, .pidfd = -1, .rootfd = -1, .exit_status = -1,
+			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	int err = 0;
+
+	install_signals(r.o.cmd != NULL);
 	if (!err && r.o.supervisor)
 		err = watch_supervisor(&r);
 	if (!err)
@@ -983,21 +1043,28 @@ int cmd_record(int argc, char **argv)
 		err = open_output(&r);
 	if (err) {
 		cleanup(&r, true);
+		if (view && view->done)
+			view->done(view->ctx, NULL);
 		return 1;
 	}
 	announce(&r);
 	if (launcher__release(&r.child))
 		fail("failed to let '%s' run: %s", r.o.cmd[0], strerror(errno));
 	err = record_loop(&r);
-	if (stop_signal && r.child.pid > 0)
-		kill(r.child.pid, stop_signal); /* our command stops with us */
+	if ((stop_signal || r.view_quit) && r.child.pid > 0)
+		kill(r.child.pid, stop_signal ? stop_signal : SIGTERM); /* our command stops with us */
 	err = finish(&r) || err;
+	if (view && view->done) {
+		struct record_live l = live_of(&r);
+
+		view->done(view->ctx, &l);
+	}
 	cleanup(&r, false);
 	if (r.o.cmd) {
 		/* Recording failed (a full disk): the command still runs to its end. */
 		int status = command_status(&r);
 
-		return err ? 1 : status;
+		return err ? 1 : r.view_quit ? 0 : status; /* q in top is no failure */
 	}
 	return err ? 1 : 0;
 }

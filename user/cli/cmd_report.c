@@ -118,33 +118,6 @@ static int report_print(const struct report_args *args, const struct analysis *a
 	return err;
 }
 
-/* Live bytes over time, which the analysis does not keep: one more pass
- * over the trace. The finished series into *OUT, or -errno after printing
- * why. */
-static int report_heap_series(const char *path, const struct analysis *a,
-			      struct heap_series **out)
-{
-	struct heap_series *s;
-	int err;
-
-	s = heap_series__new(analysis__trace(a)->duration_ns, REPORT_HTML_POINTS);
-	if (!s) {
-		report_out_of_memory(path);
-		return -ENOMEM;
-	}
-	err = trace_load_pass(path, &heap_series_reader_ops, s);
-	if (!err)
-		err = heap_series__finish(s);
-	if (err == -ENOMEM)
-		report_out_of_memory(path);
-	if (err) {
-		heap_series__free(s);
-		return err;
-	}
-	*out = s;
-	return 0;
-}
-
 /* The page, rendered in memory first so that a failure leaves no half
  * file. Malloc'ed into *DATA, *LEN; 0 or -errno after printing why. */
 static int report_render_html(const struct analysis *a, const struct heap_series *s,
@@ -200,18 +173,20 @@ static int report_save_html(const char *path, const char *data, size_t len)
 	return 0;
 }
 
-static int report_write_html(const struct report_args *args, const struct analysis *a)
+/* S, fed by the same pass as A, settled and drawn into the page. */
+static int report_write_html(const struct report_args *args, const struct analysis *a,
+			     struct heap_series *s)
 {
-	struct heap_series *s;
 	char *data;
 	size_t len;
 	int err;
 
-	err = report_heap_series(args->path, a, &s);
-	if (err)
+	err = heap_series__finish(s, analysis__trace(a)->duration_ns);
+	if (err) {
+		report_out_of_memory(args->path);
 		return err;
+	}
 	err = report_render_html(a, s, &data, &len);
-	heap_series__free(s);
 	if (err)
 		return err;
 	err = report_save_html(args->html, data, len);
@@ -222,6 +197,7 @@ static int report_write_html(const struct report_args *args, const struct analys
 int cmd_report(int argc, char **argv)
 {
 	struct report_args args;
+	struct heap_series *s = NULL;
 	struct analysis *a;
 	int err;
 
@@ -234,15 +210,23 @@ int cmd_report(int argc, char **argv)
 		report_out_of_memory(args.path);
 		return 1;
 	}
+	/* Live bytes over time, which the analysis does not keep, observe the
+	 * same pass. */
+	if (args.html && !(s = heap_series__new(analysis__replay(a), REPORT_HTML_POINTS))) {
+		report_out_of_memory(args.path);
+		err = -ENOMEM;
+		goto out_free;
+	}
 	err = trace_load(args.path, a);
 	if (err)
 		goto out_free;
 	if (args.html)
-		err = report_write_html(&args, a);
+		err = report_write_html(&args, a, s);
 	else
 		err = report_print(&args, a);
 
 out_free:
+	heap_series__free(s);
 	analysis__free(a);
 	return err ? 1 : 0;
 }

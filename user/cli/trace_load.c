@@ -2,6 +2,7 @@
 /* Reading a trace for a command, with the advice `memtrace report` gives. */
 #include "trace_load.h"
 #include "analysis.h"
+#include "replay.h"
 #include "debuginfod.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
@@ -141,51 +142,76 @@ static int load_read(const char *path, const struct trace_reader_ops *ops, void 
 	return err < 0 ? err : err ? -EIO : 0;
 }
 
-/* One build-id asked of debuginfod, and what came of it. */
-struct fetched {
-	uint8_t id[32];
-	uint32_t len;
-	int err;
-	const char *path; /* the trace's module path, for the message */
-};
-
 struct unresolved {
 	uint64_t addr;
 	int32_t module;
 };
 
 struct debuginfod_pass {
-	struct fetched *v;
-	size_t n, cap;
+	struct debuginfod_tries tries;
 	struct unresolved *addrs;
 	size_t nr_addrs, cap_addrs;
 };
 
-static int fetch(struct debuginfod_pass *p, const struct trace_module *m)
+int debuginfod_try(struct debuginfod_tries *t, const struct trace_module *m)
 {
-	struct fetched *f;
+	struct debuginfod_try *f;
 	char debug[PATH_MAX];
 
-	for (size_t i = 0; i < p->n; i++) {
-		if (p->v[i].len == m->build_id_len && !memcmp(p->v[i].id, m->build_id, m->build_id_len))
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->v[i].len == m->build_id_len && !memcmp(t->v[i].id, m->build_id, m->build_id_len))
 			return 0;
 	}
-	if (array_reserve((void **)&p->v, &p->cap, p->n + 1, sizeof(*p->v)))
+	if (array_reserve((void **)&t->v, &t->cap, t->n + 1, sizeof(*t->v)))
 		return -ENOMEM;
-	f = &p->v[p->n++];
+	f = &t->v[t->n++];
 	memset(f, 0, sizeof(*f));
 	memcpy(f->id, m->build_id, sizeof(f->id));
 	f->len = m->build_id_len;
 	f->path = m->path;
 	f->err = debuginfod_fetch(m->build_id, m->build_id_len, debug, sizeof(debug));
-	return f->err ? 0 : symbolizer_add_debug_file(m->build_id, m->build_id_len, debug);
+	if (f->err)
+		return 0;
+	return symbolizer_add_debug_file(m->build_id, m->build_id_len, debug) ? -ENOMEM : 1;
+}
+
+void debuginfod_tries__say(const struct debuginfod_tries *t, const char *what)
+{
+	char missing[512] = "";
+	size_t nmissing = 0;
+	bool no_client = false;
+
+	for (size_t i = 0; i < t->n; i++) {
+		const char *base = strrchr(t->v[i].path, '/');
+		size_t at = strlen(missing);
+
+		if (!t->v[i].err)
+			continue;
+		no_client |= t->v[i].err == -ENOEXEC;
+		if (nmissing++ < 4 && at < sizeof(missing) - 1)
+			snprintf(missing + at, sizeof(missing) - at, "%s%s", at ? ", " : "", base ? base + 1 : t->v[i].path);
+	}
+	if (no_client)
+		fprintf(stderr, "memtrace: DEBUGINFOD_URLS is set but debuginfod-find is not installed (Debian package debuginfod); frames of %s keep module+offset\n",
+			what);
+	else if (nmissing)
+		fprintf(stderr, "memtrace: debuginfod had no debug info for %zu module%s (%s%s); their frames keep module+offset\n",
+			nmissing, nmissing == 1 ? "" : "s", missing, nmissing > 4 ? ", ..." : "");
+}
+
+void debuginfod_tries__free(struct debuginfod_tries *t)
+{
+	free(t->v);
+	memset(t, 0, sizeof(*t));
 }
 
 static int note_unresolved(void *ctx, uint64_t addr, const struct trace_module *m, int32_t module)
 {
 	struct debuginfod_pass *p = ctx;
-	int err = fetch(p, m);
+	int err = debuginfod_try(&p->tries, m);
 
+	if (err > 0)
+		err = 0;
 	if (!err && array_reserve((void **)&p->addrs, &p->cap_addrs, p->nr_addrs + 1, sizeof(*p->addrs)))
 		return -ENOMEM;
 	if (!err)
@@ -201,7 +227,7 @@ static int name_addresses(struct analysis *a, const struct debuginfod_pass *p)
 	struct trace_module m;
 	int err = s ? 0 : -ENOMEM;
 
-	for (size_t i = 0; !err && !analysis__module(a, i, &m); i++)
+	for (size_t i = 0; !err && !replay__module(analysis__replay(a), i, &m); i++)
 		err = symbolizer__add_module(s, &m);
 	for (size_t i = 0; !err && i < p->nr_addrs; i++) {
 		struct trace_symbol sym;
@@ -219,33 +245,15 @@ static int name_addresses(struct analysis *a, const struct debuginfod_pass *p)
 static int name_through_debuginfod(const char *trace, struct analysis *a)
 {
 	struct debuginfod_pass p = { 0 };
-	char missing[512] = "";
-	size_t nmissing = 0;
-	bool no_client = false;
 	int err;
 
 	if (!debuginfod_enabled())
 		return 0;
-	err = analysis__for_each_unresolved(a, note_unresolved, &p);
+	err = replay__for_each_unresolved(analysis__replay(a), note_unresolved, &p);
 	if (!err && p.nr_addrs)
 		err = name_addresses(a, &p);
-	for (size_t i = 0; i < p.n; i++) {
-		const char *base = strrchr(p.v[i].path, '/');
-		size_t at = strlen(missing);
-
-		if (!p.v[i].err)
-			continue;
-		no_client |= p.v[i].err == -ENOEXEC;
-		if (nmissing++ < 4 && at < sizeof(missing) - 1)
-			snprintf(missing + at, sizeof(missing) - at, "%s%s", at ? ", " : "", base ? base + 1 : p.v[i].path);
-	}
-	if (no_client)
-		fprintf(stderr, "memtrace: DEBUGINFOD_URLS is set but debuginfod-find is not installed (Debian package debuginfod); frames of %s keep module+offset\n",
-			trace);
-	else if (nmissing)
-		fprintf(stderr, "memtrace: debuginfod had no debug info for %zu module%s (%s%s); their frames keep module+offset\n",
-			nmissing, nmissing == 1 ? "" : "s", missing, nmissing > 4 ? ", ..." : "");
-	free(p.v);
+	debuginfod_tries__say(&p.tries, trace);
+	debuginfod_tries__free(&p.tries);
 	free(p.addrs);
 	return err;
 }
@@ -262,7 +270,7 @@ int trace_load(const char *path, struct analysis *a)
 			return err;
 		}
 	}
-	err = load_read(path, &analysis_reader_ops, a, &partial);
+	err = load_read(path, &replay_reader_ops, analysis__replay(a), &partial);
 	if (!err && partial)
 		err = analysis__set_partial(a, partial);
 	if (!err)
@@ -275,48 +283,3 @@ int trace_load(const char *path, struct analysis *a)
 	return err;
 }
 
-int trace_load_pass(const char *path, const struct trace_reader_ops *ops, void *ctx)
-{
-	return load_read(path, ops, ctx, NULL);
-}
-
-static int modules_meta(void *ctx, const struct trace_meta *m)
-{
-	struct trace_modules *tm = ctx;
-
-	tm->start_real_ns = m->start_real_ns;
-	return 0;
-}
-
-static int modules_add(void *ctx, const struct trace_module *m)
-{
-	struct trace_modules *tm = ctx;
-	struct trace_module *mods;
-
-	mods = realloc(tm->mods, (tm->nr + 1) * sizeof(*mods));
-	if (!mods)
-		return -ENOMEM;
-	tm->mods = mods;
-	mods[tm->nr] = *m;
-	mods[tm->nr].path = strdup(m->path ? m->path : "");
-	if (!mods[tm->nr].path)
-		return -ENOMEM;
-	tm->nr++;
-	return 0;
-}
-
-int trace_load_modules(const char *path, struct trace_modules *tm)
-{
-	static const struct trace_reader_ops ops = { .meta = modules_meta, .module = modules_add };
-
-	memset(tm, 0, sizeof(*tm));
-	return trace_load_pass(path, &ops, tm);
-}
-
-void trace_modules__free(struct trace_modules *tm)
-{
-	for (size_t i = 0; i < tm->nr; i++)
-		free((char *)tm->mods[i].path);
-	free(tm->mods);
-	memset(tm, 0, sizeof(*tm));
-}

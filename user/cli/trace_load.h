@@ -29,26 +29,33 @@ int trace_load_add_alloc_fn(const char *glob);
 #define TRACE_LOAD_LONGOPTS \
 	{ "strict", no_argument, NULL, 'S' }, { "alloc-fn", required_argument, NULL, 'A' }
 int trace_load_option(int c, const char *arg);
-struct trace_reader_ops;
 
-/* Read the trace at PATH into A (fresh from analysis__new) and finish it.
+/* Read the trace at PATH into A (fresh from analysis__new, with any other
+ * observers already on its engine) in one pass, and finish it.
  * A partial trace loads (marked partial). 0, or -errno after printing
  * "memtrace: failed to read PATH: why; what to do". */
 int trace_load(const char *path, struct analysis *a);
 
-/* One more pass over PATH with OPS and CTX, for records the analysis does
- * not keep. 0, or -errno after printing the same kind of line. */
-int trace_load_pass(const char *path, const struct trace_reader_ops *ops, void *ctx);
-
-/* The modules and start time of a trace (what pprof's mappings need),
- * collected by trace_load_modules; free with trace_modules__free. */
-struct trace_modules {
-	struct trace_module *mods; /* paths owned */
-	size_t nr;
-	uint64_t start_real_ns;    /* 0 if the trace had no metadata */
+/* Debug files asked of debuginfod (DEBUGINFOD_URLS), one try per
+ * build-id, for report, diff, export and top alike. */
+struct debuginfod_tries {
+	struct debuginfod_try {
+		uint8_t id[32];
+		uint32_t len;
+		int err;          /* 0: fetched; else debuginfod_fetch's */
+		const char *path; /* the module's path, for the message; must outlive T */
+	} *v;
+	size_t n, cap;
 };
 
-int trace_load_modules(const char *path, struct trace_modules *tm);
-void trace_modules__free(struct trace_modules *tm);
+/* M's debug file, the first time its build-id is asked: registered with
+ * the symbolizers (symbolizer_add_debug_file) when a server has it. 1 if
+ * it was fetched just now, 0 if asked before or not found, -ENOMEM. */
+int debuginfod_try(struct debuginfod_tries *t, const struct trace_module *m);
+
+/* One line on stderr about the modules no server had (WHAT names the
+ * trace or process), or nothing. */
+void debuginfod_tries__say(const struct debuginfod_tries *t, const char *what);
+void debuginfod_tries__free(struct debuginfod_tries *t);
 
 #endif /* MEMTRACE_TRACE_LOAD_H */

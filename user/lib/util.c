@@ -204,3 +204,10 @@ int array_reserve(void **p, size_t *cap, size_t need, size_t elem)
 	*cap = ncap;
 	return 0;
 }
+
+int strcmp_null(const char *x, const char *y)
+{
+	if (!x || !y)
+		return (x != NULL) - (y != NULL);
+	return strcmp(x, y);
+}

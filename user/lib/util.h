@@ -40,4 +40,7 @@ void free_strings(char **v, size_t n);
  * whose capacity *CAP doubles as needed. 0 or -ENOMEM (*P untouched). */
 int array_reserve(void **p, size_t *cap, size_t need, size_t elem);
 
+/* strcmp where NULL sorts before every string. */
+int strcmp_null(const char *x, const char *y);
+
 #endif /* MEMTRACE_UTIL_H */

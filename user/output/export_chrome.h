@@ -25,18 +25,16 @@
 #define EXPORT_CHROME_POINTS 2000 /* most points of the heap counter */
 
 struct export_chrome;
+struct replay;
 
-/* Start the document on F, with the metadata A (finished) knows; the
- * events follow from a reader pass with export_chrome_reader_ops. NULL
- * with errno set. */
-struct export_chrome *export_chrome__new(FILE *f, const struct analysis *a);
+/* Start the document on F and subscribe to R, the engine of the analysis
+ * the trace is loaded into; zones and frames are written as the pass
+ * meets them. NULL with errno set. */
+struct export_chrome *export_chrome__new(FILE *f, struct replay *r);
 void export_chrome__free(struct export_chrome *c);
 
-/* Reader callbacks (meta, string, mark, event, end) for ctx = the export. */
-extern const struct trace_reader_ops export_chrome_reader_ops;
-
-/* After the pass: close the zones still open, write the heap counter and
- * end the document. 0, -ENOMEM or -EIO. */
-int export_chrome__finish(struct export_chrome *c);
+/* After the pass and analysis__finish(A): the names, the heap counter and
+ * the end of the document. 0, -ENOMEM or -EIO. */
+int export_chrome__finish(struct export_chrome *c, const struct analysis *a);
 
 #endif /* MEMTRACE_EXPORT_CHROME_H */

@@ -2,6 +2,8 @@
 #include "drain.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
+#include "u64map.h"
+#include "util.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -14,9 +16,8 @@ _Static_assert(sizeof(struct mt_alloc_event) == 48, "ABI: alloc event");
 _Static_assert(sizeof(struct mt_free_event) == 24, "ABI: free event");
 _Static_assert(sizeof(struct mt_stack_event) == 32 + 8 * MT_MAX_STACK_DEPTH, "ABI: stack event");
 
-struct stack_slot {
-	uint64_t hash;   /* 0: empty slot */
-	uint32_t id;
+/* A stack's frames, by its trace id - 1. */
+struct stack_frames {
 	uint32_t nr;     /* frames known; 0 until the STACK record arrives */
 	uint64_t *frames;
 };
@@ -31,20 +32,16 @@ struct pending {
 	};
 };
 
-/* Names marks point to, by their address in the target: an id each. */
-struct name_slot {
-	uint64_t addr; /* 0: empty */
-	uint32_t id;
-};
 
 struct drain {
 	struct trace_writer *w;
-	struct stack_slot *stacks;
-	size_t stack_cap;  /* power of two */
-	size_t nr_stacks;
-	struct name_slot *names;
-	size_t names_cap;  /* power of two */
+	struct u64map stack_ids;      /* the probe's stack hash -> trace id */
+	struct stack_frames *stacks;  /* by id - 1 */
+	size_t nr_stacks, stacks_cap;
+	struct u64map name_ids;       /* address of a name in the target -> string id */
 	size_t nr_names;
+	const struct trace_reader_ops *tap; /* sees what the writer gets; NULL: none */
+	void *tap_ctx;
 	drain_read_string_fn read_string;
 	void *read_string_ctx;
 	struct pending *pending;
@@ -54,53 +51,27 @@ struct drain {
 	uint64_t written;
 };
 
-static struct stack_slot *stack_slot(struct drain *d, uint64_t hash);
-
-static int grow_stacks(struct drain *d)
+/* The trace id of the stack HASH (non-zero). Ids are handed out on first
+ * sight, of the stack or of an event using it: the two come through
+ * different CPUs' rings in either order. 0 when out of memory. */
+static uint32_t intern(struct drain *d, uint64_t hash)
 {
-	struct stack_slot *old = d->stacks;
-	size_t old_cap = d->stack_cap;
+	struct u64map_entry *e;
+	bool existed;
 
-	d->stack_cap = old_cap ? old_cap * 2 : 4096;
-	d->stacks = calloc(d->stack_cap, sizeof(*d->stacks));
-	if (!d->stacks) {
-		d->stacks = old;
-		d->stack_cap = old_cap;
-		return -ENOMEM;
+	e = u64map__insert(&d->stack_ids, hash, &existed);
+	if (!e)
+		return 0;
+	if (!existed) {
+		if (array_reserve((void **)&d->stacks, &d->stacks_cap, d->nr_stacks + 1,
+				  sizeof(*d->stacks))) {
+			u64map__remove(&d->stack_ids, e);
+			return 0;
+		}
+		d->stacks[d->nr_stacks] = (struct stack_frames){ 0 };
+		e->val = ++d->nr_stacks;
 	}
-	for (size_t i = 0; i < old_cap; i++) {
-		if (old[i].hash)
-			*stack_slot(d, old[i].hash) = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* The slot holding HASH, or the empty slot where it belongs. */
-static struct stack_slot *stack_slot(struct drain *d, uint64_t hash)
-{
-	size_t mask = d->stack_cap - 1;
-	size_t i = (hash ^ (hash >> 31)) & mask;
-
-	while (d->stacks[i].hash && d->stacks[i].hash != hash)
-		i = (i + 1) & mask;
-	return &d->stacks[i];
-}
-
-/* Ids are handed out on first sight, of the stack or of an event using it:
- * the two come through different CPUs' rings in either order. */
-static struct stack_slot *intern(struct drain *d, uint64_t hash)
-{
-	struct stack_slot *s;
-
-	if ((d->nr_stacks + 1) * 2 > d->stack_cap && grow_stacks(d))
-		return NULL;
-	s = stack_slot(d, hash);
-	if (!s->hash) {
-		s->hash = hash;
-		s->id = ++d->nr_stacks;
-	}
-	return s;
+	return (uint32_t)e->val;
 }
 
 /* A frame-pointer walk through code built without frame pointers reads
@@ -119,16 +90,18 @@ static uint32_t plausible_frames(const uint64_t *frames, uint32_t nr)
 
 static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t size)
 {
-	struct stack_slot *s;
+	struct stack_frames *s;
 	struct trace_stack ts;
-	uint32_t nr = ev->nr;
+	uint32_t nr = ev->nr, id;
 
-	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8)
+	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8 ||
+	    !ev->stack_id)
 		return 0; /* malformed: ignore rather than trust */
 	nr = plausible_frames((const uint64_t *)ev->frames, nr);
-	s = intern(d, ev->stack_id);
-	if (!s)
+	id = intern(d, ev->stack_id);
+	if (!id)
 		return -ENOMEM;
+	s = &d->stacks[id - 1];
 	if (s->frames)
 		return 0; /* sent again after the kernel's LRU forgot it */
 	s->frames = malloc((nr ? nr : 1) * sizeof(uint64_t));
@@ -136,9 +109,15 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 		return -ENOMEM;
 	memcpy(s->frames, ev->frames, nr * sizeof(uint64_t));
 	s->nr = nr;
-	ts.id = s->id;
+	ts.id = id;
 	ts.nr = nr;
 	ts.frames = s->frames;
+	if (d->tap && d->tap->stack) {
+		int err = d->tap->stack(d->tap_ctx, &ts);
+
+		if (err)
+			return err;
+	}
 	return trace_writer__add_stack(d->w, &ts);
 }
 
@@ -166,7 +145,6 @@ static int take_event(struct drain *d, const struct mt_event_header *h, size_t s
 	const struct mt_alloc_event *a = (const void *)h;
 	const struct mt_free_event *f = (const void *)h;
 	struct trace_event *e;
-	struct stack_slot *s;
 	struct pending *p;
 
 	if (size < (h->type == MT_EVENT_FREE ? sizeof(*f) : sizeof(*a)))
@@ -188,43 +166,11 @@ static int take_event(struct drain *d, const struct mt_event_header *h, size_t s
 	e->old_ptr = a->old_ptr;
 	e->size = a->size;
 	if (a->stack_id) {
-		s = intern(d, a->stack_id);
-		if (!s)
+		e->stack_id = intern(d, a->stack_id);
+		if (!e->stack_id)
 			return -ENOMEM;
-		e->stack_id = s->id;
 	}
 	return 0;
-}
-
-static struct name_slot *name_slot(struct drain *d, uint64_t addr);
-
-static int grow_names(struct drain *d)
-{
-	struct name_slot *old = d->names;
-	size_t old_cap = d->names_cap;
-
-	d->names_cap = old_cap ? old_cap * 2 : 256;
-	d->names = calloc(d->names_cap, sizeof(*d->names));
-	if (!d->names) {
-		d->names = old;
-		d->names_cap = old_cap;
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < old_cap; i++) {
-		if (old[i].addr)
-			*name_slot(d, old[i].addr) = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-static struct name_slot *name_slot(struct drain *d, uint64_t addr)
-{
-	size_t mask = d->names_cap - 1, i = (addr * 0x9e3779b97f4a7c15ULL >> 32) & mask;
-
-	while (d->names[i].addr && d->names[i].addr != addr)
-		i = (i + 1) & mask;
-	return &d->names[i];
 }
 
 /* The id of the name at ADDR, writing its STRING record the first time. The
@@ -233,23 +179,29 @@ static struct name_slot *name_slot(struct drain *d, uint64_t addr)
 static int name_id(struct drain *d, uint64_t addr, const char *text, uint32_t *id)
 {
 	struct trace_string str;
-	struct name_slot *n;
+	struct u64map_entry *n;
+	bool existed;
 
 	*id = 0;
 	if (!addr)
 		return 0;
-	if ((d->nr_names + 1) * 2 > d->names_cap && grow_names(d))
+	n = u64map__insert(&d->name_ids, addr, &existed);
+	if (!n)
 		return -ENOMEM;
-	n = name_slot(d, addr);
-	if (n->addr) {
-		*id = n->id;
+	if (existed) {
+		*id = (uint32_t)n->val;
 		return 0;
 	}
-	n->addr = addr;
-	n->id = ++d->nr_names;
-	*id = n->id;
-	str.id = n->id;
+	n->val = ++d->nr_names;
+	*id = (uint32_t)n->val;
+	str.id = *id;
 	str.str = text ? text : "[unknown]";
+	if (d->tap && d->tap->string) {
+		int err = d->tap->string(d->tap_ctx, &str);
+
+		if (err)
+			return err;
+	}
 	return trace_writer__add_string(d->w, &str);
 }
 
@@ -270,6 +222,26 @@ static int take_string(struct drain *d, const struct mt_string_event *ev, size_t
 void drain__set_writer(struct drain *d, struct trace_writer *w)
 {
 	d->w = w;
+}
+
+void drain__set_tap(struct drain *d, const struct trace_reader_ops *tap, void *ctx)
+{
+	d->tap = tap;
+	d->tap_ctx = ctx;
+}
+
+/* One pending record to the tap, then to the writer. */
+static int put(struct drain *d, const struct pending *p)
+{
+	int err = 0;
+
+	if (d->tap && p->is_mark && d->tap->mark)
+		err = d->tap->mark(d->tap_ctx, &p->mark);
+	else if (d->tap && !p->is_mark && d->tap->event)
+		err = d->tap->event(d->tap_ctx, &p->ev);
+	if (err)
+		return err;
+	return p->is_mark ? trace_writer__add_mark(d->w, &p->mark) : trace_writer__add_event(d->w, &p->ev);
 }
 
 void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx)
@@ -381,9 +353,7 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 
 	sort_pending(d);
 	while (n < d->nr_pending && d->pending[n].ts < watermark_ns && !err) {
-		const struct pending *p = &d->pending[n++];
-
-		err = p->is_mark ? trace_writer__add_mark(d->w, &p->mark) : trace_writer__add_event(d->w, &p->ev);
+		err = put(d, &d->pending[n++]);
 	}
 	d->written += n;
 	memmove(d->pending, d->pending + n, (d->nr_pending - n) * sizeof(*d->pending));
@@ -409,12 +379,12 @@ int drain__for_each_address(struct drain *d, int (*fn)(void *ctx, uint64_t addr)
 	size_t n = 0, total = 0;
 	int err = 0;
 
-	for (size_t i = 0; i < d->stack_cap; i++)
+	for (size_t i = 0; i < d->nr_stacks; i++)
 		total += d->stacks[i].nr;
 	all = malloc((total ? total : 1) * sizeof(*all));
 	if (!all)
 		return -ENOMEM;
-	for (size_t i = 0; i < d->stack_cap; i++) {
+	for (size_t i = 0; i < d->nr_stacks; i++) {
 		if (!d->stacks[i].nr)
 			continue;
 		memcpy(all + n, d->stacks[i].frames, d->stacks[i].nr * sizeof(*all));
@@ -436,11 +406,6 @@ struct drain *drain__new(struct trace_writer *w)
 	if (!d)
 		return NULL;
 	d->w = w;
-	if (grow_stacks(d)) {
-		free(d);
-		errno = ENOMEM;
-		return NULL;
-	}
 	return d;
 }
 
@@ -448,10 +413,11 @@ void drain__free(struct drain *d)
 {
 	if (!d)
 		return;
-	for (size_t i = 0; i < d->stack_cap; i++)
+	for (size_t i = 0; i < d->nr_stacks; i++)
 		free(d->stacks[i].frames);
 	free(d->stacks);
-	free(d->names);
+	u64map__free(&d->stack_ids);
+	u64map__free(&d->name_ids);
 	free(d->pending);
 	free(d->sorted);
 	free(d);

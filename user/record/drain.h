@@ -2,6 +2,7 @@
 #ifndef MEMTRACE_DRAIN_H
 #define MEMTRACE_DRAIN_H
 
+#include "trace_reader.h"
 #include "trace_writer.h"
 #include <stddef.h>
 #include <stdint.h>
@@ -16,6 +17,11 @@ struct drain;
 /* W may be NULL until drain__set_writer; nothing is taken before then. */
 struct drain *drain__new(struct trace_writer *w);
 void drain__set_writer(struct drain *d, struct trace_writer *w);
+
+/* TAP's stack, event, string and mark callbacks (with CTX) see every record
+ * the writer gets, just before it does, in the same order: a live view
+ * (memtrace top) feeds its replay engine from them. */
+void drain__set_tap(struct drain *d, const struct trace_reader_ops *tap, void *ctx);
 
 /* Who reads a name the probe could not (its page was not in memory yet):
  * fill BUF (CAP bytes, NUL-terminated) with the string at ADDR; 0 or -errno. */

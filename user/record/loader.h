@@ -46,7 +46,7 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 struct loader_mark {
 	uint64_t file_offset;
 	uint64_t sema_offset;         /* 0: none */
-	uint32_t kind;                /* enum trace_mark_kind */
+	uint32_t kind;                /* enum mt_mark_kind */
 	struct mt_usdt_spec spec;     /* where its arguments are */
 };
 

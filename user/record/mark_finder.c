@@ -71,10 +71,10 @@ static int attach_each(struct mark_finder *mf, struct loader *l, const char *pat
 }
 
 static const char *const mark_names[] = {
-	[TRACE_MARK_ZONE_BEGIN] = "zone_begin", [TRACE_MARK_ZONE_END] = "zone_end",
-	[TRACE_MARK_FRAME] = "frame_mark",      [TRACE_MARK_POOL_ALLOC] = "alloc",
-	[TRACE_MARK_POOL_FREE] = "free",        [TRACE_MARK_POOL_RESET] = "pool_reset",
-	[TRACE_MARK_THREAD_NAME] = "thread_name",
+	[MT_MARK_ZONE_BEGIN] = "zone_begin", [MT_MARK_ZONE_END] = "zone_end",
+	[MT_MARK_FRAME] = "frame_mark",      [MT_MARK_POOL_ALLOC] = "alloc",
+	[MT_MARK_POOL_FREE] = "free",        [MT_MARK_POOL_RESET] = "pool_reset",
+	[MT_MARK_THREAD_NAME] = "thread_name",
 };
 
 static uint32_t mark_kind(const char *name)

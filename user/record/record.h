@@ -20,7 +20,44 @@ struct record_opts {
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* --supervisor PID: a --follow-children recorder, ends with PID */
+	bool discard_output; /* the trace file is only a sink (top without -o): removed at once */
 };
+
+struct trace_reader_ops;
+
+/* What a live view is told about the recording it rides on. */
+struct record_live {
+	int pid;
+	const char *comm;
+	const char *cmdline;
+	const char *output;        /* the trace file; NULL when discarded */
+	size_t probes;             /* allocator probes attached */
+	uint64_t start_ns;         /* CLOCK_MONOTONIC at attach */
+	uint64_t end_ns;           /* when recording stopped; 0 while it goes on */
+	uint64_t events;           /* handed to the trace so far */
+	uint64_t dropped;          /* events the kernel could not hand over */
+	bool target_exited;
+	volatile const int *stop;  /* non-zero once SIGINT or SIGTERM came */
+};
+
+/*
+ * A live view riding on a recording (memtrace top): the same probes, drain
+ * and trace, with every record the trace gets also handed to TAP (meta,
+ * module, stack, event, string, mark), in the trace's order.
+ */
+struct record_view {
+	const struct trace_reader_ops *tap;
+	void *ctx;
+	/* After each poll: 1 to stop recording, 0 to go on, -errno on failure. */
+	int (*tick)(void *ctx, const struct record_live *live, uint64_t now_ns);
+	/* After the trace is finished (also when recording failed to start:
+	 * LIVE is NULL then). */
+	void (*done)(void *ctx, const struct record_live *live);
+};
+
+/* The recording `memtrace record` makes, with VIEW (NULL: none) riding on
+ * it; O is parsed and checked. The exit status for memtrace. */
+int record_run(struct record_opts *o, const struct record_view *view);
 
 /*
  * --follow-children: give the command (or the process -p names) and every

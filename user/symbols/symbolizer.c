@@ -6,6 +6,8 @@
  * resolves every distinct address once and keeps all the answers.
  */
 #include "symbolizer.h"
+#include "arena.h"
+#include "strtab.h"
 #include "elf_util.h"
 #include "util.h"
 
@@ -24,13 +26,6 @@
 #include <unistd.h>
 
 #define MAX_FRAMES 64 /* inline depth kept per address; deeper is truncated */
-#define ARENA_BLOCK (64 * 1024)
-
-struct arena_block {
-	struct arena_block *next;
-	size_t used, cap;
-	char data[];
-};
 
 /* A CU's address range, for DWARF without .debug_aranges (clang's default),
  * where libdw 0.188 cannot map an address to its CU by itself. */
@@ -79,85 +74,26 @@ struct symbolizer {
 	bool order_stale;
 	struct sym_file *files;
 	size_t nr_files, cap_files;
-	struct arena_block *arena;
-	const char **strs; /* open-addressing set of interned strings */
-	size_t nr_strs, cap_strs;
+	struct arena arena;    /* results: frame arrays */
+	struct strtab strs;    /* file and function names, each once */
 };
 
 /* ---- arena and interned strings ---- */
 
 static void *arena_alloc(struct symbolizer *s, size_t size)
 {
-	struct arena_block *b = s->arena;
-
-	size = (size + 7) & ~(size_t)7;
-	if (!b || b->cap - b->used < size) {
-		size_t cap = size > ARENA_BLOCK ? size : ARENA_BLOCK;
-
-		b = malloc(sizeof(*b) + cap);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->cap = cap;
-		b->next = s->arena;
-		s->arena = b;
-	}
-	b->used += size;
-	return b->data + b->used - size;
-}
-
-static size_t str_hash(const char *str)
-{
-	size_t h = 14695981039346656037ULL;
-
-	for (; *str; str++)
-		h = (h ^ (unsigned char)*str) * 1099511628211ULL;
-	return h;
-}
-
-static int strs_grow(struct symbolizer *s)
-{
-	size_t cap = s->cap_strs ? s->cap_strs * 2 : 1024, i;
-	const char **v = calloc(cap, sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	for (i = 0; i < s->cap_strs; i++) {
-		size_t h;
-
-		if (!s->strs[i])
-			continue;
-		for (h = str_hash(s->strs[i]) & (cap - 1); v[h]; h = (h + 1) & (cap - 1))
-			;
-		v[h] = s->strs[i];
-	}
-	free(s->strs);
-	s->strs = v;
-	s->cap_strs = cap;
-	return 0;
+	return arena__alloc(&s->arena, size);
 }
 
 /* File names and functions repeat across addresses; store each once. */
 static const char *str_intern(struct symbolizer *s, const char *str)
 {
-	size_t h, len;
-	char *copy;
+	int64_t i;
 
 	if (!str)
 		return NULL;
-	if (2 * (s->nr_strs + 1) > s->cap_strs && strs_grow(s))
-		return NULL;
-	for (h = str_hash(str) & (s->cap_strs - 1); s->strs[h]; h = (h + 1) & (s->cap_strs - 1))
-		if (strcmp(s->strs[h], str) == 0)
-			return s->strs[h];
-	len = strlen(str) + 1;
-	copy = arena_alloc(s, len);
-	if (!copy)
-		return NULL;
-	memcpy(copy, str, len);
-	s->strs[h] = copy;
-	s->nr_strs++;
-	return copy;
+	i = strtab__intern(&s->strs, str);
+	return i < 0 ? NULL : s->strs.strs[i];
 }
 
 char *symbolizer_demangle(const char *name)
@@ -272,8 +208,6 @@ err_free:
 
 void symbolizer__free(struct symbolizer *s)
 {
-	struct arena_block *b, *next;
-
 	if (!s)
 		return;
 	for (size_t i = 0; i < s->nr_files; i++) {
@@ -283,11 +217,8 @@ void symbolizer__free(struct symbolizer *s)
 		free(s->files[i].syms);
 		free(s->files[i].path);
 	}
-	for (b = s->arena; b; b = next) {
-		next = b->next;
-		free(b);
-	}
-	free(s->strs);
+	arena__free(&s->arena);
+	strtab__free(&s->strs);
 	free(s->files);
 	free(s->maps);
 	free(s->order);

@@ -9,6 +9,9 @@
 #define MEMTRACE_TRACE_H
 
 #include <stdint.h>
+#include <linux/types.h>
+/* The event and mark kinds are the ABI's, so bpf/ and user/ share one list. */
+#include "memtrace_abi.h"
 
 #define TRACE_VERSION 1
 
@@ -37,14 +40,8 @@ struct trace_module {
 	uint32_t build_id_len;    /* 0: none found */
 };
 
-enum trace_event_type {
-	TRACE_EVENT_ALLOC = 1,
-	TRACE_EVENT_FREE = 2,
-	TRACE_EVENT_REALLOC = 3,
-};
-
 struct trace_event {
-	uint32_t type;     /* enum trace_event_type */
+	uint32_t type;     /* MT_EVENT_ALLOC, MT_EVENT_FREE or MT_EVENT_REALLOC (memtrace_abi.h) */
 	uint32_t tid;
 	uint64_t ts;       /* CLOCK_MONOTONIC ns */
 	uint64_t ptr;      /* ALLOC/REALLOC: the new pointer; FREE: the pointer freed */
@@ -65,19 +62,9 @@ struct trace_string {
 	const char *str; /* the text; NULL only if the writer had none */
 };
 
-/* What an in-process mark (inproc/memtrace.h) said. */
-enum trace_mark_kind {
-	TRACE_MARK_ZONE_BEGIN = 1, /* name: the zone */
-	TRACE_MARK_ZONE_END = 2,   /* name: the zone */
-	TRACE_MARK_FRAME = 3,      /* name: the frame's label, or 0 */
-	TRACE_MARK_POOL_ALLOC = 4, /* name: the pool; ptr, size */
-	TRACE_MARK_POOL_FREE = 5,  /* name: the pool; ptr */
-	TRACE_MARK_POOL_RESET = 6, /* name: the pool */
-	TRACE_MARK_THREAD_NAME = 7,/* name: the calling thread's new name */
-};
 
 struct trace_mark {
-	uint32_t kind; /* enum trace_mark_kind; a reader passes on kinds it does not know */
+	uint32_t kind; /* enum mt_mark_kind (memtrace_abi.h); a reader passes on kinds it does not know */
 	uint32_t tid;
 	uint64_t ts;   /* CLOCK_MONOTONIC ns, the clock of trace_event.ts */
 	uint32_t name; /* id of a trace_string; 0: none */

@@ -290,9 +290,9 @@ static inline int rec_event(struct trace_reader *r, struct delta_state *st, uint
 	if (type != TRACE_REC_FREE &&
 	    (get_varint(&p, end, &e.size) || get_u32(&p, end, &e.stack_id)))
 		return -EBADMSG;
-	e.type = type == TRACE_REC_ALLOC ? TRACE_EVENT_ALLOC :
-		 type == TRACE_REC_FREE	 ? TRACE_EVENT_FREE :
-					   TRACE_EVENT_REALLOC;
+	e.type = type == TRACE_REC_ALLOC ? MT_EVENT_ALLOC :
+		 type == TRACE_REC_FREE	 ? MT_EVENT_FREE :
+					   MT_EVENT_REALLOC;
 	e.tid = st->tid;
 	e.ts = st->ts;
 	e.ptr = st->ptr;
@@ -322,12 +322,12 @@ static int rec_mark(struct trace_reader *r, struct delta_state *st, const uint8_
 	if (get_u32(&p, end, &m.kind) || m.kind == 0 || get_ts_tid(st, &p, end) ||
 	    get_u32(&p, end, &m.name))
 		return -EBADMSG;
-	if (m.kind == TRACE_MARK_POOL_ALLOC || m.kind == TRACE_MARK_POOL_FREE) {
+	if (m.kind == MT_MARK_POOL_ALLOC || m.kind == MT_MARK_POOL_FREE) {
 		if (get_delta(&p, end, &st->pool_ptr))
 			return -EBADMSG;
 		m.ptr = st->pool_ptr;
 	}
-	if (m.kind == TRACE_MARK_POOL_ALLOC && get_varint(&p, end, &m.size))
+	if (m.kind == MT_MARK_POOL_ALLOC && get_varint(&p, end, &m.size))
 		return -EBADMSG;
 	m.tid = st->tid;
 	m.ts = st->ts;

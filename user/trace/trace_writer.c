@@ -521,11 +521,11 @@ int trace_writer__add_stack(struct trace_writer *w, const struct trace_stack *s)
 static unsigned int event_record_type(uint32_t type)
 {
 	switch (type) {
-	case TRACE_EVENT_ALLOC:
+	case MT_EVENT_ALLOC:
 		return TRACE_REC_ALLOC;
-	case TRACE_EVENT_FREE:
+	case MT_EVENT_FREE:
 		return TRACE_REC_FREE;
-	case TRACE_EVENT_REALLOC:
+	case MT_EVENT_REALLOC:
 		return TRACE_REC_REALLOC;
 	}
 	return 0;
@@ -654,7 +654,7 @@ int trace_writer__add_string(struct trace_writer *w, const struct trace_string *
 
 int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 {
-	if (m->kind < TRACE_MARK_ZONE_BEGIN || m->kind > TRACE_MARK_THREAD_NAME)
+	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_THREAD_NAME)
 		return -EINVAL;
 	int err = writer_prepare(w, TRACE_CHUNK_DATA, EVENT_RECORD_MAX);
 	if (err)
@@ -666,11 +666,11 @@ int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 	p = put_u(p, m->name);
 	/* Pool pointers have their own delta base: they live in the pool's
 	 * memory, far from the heap pointers of the events around them. */
-	if (m->kind == TRACE_MARK_POOL_ALLOC || m->kind == TRACE_MARK_POOL_FREE) {
+	if (m->kind == MT_MARK_POOL_ALLOC || m->kind == MT_MARK_POOL_FREE) {
 		p = put_delta(p, m->ptr, w->prev_pool_ptr);
 		w->prev_pool_ptr = m->ptr;
 	}
-	if (m->kind == TRACE_MARK_POOL_ALLOC)
+	if (m->kind == MT_MARK_POOL_ALLOC)
 		p = put_u(p, m->size);
 	rec_close(w, payload, p);
 	return writer_done_record(w);

@@ -1,0 +1,330 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * replay.h: the engine's own rules as observers see them (what the alloc,
+ * free, zone and frame callbacks are told), and one stream of events given
+ * to every observer at once (sites and totals, zones and frames, the heap
+ * series, a counting observer) giving the same figures through each.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "analysis.h"
+#include "heap_series.h"
+#include "marks.h"
+#include "replay.h"
+
+#define START 1000
+
+/* What a counting observer saw. */
+struct seen {
+	uint64_t allocs, alloc_bytes;
+	uint64_t frees, freed_bytes, temporary, replaced;
+	uint64_t zone_begins, zone_ends, zone_ends_at_end, unmatched_ends;
+	uint64_t zone_excl_allocs, zone_excl_bytes; /* summed over closed entries */
+	uint64_t frames, pools, events, finished;
+	uint64_t last_live;                         /* replay__live_bytes after the last event */
+	uint32_t last_zone;                         /* block.zone of the latest allocation */
+};
+
+static int seen_alloc(void *ctx, const struct replay *r, const struct replay_block *b)
+{
+	struct seen *s = ctx;
+
+	s->allocs += b->count;
+	s->alloc_bytes += b->bytes;
+	s->last_zone = b->zone;
+	return 0;
+}
+
+static int seen_free(void *ctx, const struct replay *r, const struct replay_block *b, bool temporary,
+		     bool replaced)
+{
+	struct seen *s = ctx;
+
+	if (replaced) {
+		s->replaced += b->count;
+	} else {
+		s->frees += b->count;
+		s->temporary += temporary ? b->count : 0;
+	}
+	s->freed_bytes += b->bytes;
+	return 0;
+}
+
+static int seen_event(void *ctx, const struct replay *r, const struct trace_event *e)
+{
+	struct seen *s = ctx;
+
+	s->events++;
+	s->last_live = replay__live_bytes(r);
+	return 0;
+}
+
+static int seen_zone_begin(void *ctx, const struct replay *r, uint32_t th, const struct replay_zone *z)
+{
+	((struct seen *)ctx)->zone_begins++;
+	return 0;
+}
+
+static int seen_zone_end(void *ctx, const struct replay *r, uint32_t th, const struct replay_zone *z,
+			 uint64_t ts, bool at_end)
+{
+	struct seen *s = ctx;
+
+	s->zone_ends++;
+	s->zone_ends_at_end += at_end;
+	s->zone_excl_allocs += z->allocations;
+	s->zone_excl_bytes += z->allocated_bytes;
+	return 0;
+}
+
+static int seen_unmatched(void *ctx, const struct replay *r, uint32_t th, uint32_t name)
+{
+	((struct seen *)ctx)->unmatched_ends++;
+	return 0;
+}
+
+static int seen_frame(void *ctx, const struct replay *r, uint64_t index, uint32_t name,
+		      const struct trace_mark *m)
+{
+	struct seen *s = ctx;
+
+	assert_int_equal(index, s->frames); /* numbered 0, 1, ... */
+	s->frames++;
+	return 0;
+}
+
+static int seen_pool(void *ctx, const struct replay *r, const struct trace_mark *m, uint32_t name)
+{
+	((struct seen *)ctx)->pools++;
+	return 0;
+}
+
+static int seen_finish(void *ctx, const struct replay *r)
+{
+	((struct seen *)ctx)->finished++;
+	return 0;
+}
+
+static const struct replay_ops seen_ops = {
+	.alloc = seen_alloc,
+	.free = seen_free,
+	.event_done = seen_event,
+	.zone_begin = seen_zone_begin,
+	.zone_end = seen_zone_end,
+	.zone_unmatched_end = seen_unmatched,
+	.frame = seen_frame,
+	.pool = seen_pool,
+	.finish = seen_finish,
+};
+
+static void ev(struct analysis *a, uint32_t type, uint32_t tid, uint64_t ts, uint64_t old_ptr,
+	       uint64_t ptr, uint64_t size, uint32_t stack)
+{
+	struct trace_event e = { .type = type, .tid = tid, .ts = START + ts, .ptr = ptr,
+				 .old_ptr = old_ptr, .size = size, .stack_id = stack };
+
+	assert_int_equal(analysis__add_event(a, &e), 0);
+}
+
+static void mark(struct analysis *a, uint32_t kind, uint32_t tid, uint64_t ts, uint32_t name,
+		 uint64_t ptr, uint64_t size)
+{
+	struct trace_mark m = { .kind = kind, .tid = tid, .ts = START + ts, .name = name,
+				.ptr = ptr, .size = size };
+
+	assert_int_equal(analysis__add_mark(a, &m), 0);
+}
+
+static void string(struct analysis *a, uint32_t id, const char *text)
+{
+	struct trace_string s = { .id = id, .str = text };
+
+	assert_int_equal(analysis__add_string(a, &s), 0);
+}
+
+/* The engine's rules as the callbacks tell them. */
+static void test_callbacks_follow_the_rules(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	struct analysis *a = analysis__new();
+	struct seen s = { 0 };
+
+	assert_non_null(a);
+	assert_int_equal(replay__observe(analysis__replay(a), &seen_ops, &s), 0);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	string(a, 1, "outer");
+	string(a, 2, "inner");
+	ev(a, MT_EVENT_ALLOC, 7, 10, 0, 0x100, 100, 1);      /* no zone */
+	assert_int_equal(s.last_zone, REPLAY_NONE);
+	mark(a, MT_MARK_ZONE_BEGIN, 7, 20, 1, 0, 0);
+	mark(a, MT_MARK_ZONE_BEGIN, 7, 30, 2, 0, 0);
+	ev(a, MT_EVENT_ALLOC, 7, 40, 0, 0x200, 50, 1);       /* innermost: inner */
+	assert_string_equal(replay__name(analysis__replay(a), s.last_zone), "inner");
+	ev(a, MT_EVENT_ALLOC, 7, 45, 0, 0x100, 30, 1);       /* 0x100 still live: replaced */
+	assert_int_equal(s.replaced, 1);
+	assert_int_equal(s.frees, 0);
+	mark(a, MT_MARK_ZONE_END, 7, 50, 1, 0, 0);           /* closes inner, then outer */
+	assert_int_equal(s.zone_ends, 2);
+	mark(a, MT_MARK_ZONE_END, 7, 55, 1, 0, 0);           /* not open: unmatched */
+	assert_int_equal(s.unmatched_ends, 1);
+	ev(a, MT_EVENT_FREE, 8, 60, 0, 0x200, 0, 0);         /* another thread frees: not temporary */
+	ev(a, MT_EVENT_FREE, 7, 61, 0, 0x200, 0, 0);         /* freed already: internal */
+	ev(a, MT_EVENT_FREE, 7, 62, 0, 0x999, 0, 0);         /* never seen: unmatched */
+	ev(a, MT_EVENT_REALLOC, 7, 70, 0x100, 0, 10, 1);     /* failed realloc: nothing */
+	ev(a, MT_EVENT_REALLOC, 7, 80, 0x100, 0x300, 60, 1); /* free + alloc: temporary free */
+	mark(a, MT_MARK_FRAME, 9, 90, 0, 0, 0);
+	mark(a, MT_MARK_POOL_ALLOC, 9, 91, 1, 0x5000, 8);
+	mark(a, MT_MARK_ZONE_BEGIN, 7, 95, 2, 0, 0);         /* still open at the end */
+	assert_int_equal(analysis__finish(a), 0);
+
+	assert_int_equal(s.allocs, 4);
+	assert_int_equal(s.alloc_bytes, 100 + 50 + 30 + 60);
+	assert_int_equal(s.frees, 2);
+	assert_int_equal(s.temporary, 1);
+	assert_int_equal(s.replaced, 1);
+	assert_int_equal(s.freed_bytes, 100 + 50 + 30);
+	assert_int_equal(s.events, 8);                      /* every event of a known kind */
+	assert_int_equal(s.last_live, 60);
+	assert_int_equal(s.zone_begins, 3);
+	assert_int_equal(s.zone_ends, 3);
+	assert_int_equal(s.zone_ends_at_end, 1);
+	assert_int_equal(s.zone_excl_allocs, 2);            /* 0x200 and the new 0x100 in inner */
+	assert_int_equal(s.zone_excl_bytes, 50 + 30);
+	assert_int_equal(s.frames, 1);
+	assert_int_equal(s.pools, 1);
+	assert_int_equal(s.finished, 1);
+	assert_int_equal(analysis__totals(a)->internal_frees, 1);
+	assert_int_equal(analysis__totals(a)->unmatched_frees, 1);
+	analysis__free(a);
+}
+
+static uint64_t lcg(uint64_t *x)
+{
+	*x = *x * 6364136223846793005ULL + 1442695040888963407ULL;
+	return *x >> 33;
+}
+
+/* One random stream with zones, frames and three threads, exact or
+ * sampled: every observer's figures agree with the others'. */
+static void check_observers_agree(uint64_t sample)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START,
+				   .sample_bytes = sample };
+	struct trace_end end = { .end_mono_ns = START + 5000000 };
+	uint64_t live[256] = { 0 }, x = 7, ts = 0, site_allocs = 0, site_bytes = 0, site_leaked = 0;
+	uint64_t zone_excl = 0, zone_excl_bytes = 0, frame_allocs = 0, max = 0;
+	const struct analysis_totals *t;
+	const struct analysis_site *sites;
+	const struct marks_zone *zones;
+	const struct marks_frame *frames;
+	const struct heap_point *p;
+	struct heap_series *series;
+	struct analysis *a = analysis__new();
+	struct seen s = { 0 };
+	size_t n;
+
+	assert_non_null(a);
+	series = heap_series__new(analysis__replay(a), 64);
+	assert_non_null(series);
+	assert_int_equal(replay__observe(analysis__replay(a), &seen_ops, &s), 0);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	string(a, 1, "update");
+	string(a, 2, "render");
+	for (int i = 0; i < 50000; i++) {
+		uint64_t r = lcg(&x), slot = r % 256, ptr = 0x10000 + slot * 0x40;
+		uint32_t tid = 100 + (uint32_t)(r >> 40) % 3;
+
+		ts += 1 + r % 17;
+		if ((r >> 8) % 97 == 0)
+			mark(a, MT_MARK_ZONE_BEGIN, tid, ts, 1 + (uint32_t)(r >> 20) % 2, 0, 0);
+		else if ((r >> 8) % 97 == 1)
+			mark(a, MT_MARK_ZONE_END, tid, ts, 1 + (uint32_t)(r >> 20) % 2, 0, 0);
+		else if ((r >> 8) % 211 == 2)
+			mark(a, MT_MARK_FRAME, tid, ts, 0, 0, 0);
+		else if (live[slot] && (r >> 16) % 100 < 45)
+			ev(a, MT_EVENT_FREE, tid, ts, 0, ptr, 0, 0), live[slot] = 0;
+		else if (live[slot] && (r >> 16) % 100 < 60)
+			ev(a, MT_EVENT_REALLOC, tid, ts, ptr, ptr, live[slot] = 1 + (r >> 24) % 3000,
+			   1 + (uint32_t)(r >> 50) % 5);
+		else
+			ev(a, MT_EVENT_ALLOC, tid, ts, 0, ptr, live[slot] = 1 + (r >> 24) % 3000,
+			   1 + (uint32_t)(r >> 50) % 5);
+	}
+	assert_int_equal(analysis__set_end(a, &end), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	assert_int_equal(heap_series__finish(series, analysis__trace(a)->duration_ns), 0);
+	t = analysis__totals(a);
+
+	/* sites sum to the totals */
+	sites = analysis__sites(a, &n);
+	for (size_t i = 0; i < n; i++) {
+		site_allocs += sites[i].figures.allocations;
+		site_bytes += sites[i].figures.allocated_bytes;
+		site_leaked += sites[i].figures.leaked_bytes;
+	}
+	assert_int_equal(site_allocs, t->allocations);
+	assert_int_equal(site_bytes, t->allocated_bytes);
+	assert_int_equal(site_leaked, t->leaked_bytes);
+	/* the counting observer saw the same blocks */
+	assert_int_equal(s.allocs, t->allocations);
+	assert_int_equal(s.alloc_bytes, t->allocated_bytes);
+	assert_int_equal(s.frees, t->frees);
+	assert_int_equal(s.temporary, t->temporary_allocations);
+	assert_int_equal(s.alloc_bytes - s.freed_bytes, t->leaked_bytes);
+	assert_int_equal(s.last_live, t->leaked_bytes);
+	/* zones: the marks' exclusive figures are the closed entries' */
+	zones = marks__zones(analysis__marks(a), &n);
+	assert_true(n > 0);
+	for (size_t i = 0; i < n; i++) {
+		zone_excl += zones[i].allocations;
+		zone_excl_bytes += zones[i].allocated_bytes;
+	}
+	assert_int_equal(zone_excl, s.zone_excl_allocs);
+	assert_int_equal(zone_excl_bytes, s.zone_excl_bytes);
+	assert_int_equal(s.zone_begins, s.zone_ends);
+	/* frames: marks and the callbacks count the same marks; allocations in
+	 * frames and after the last one are all the allocations */
+	frames = marks__frames(analysis__marks(a), &n);
+	assert_true(n > 0);
+	assert_int_equal(n, s.frames);
+	for (size_t i = 0; i < n; i++)
+		frame_allocs += frames[i].allocations;
+	assert_int_equal(frame_allocs + marks__totals(analysis__marks(a))->tail_allocations,
+			 t->allocations);
+	/* the heap series: its maximum is the peak, its end the leak */
+	p = heap_series__points(series, &n);
+	for (size_t i = 0; i < n; i++)
+		max = p[i].bytes > max ? p[i].bytes : max;
+	assert_int_equal(max, t->peak_bytes);
+	assert_int_equal(p[n - 1].bytes, t->leaked_bytes);
+	heap_series__free(series);
+	analysis__free(a);
+}
+
+static void test_observers_agree_exact(void **state)
+{
+	check_observers_agree(0);
+}
+
+static void test_observers_agree_sampled(void **state)
+{
+	check_observers_agree(2048);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_callbacks_follow_the_rules),
+		cmocka_unit_test(test_observers_agree_exact),
+		cmocka_unit_test(test_observers_agree_sampled),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,1003 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The replay engine; the rules are in replay.h.
+ *
+ * The hot path is replay__add_event: one probe of the live-block table,
+ * array indexing and one call per observer, no allocation except when a
+ * table doubles. Consecutive events usually share a thread and a stack, so
+ * both lookups are cached.
+ */
+#include "replay.h"
+#include "arena.h"
+#include "live_table.h"
+#include "strtab.h"
+#include "trace_reader.h"
+#include "u64map.h"
+#include "util.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_ALLOC_FNS 32
+
+struct observer {
+	const struct replay_ops *ops;
+	void *ctx;
+};
+
+/* The observers that have one callback, so an event costs nothing for
+ * the observers that do not want it. */
+struct hook {
+	size_t n;
+	const struct observer *obs[REPLAY_MAX_OBSERVERS];
+};
+
+struct hooks {
+	struct hook meta, alloc, free, event_done, zone_begin, zone_end, zone_unmatched_end, frame,
+		pool, finish;
+};
+
+struct thread {
+	uint32_t tid;
+	uint32_t name;           /* REPLAY_NONE: none */
+	uint64_t last_seq;       /* seq of its latest allocation */
+	struct replay_zone *open; /* outermost first */
+	size_t depth, cap;
+};
+
+struct symbol {
+	int32_t module;
+	uint32_t nframes;
+	uint64_t module_offset;
+	size_t first; /* index into sym_frames */
+};
+
+struct sym_frame {
+	const char *function;
+	const char *file;
+	uint32_t line;
+};
+
+struct replay {
+	struct arena arena;
+	struct observer obs[REPLAY_MAX_OBSERVERS];
+	size_t nobs;
+	struct hooks hooks;
+	const char *alloc_fns[MAX_ALLOC_FNS];
+	size_t nr_alloc_fns;
+
+	struct analysis_trace trace;
+	struct analysis_totals totals;
+	uint64_t start_mono_ns, start_real_ns, end_mono_ns;
+	uint64_t last_event_ts; /* the last event's time: a partial trace's end */
+	uint64_t max_ts;        /* the latest time of any event or mark */
+	uint64_t drops_sum, end_dropped;
+	uint64_t marks;
+	uint64_t frames;
+	double sample_mean;     /* 0: every allocation was recorded */
+
+	struct live_table live;
+	uint64_t live_bytes, live_count;
+	uint64_t alloc_seq;
+	uint64_t peak_epoch, peak_ts;
+
+	struct replay_stack *stacks;
+	size_t nstacks, stacks_cap;
+	struct u64map stack_ids;  /* stack id -> index */
+	uint32_t cached_stack_id, cached_stack;
+
+	struct thread *threads;
+	size_t nthreads, threads_cap;
+	struct u64map tids;       /* tid + 1 -> index */
+	uint32_t cached_tid, cached_thread;
+	bool have_cached_thread;
+
+	struct strtab names;      /* interned by text */
+	struct u64map string_ids; /* STRING id -> name index */
+
+	struct symbol *symbols;
+	size_t nsymbols, symbols_cap;
+	struct sym_frame *sym_frames;
+	size_t nsym_frames, sym_frames_cap;
+	struct u64map sym_addrs;  /* address -> symbol index */
+
+	struct trace_module *modules; /* paths in the arena */
+	size_t nmodules, modules_cap;
+	struct trace_module *sorted;  /* by start, made at the first lookup */
+	bool finished;
+};
+
+/* Call HOOK of every observer that has one, with ARGS; return the first
+ * error from the calling function. */
+#define NOTIFY(r, hook, ...)                                                   \
+	do {                                                                    \
+		for (size_t i_ = 0; i_ < (r)->hooks.hook.n; i_++) {             \
+			const struct observer *o_ = (r)->hooks.hook.obs[i_];    \
+			int e_ = o_->ops->hook(o_->ctx, (r), __VA_ARGS__);      \
+			if (e_)                                                 \
+				return e_;                                      \
+		}                                                               \
+	} while (0)
+
+/* ---- lifetime ---- */
+
+static int stack__new(struct replay *r, uint32_t id, uint32_t *idx)
+{
+	struct u64map_entry *e;
+	bool existed;
+	int err;
+
+	err = array_reserve((void **)&r->stacks, &r->stacks_cap, r->nstacks + 1, sizeof(*r->stacks));
+	if (err)
+		return err;
+	if (id != 0) {
+		e = u64map__insert(&r->stack_ids, id, &existed);
+		if (!e)
+			return -ENOMEM;
+		e->val = r->nstacks;
+	}
+	r->stacks[r->nstacks] = (struct replay_stack){ .id = id };
+	*idx = (uint32_t)r->nstacks++;
+	return 0;
+}
+
+struct replay *replay__new(void)
+{
+	struct replay *r = calloc(1, sizeof(*r));
+	uint32_t idx;
+
+	if (!r)
+		return NULL;
+	r->trace.pid = -1;
+	strtab__init(&r->names);
+	if (live_table__init(&r->live) || stack__new(r, 0, &idx)) {
+		replay__free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	r->cached_stack_id = 0;
+	r->cached_stack = 0;
+	return r;
+}
+
+void replay__free(struct replay *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nthreads; i++)
+		free(r->threads[i].open);
+	arena__free(&r->arena);
+	live_table__free(&r->live);
+	free(r->stacks);
+	u64map__free(&r->stack_ids);
+	free(r->threads);
+	u64map__free(&r->tids);
+	strtab__free(&r->names);
+	u64map__free(&r->string_ids);
+	free(r->symbols);
+	free(r->sym_frames);
+	u64map__free(&r->sym_addrs);
+	free(r->modules);
+	free(r->sorted);
+	free(r);
+}
+
+int replay__observe(struct replay *r, const struct replay_ops *ops, void *ctx)
+{
+	const struct observer *o;
+
+	if (r->nobs == REPLAY_MAX_OBSERVERS)
+		return -E2BIG;
+	r->obs[r->nobs] = (struct observer){ ops, ctx };
+	o = &r->obs[r->nobs++];
+#define HOOK(name)                                                  \
+	if (ops->name)                                              \
+		r->hooks.name.obs[r->hooks.name.n++] = o
+	HOOK(meta);
+	HOOK(alloc);
+	HOOK(free);
+	HOOK(event_done);
+	HOOK(zone_begin);
+	HOOK(zone_end);
+	HOOK(zone_unmatched_end);
+	HOOK(frame);
+	HOOK(pool);
+	HOOK(finish);
+#undef HOOK
+	return 0;
+}
+
+int replay__add_alloc_fn(struct replay *r, const char *glob)
+{
+	int err = 0;
+
+	if (r->nr_alloc_fns == MAX_ALLOC_FNS)
+		return -E2BIG;
+	r->alloc_fns[r->nr_alloc_fns] = arena__strdup(&r->arena, glob, &err);
+	if (!err)
+		r->nr_alloc_fns++;
+	return err;
+}
+
+bool replay__is_alloc_fn(const struct replay *r, const char *function)
+{
+	for (size_t i = 0; function && i < r->nr_alloc_fns; i++) {
+		if (!fnmatch(r->alloc_fns[i], function, 0))
+			return true;
+	}
+	return false;
+}
+
+/* ---- records other than events and marks ---- */
+
+int replay__set_meta(struct replay *r, const struct trace_meta *m)
+{
+	int err = 0;
+
+	r->trace.command = arena__strdup(&r->arena, m->command_line, &err);
+	r->trace.comm = arena__strdup(&r->arena, m->comm, &err);
+	r->trace.pid = m->pid;
+	r->trace.sample_bytes = m->sample_bytes;
+	r->sample_mean = (double)m->sample_bytes;
+	r->start_mono_ns = m->start_mono_ns;
+	r->start_real_ns = m->start_real_ns;
+	if (err)
+		return err;
+	NOTIFY(r, meta, m);
+	return 0;
+}
+
+int replay__add_module(struct replay *r, const struct trace_module *m)
+{
+	struct trace_module *mod;
+	int err;
+
+	err = array_reserve((void **)&r->modules, &r->modules_cap, r->nmodules + 1, sizeof(*r->modules));
+	if (err)
+		return err;
+	mod = &r->modules[r->nmodules];
+	*mod = *m;
+	if (mod->build_id_len > sizeof(mod->build_id))
+		mod->build_id_len = 0;
+	mod->path = arena__strdup(&r->arena, m->path, &err);
+	if (err)
+		return err;
+	r->nmodules++;
+	free(r->sorted); /* rebuilt at the next lookup */
+	r->sorted = NULL;
+	return 0;
+}
+
+int replay__add_stack(struct replay *r, const struct trace_stack *s)
+{
+	struct u64map_entry *e;
+	uint64_t *addrs;
+	uint32_t idx;
+	int err;
+
+	if (s->id == 0)
+		return 0;
+	e = u64map__get(&r->stack_ids, s->id);
+	if (e) {
+		idx = (uint32_t)e->val;
+	} else {
+		err = stack__new(r, s->id, &idx);
+		if (err)
+			return err;
+	}
+	addrs = arena__alloc(&r->arena, (s->nr ? s->nr : 1) * sizeof(*addrs));
+	if (!addrs)
+		return -ENOMEM;
+	memcpy(addrs, s->frames, s->nr * sizeof(*addrs));
+	r->stacks[idx].addrs = addrs;
+	r->stacks[idx].nr = s->nr;
+	return 0;
+}
+
+int replay__add_symbol(struct replay *r, const struct trace_symbol *s)
+{
+	struct u64map_entry *e;
+	struct symbol *sym;
+	bool existed;
+	int err;
+
+	if (!s->addr)
+		return 0; /* no stack holds address 0 */
+	err = array_reserve((void **)&r->symbols, &r->symbols_cap, r->nsymbols + 1, sizeof(*r->symbols));
+	if (!err)
+		err = array_reserve((void **)&r->sym_frames, &r->sym_frames_cap,
+				    r->nsym_frames + s->nframes, sizeof(*r->sym_frames));
+	if (err)
+		return err;
+	sym = &r->symbols[r->nsymbols];
+	sym->module = s->module;
+	sym->module_offset = s->module_offset;
+	sym->nframes = s->nframes;
+	sym->first = r->nsym_frames;
+	for (uint32_t i = 0; i < s->nframes; i++) {
+		struct sym_frame *f = &r->sym_frames[r->nsym_frames + i];
+
+		f->function = arena__strdup(&r->arena, s->frames[i].function, &err);
+		f->file = arena__strdup(&r->arena, s->frames[i].file, &err);
+		f->line = s->frames[i].line;
+	}
+	if (err)
+		return err;
+	e = u64map__insert(&r->sym_addrs, s->addr, &existed);
+	if (!e)
+		return -ENOMEM;
+	e->val = r->nsymbols; /* a later symbol of the same address wins */
+	r->nsym_frames += s->nframes;
+	r->nsymbols++;
+	return 0;
+}
+
+int replay__add_drops(struct replay *r, const struct trace_drops *d)
+{
+	r->drops_sum += d->count;
+	return 0;
+}
+
+int replay__set_end(struct replay *r, const struct trace_end *e)
+{
+	int err = 0;
+
+	r->trace.ended = true;
+	r->trace.target_exited = e->flags & TRACE_END_TARGET_EXITED;
+	r->end_mono_ns = e->end_mono_ns;
+	r->end_dropped = e->dropped;
+	if (e->stop_reason)
+		r->trace.stop_reason = arena__strdup(&r->arena, e->stop_reason, &err);
+	return err;
+}
+
+int replay__set_partial(struct replay *r, const char *problem)
+{
+	int err = 0;
+
+	r->trace.partial = true;
+	r->trace.problem = arena__strdup(&r->arena, problem ? problem : "trace cut short", &err);
+	return err;
+}
+
+/* ---- threads and names ---- */
+
+static int thread__lookup(struct replay *r, uint32_t tid, uint32_t *idx)
+{
+	struct u64map_entry *e;
+	bool existed;
+
+	e = u64map__insert(&r->tids, (uint64_t)tid + 1, &existed);
+	if (!e)
+		return -ENOMEM;
+	if (!existed) {
+		if (array_reserve((void **)&r->threads, &r->threads_cap, r->nthreads + 1,
+				  sizeof(*r->threads))) {
+			u64map__remove(&r->tids, e);
+			return -ENOMEM;
+		}
+		r->threads[r->nthreads] = (struct thread){ .tid = tid, .name = REPLAY_NONE };
+		e->val = r->nthreads++;
+	}
+	r->have_cached_thread = true;
+	r->cached_tid = tid;
+	r->cached_thread = *idx = (uint32_t)e->val;
+	return 0;
+}
+
+/* The thread index of TID, made if new; the last one is cached. */
+static inline int thread__index(struct replay *r, uint32_t tid, uint32_t *idx)
+{
+	if (r->have_cached_thread && tid == r->cached_tid) {
+		*idx = r->cached_thread;
+		return 0;
+	}
+	return thread__lookup(r, tid, idx);
+}
+
+static int name__intern(struct replay *r, const char *text, uint32_t *name)
+{
+	int64_t i = strtab__intern(&r->names, text);
+
+	if (i < 0)
+		return (int)i;
+	*name = (uint32_t)i;
+	return 0;
+}
+
+/* The name a mark's string ID stands for. */
+static int name__of_id(struct replay *r, uint32_t id, uint32_t *name)
+{
+	struct u64map_entry *e;
+	char buf[32];
+	bool existed;
+	int err;
+
+	if (!id)
+		return name__intern(r, "[unnamed]", name);
+	e = u64map__get(&r->string_ids, id);
+	if (e) {
+		*name = (uint32_t)e->val;
+		return 0;
+	}
+	/* Its STRING was lost: name it by id, the same way every time. */
+	snprintf(buf, sizeof(buf), "[string %u]", id);
+	err = name__intern(r, buf, name);
+	if (err)
+		return err;
+	e = u64map__insert(&r->string_ids, id, &existed);
+	if (!e)
+		return -ENOMEM;
+	e->val = *name;
+	return 0;
+}
+
+int replay__add_string(struct replay *r, const struct trace_string *s)
+{
+	struct u64map_entry *e;
+	uint32_t name = 0;
+	bool existed;
+	int err;
+
+	err = name__intern(r, s->str ? s->str : "", &name);
+	if (err)
+		return err;
+	e = u64map__insert(&r->string_ids, s->id, &existed);
+	if (!e)
+		return -ENOMEM;
+	e->val = name;
+	return 0;
+}
+
+int replay__add_thread(struct replay *r, const struct trace_thread *t)
+{
+	uint32_t name = 0, th = 0;
+	int err;
+
+	if (!t->name)
+		return 0;
+	err = name__intern(r, t->name, &name);
+	if (!err)
+		err = thread__index(r, t->tid, &th);
+	if (!err)
+		r->threads[th].name = name;
+	return err;
+}
+
+/* ---- marks ---- */
+
+static int zone_begin(struct replay *r, uint32_t th, uint32_t name, uint64_t ts)
+{
+	struct thread *t = &r->threads[th];
+	struct replay_zone *z;
+
+	if (array_reserve((void **)&t->open, &t->cap, t->depth + 1, sizeof(*t->open)))
+		return -ENOMEM;
+	z = &t->open[t->depth++];
+	*z = (struct replay_zone){ .name = name, .begin_ts = ts, .outer = true };
+	for (size_t i = 0; i + 1 < t->depth; i++)
+		if (t->open[i].name == name)
+			z->outer = false;
+	NOTIFY(r, zone_begin, th, z);
+	return 0;
+}
+
+/* Close the innermost open zone of thread TH at TS. */
+static int zone_close(struct replay *r, uint32_t th, uint64_t ts, bool at_end)
+{
+	struct thread *t = &r->threads[th];
+	struct replay_zone z = t->open[--t->depth];
+
+	NOTIFY(r, zone_end, th, &z, ts, at_end);
+	return 0;
+}
+
+/* Close the innermost open NAME, and the zones opened inside it first. */
+static int zone_end(struct replay *r, uint32_t th, uint32_t name, uint64_t ts)
+{
+	size_t i = r->threads[th].depth;
+	int err = 0;
+
+	while (i > 0 && r->threads[th].open[i - 1].name != name)
+		i--;
+	if (!i) {
+		NOTIFY(r, zone_unmatched_end, th, name);
+		return 0;
+	}
+	while (!err && r->threads[th].depth >= i)
+		err = zone_close(r, th, ts, false);
+	return err;
+}
+
+int replay__add_mark(struct replay *r, const struct trace_mark *m)
+{
+	uint32_t name = REPLAY_NONE, th;
+	int err;
+
+	r->marks++;
+	if (m->ts > r->max_ts)
+		r->max_ts = m->ts;
+	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_THREAD_NAME)
+		return 0; /* a kind this version does not know */
+	if (m->kind != MT_MARK_FRAME || m->name) {
+		err = name__of_id(r, m->name, &name);
+		if (err)
+			return err;
+	}
+	switch (m->kind) {
+	case MT_MARK_FRAME:
+		NOTIFY(r, frame, r->frames, name, m);
+		r->frames++;
+		return 0;
+	case MT_MARK_POOL_ALLOC:
+	case MT_MARK_POOL_FREE:
+	case MT_MARK_POOL_RESET:
+		NOTIFY(r, pool, m, name);
+		return 0;
+	}
+	err = thread__index(r, m->tid, &th);
+	if (err)
+		return err;
+	if (m->kind == MT_MARK_ZONE_BEGIN)
+		return zone_begin(r, th, name, m->ts);
+	if (m->kind == MT_MARK_ZONE_END)
+		return zone_end(r, th, name, m->ts);
+	r->threads[th].name = name;
+	return 0;
+}
+
+/* ---- events ---- */
+
+static inline int stack__index(struct replay *r, uint32_t id, uint32_t *idx)
+{
+	struct u64map_entry *e;
+
+	if (id == r->cached_stack_id) {
+		*idx = r->cached_stack;
+		return 0;
+	}
+	e = u64map__get(&r->stack_ids, id);
+	if (e) {
+		*idx = (uint32_t)e->val;
+	} else {
+		/* An event may name a stack whose record was lost; count it anyway. */
+		int err = stack__new(r, id, idx);
+
+		if (err)
+			return err;
+	}
+	r->cached_stack_id = id;
+	r->cached_stack = *idx;
+	return 0;
+}
+
+static inline uint64_t weigh(const struct replay *r, uint64_t size, uint64_t *count)
+{
+	double w;
+
+	if (!r->sample_mean) {
+		*count = 1;
+		return size;
+	}
+	/* SIZE was recorded with probability p = 1 - exp(-SIZE / mean). */
+	w = 1.0 / -expm1(-(double)(size ? size : 1) / r->sample_mean);
+	*count = (uint64_t)llround(w);
+	return (uint64_t)llround((double)size * w);
+}
+
+uint64_t replay__weigh(const struct replay *r, uint64_t size, uint64_t *count)
+{
+	return weigh(r, size, count);
+}
+
+static inline struct replay_block block_of(const struct replay *r, const struct live_entry *e, uint64_t ts)
+{
+	struct replay_block b = {
+		.ptr = e->ptr,
+		.size = e->size,
+		.ts = ts,
+		.stack = e->stack,
+		.thread = e->thread,
+		.zone = e->zone,
+	};
+
+	b.bytes = weigh(r, e->size, &b.count);
+	return b;
+}
+
+/* Take E out of the live figures. */
+static void live__forget(struct replay *r, const struct replay_block *b)
+{
+	r->live_bytes -= b->bytes;
+	r->live_count -= b->count;
+}
+
+static int free_ptr(struct replay *r, uint64_t ptr, uint64_t ts)
+{
+	struct live_entry *e = live_table__find(&r->live, ptr);
+	struct replay_block b;
+	bool temporary;
+
+	if (!e) {
+		r->totals.unmatched_frees++;
+		return 0;
+	}
+	if (live_entry__is_freed(e)) {
+		r->totals.internal_frees++;
+		return 0;
+	}
+	b = block_of(r, e, ts);
+	temporary = r->threads[e->thread].last_seq == e->seq;
+	if (temporary)
+		r->totals.temporary_allocations += b.count;
+	r->totals.frees += b.count;
+	live__forget(r, &b);
+	live_table__mark_freed(&r->live, e);
+	NOTIFY(r, free, &b, temporary, false);
+	return 0;
+}
+
+static int alloc(struct replay *r, const struct trace_event *ev)
+{
+	struct replay_block b = { .ptr = ev->ptr, .size = ev->size, .ts = ev->ts, .zone = REPLAY_NONE };
+	struct live_entry *e;
+	struct thread *t;
+	bool existed;
+	int err;
+
+	err = stack__index(r, ev->stack_id, &b.stack);
+	if (!err)
+		err = thread__index(r, ev->tid, &b.thread);
+	if (err)
+		return err;
+	e = live_table__insert(&r->live, ev->ptr, &existed);
+	if (!e)
+		return -ENOMEM;
+	if (existed && live_entry__is_freed(e)) {
+		r->live.nfreed--;
+	} else if (existed) {
+		struct replay_block old = block_of(r, e, ev->ts);
+
+		live__forget(r, &old);
+		NOTIFY(r, free, &old, false, true);
+	}
+	t = &r->threads[b.thread];
+	if (t->depth) {
+		struct replay_zone *z = &t->open[t->depth - 1];
+
+		b.zone = z->name;
+	}
+	b.bytes = weigh(r, ev->size, &b.count);
+	e->size = ev->size;
+	e->seq = t->last_seq = ++r->alloc_seq;
+	e->stack = b.stack;
+	e->thread = b.thread;
+	e->zone = b.zone;
+	if (t->depth) {
+		t->open[t->depth - 1].allocations += b.count;
+		t->open[t->depth - 1].allocated_bytes += b.bytes;
+	}
+	r->totals.allocations += b.count;
+	r->totals.allocated_bytes += b.bytes;
+	r->live_bytes += b.bytes;
+	r->live_count += b.count;
+	NOTIFY(r, alloc, &b);
+	return 0;
+}
+
+static int event_halves(struct replay *r, const struct trace_event *e)
+{
+	int err;
+
+	switch (e->type) {
+	case MT_EVENT_ALLOC:
+		return e->ptr ? alloc(r, e) : 0;
+	case MT_EVENT_FREE:
+		/* free(NULL) does nothing, so it is not an unmatched free. */
+		return e->ptr ? free_ptr(r, e->ptr, e->ts) : 0;
+	case MT_EVENT_REALLOC:
+		if (!e->ptr && e->size)
+			return 0; /* failed: the old block stays */
+		err = e->old_ptr ? free_ptr(r, e->old_ptr, e->ts) : 0;
+		return !err && e->ptr ? alloc(r, e) : err;
+	default:
+		return 1; /* a kind this version does not know: skipped */
+	}
+}
+
+int replay__add_event(struct replay *r, const struct trace_event *e)
+{
+	int err;
+
+	r->last_event_ts = e->ts;
+	if (e->ts > r->max_ts)
+		r->max_ts = e->ts;
+	err = event_halves(r, e);
+	if (r->live_bytes > r->totals.peak_bytes) {
+		r->totals.peak_bytes = r->live_bytes;
+		r->peak_ts = e->ts;
+		r->peak_epoch++;
+	}
+	if (err)
+		return err > 0 ? 0 : err;
+	NOTIFY(r, event_done, e);
+	return 0;
+}
+
+/* ---- finishing ---- */
+
+uint64_t replay__end_ns(const struct replay *r)
+{
+	return r->trace.ended ? r->end_mono_ns : r->max_ts;
+}
+
+int replay__finish(struct replay *r)
+{
+	struct analysis_totals *t = &r->totals;
+	uint64_t start = r->start_mono_ns;
+	uint64_t end = r->trace.ended ? r->end_mono_ns : r->last_event_ts;
+	int err = 0;
+
+	if (r->finished)
+		return 0;
+	r->finished = true;
+	for (size_t th = 0; th < r->nthreads && !err; th++) {
+		while (!err && r->threads[th].depth)
+			err = zone_close(r, (uint32_t)th, replay__end_ns(r), true);
+	}
+	if (err)
+		return err;
+	t->leaked_allocations = r->live_count;
+	t->leaked_bytes = r->live_bytes;
+	t->peak_time_ns = t->peak_bytes && r->peak_ts > start ? r->peak_ts - start : 0;
+	t->dropped_events = r->drops_sum > r->end_dropped ? r->drops_sum : r->end_dropped;
+	r->trace.duration_ns = start && end > start ? end - start : 0;
+	for (size_t i = 0; i < r->hooks.finish.n && !err; i++)
+		err = r->hooks.finish.obs[i]->ops->finish(r->hooks.finish.obs[i]->ctx, r);
+	return err;
+}
+
+/* ---- state ---- */
+
+const struct analysis_trace *replay__trace(const struct replay *r) { return &r->trace; }
+const struct analysis_totals *replay__totals(const struct replay *r) { return &r->totals; }
+uint64_t replay__start_ns(const struct replay *r) { return r->start_mono_ns; }
+uint64_t replay__start_real_ns(const struct replay *r) { return r->start_real_ns; }
+uint64_t replay__live_bytes(const struct replay *r) { return r->live_bytes; }
+uint64_t replay__live_allocations(const struct replay *r) { return r->live_count; }
+uint64_t replay__peak_epoch(const struct replay *r) { return r->peak_epoch; }
+uint64_t replay__marks(const struct replay *r) { return r->marks; }
+size_t replay__nnames(const struct replay *r) { return r->names.nr; }
+size_t replay__nthreads(const struct replay *r) { return r->nthreads; }
+size_t replay__nstacks(const struct replay *r) { return r->nstacks; }
+size_t replay__nmodules(const struct replay *r) { return r->nmodules; }
+
+const char *replay__name(const struct replay *r, uint32_t name)
+{
+	return name < r->names.nr ? r->names.strs[name] : NULL;
+}
+
+uint32_t replay__thread_tid(const struct replay *r, uint32_t thread)
+{
+	return r->threads[thread].tid;
+}
+
+uint32_t replay__thread_name(const struct replay *r, uint32_t thread)
+{
+	return r->threads[thread].name;
+}
+
+const struct replay_zone *replay__thread_zones(const struct replay *r, uint32_t thread, size_t *n)
+{
+	*n = r->threads[thread].depth;
+	return r->threads[thread].open;
+}
+
+const struct replay_stack *replay__stack(const struct replay *r, uint32_t stack)
+{
+	return &r->stacks[stack];
+}
+
+int replay__module(const struct replay *r, size_t i, struct trace_module *out)
+{
+	if (i >= r->nmodules)
+		return -ENOENT;
+	*out = r->modules[i];
+	return 0;
+}
+
+/* ---- frames and modules ---- */
+
+static int module_cmp(const void *x, const void *y)
+{
+	const struct trace_module *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/* The module mapping ADDR (for addresses no symbol record places). */
+static const struct trace_module *module__lookup(struct replay *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nmodules;
+
+	if (!r->sorted && r->nmodules) {
+		r->sorted = malloc(r->nmodules * sizeof(*r->sorted));
+		if (!r->sorted)
+			return NULL;
+		memcpy(r->sorted, r->modules, r->nmodules * sizeof(*r->sorted));
+		qsort(r->sorted, r->nmodules, sizeof(*r->sorted), module_cmp);
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < r->sorted[mid].start)
+			hi = mid;
+		else if (addr >= r->sorted[mid].end)
+			lo = mid + 1;
+		else
+			return &r->sorted[mid];
+	}
+	return NULL;
+}
+
+static const struct symbol *symbol__of(const struct replay *r, uint64_t addr)
+{
+	const struct u64map_entry *e = addr ? u64map__get(&r->sym_addrs, addr) : NULL;
+
+	return e ? &r->symbols[e->val] : NULL;
+}
+
+/* Fill F (room for the symbol's frames, at least 1) for ADDR; returns how
+ * many frames it wrote. */
+static size_t frames__resolve(struct replay *r, uint64_t addr, struct analysis_frame *f)
+{
+	const struct symbol *sym = symbol__of(r, addr);
+	const char *module = NULL;
+	uint64_t offset = addr;
+	size_t i, n;
+
+	if (addr == TRACE_FRAME_TRUNCATED || addr == TRACE_FRAME_DEPTH_CUT) {
+		f[0] = (struct analysis_frame){
+			.address = addr,
+			.function = addr == TRACE_FRAME_TRUNCATED ? "[truncated: no unwind table]"
+								  : "[truncated: --stack-depth reached]",
+		};
+		return 1;
+	}
+	if (sym && sym->module >= 0 && (size_t)sym->module < r->nmodules) {
+		module = r->modules[sym->module].path;
+		offset = sym->module_offset;
+	} else {
+		const struct trace_module *m = module__lookup(r, addr);
+
+		if (m) {
+			module = m->path;
+			offset = addr - m->start + m->file_offset;
+		}
+	}
+	n = sym && sym->nframes ? sym->nframes : 1;
+	for (i = 0; i < n; i++) {
+		const struct sym_frame *sf = sym && sym->nframes ? &r->sym_frames[sym->first + i] : NULL;
+
+		f[i] = (struct analysis_frame){
+			.address = addr,
+			.function = sf ? sf->function : NULL,
+			.file = sf ? sf->file : NULL,
+			.line = sf ? sf->line : 0,
+			.inlined = i + 1 < n,
+			.module = module,
+			.module_offset = offset,
+		};
+	}
+	return n;
+}
+
+/* How many innermost frames belong to the allocator under --alloc-fn. */
+static size_t alloc_fn_frames(const struct replay *r, const struct analysis_frame *f, size_t n)
+{
+	size_t skip = 0;
+
+	if (!r->nr_alloc_fns)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		if (replay__is_alloc_fn(r, f[i].function))
+			skip = i + 1;
+		else if (f[i].function)
+			break;
+	}
+	return skip < n ? skip : n ? n - 1 : 0;
+}
+
+const struct analysis_frame *replay__stack_frames(struct replay *r, uint32_t s, size_t *nout)
+{
+	const struct replay_stack *st = &r->stacks[s];
+	struct analysis_frame *frames;
+	size_t n = 0, skip;
+
+	*nout = 0;
+	for (uint32_t i = 0; i < st->nr; i++) {
+		const struct symbol *sym = symbol__of(r, st->addrs[i]);
+
+		n += sym && sym->nframes ? sym->nframes : 1;
+	}
+	frames = arena__alloc(&r->arena, (n ? n : 1) * sizeof(*frames));
+	if (!frames) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	n = 0;
+	for (uint32_t i = 0; i < st->nr; i++)
+		n += frames__resolve(r, st->addrs[i], frames + n);
+	skip = alloc_fn_frames(r, frames, n);
+	*nout = n - skip;
+	return frames + skip;
+}
+
+/* The module (index into the trace's modules) whose mapping holds ADDR, or -1. */
+static int32_t module_of(const struct replay *r, uint64_t addr)
+{
+	for (size_t i = r->nmodules; i-- > 0;) { /* newest first: a range can be reused */
+		if (addr >= r->modules[i].start && addr < r->modules[i].end)
+			return (int32_t)i;
+	}
+	return -1;
+}
+
+int replay__for_each_unresolved(struct replay *r, replay_unresolved_fn fn, void *ctx)
+{
+	struct u64map seen = { 0 };
+	int err = 0;
+
+	for (size_t i = 0; i < r->nstacks && !err; i++) {
+		const struct replay_stack *s = &r->stacks[i];
+
+		for (uint32_t j = 0; j < s->nr && !err; j++) {
+			uint64_t addr = s->addrs[j];
+			const struct symbol *sym = symbol__of(r, addr);
+			bool existed;
+			int32_t m;
+
+			if (sym && sym->nframes && r->sym_frames[sym->first].function)
+				continue; /* named already */
+			if (!addr || u64map__get(&seen, addr) || (m = module_of(r, addr)) < 0 ||
+			    !r->modules[m].build_id_len)
+				continue;
+			if (!u64map__insert(&seen, addr, &existed))
+				err = -ENOMEM;
+			else
+				err = fn(ctx, addr, &r->modules[m], m);
+		}
+	}
+	u64map__free(&seen);
+	return err;
+}
+
+/* ---- reader glue ---- */
+
+static int on_meta(void *ctx, const struct trace_meta *m) { return replay__set_meta(ctx, m); }
+static int on_module(void *ctx, const struct trace_module *m) { return replay__add_module(ctx, m); }
+static int on_stack(void *ctx, const struct trace_stack *s) { return replay__add_stack(ctx, s); }
+static int on_event(void *ctx, const struct trace_event *e) { return replay__add_event(ctx, e); }
+static int on_symbol(void *ctx, const struct trace_symbol *s) { return replay__add_symbol(ctx, s); }
+static int on_drops(void *ctx, const struct trace_drops *d) { return replay__add_drops(ctx, d); }
+static int on_end(void *ctx, const struct trace_end *e) { return replay__set_end(ctx, e); }
+static int on_string(void *ctx, const struct trace_string *s) { return replay__add_string(ctx, s); }
+static int on_mark(void *ctx, const struct trace_mark *m) { return replay__add_mark(ctx, m); }
+static int on_thread(void *ctx, const struct trace_thread *t) { return replay__add_thread(ctx, t); }
+
+const struct trace_reader_ops replay_reader_ops = {
+	.meta = on_meta,
+	.module = on_module,
+	.stack = on_stack,
+	.event = on_event,
+	.symbol = on_symbol,
+	.drops = on_drops,
+	.end = on_end,
+	.string = on_string,
+	.mark = on_mark,
+	.thread = on_thread,
+};

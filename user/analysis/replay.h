@@ -1,0 +1,244 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The replay engine: the one place that turns a trace's records, in file
+ * order, into what happened to the heap. Every analysis (report's sites and
+ * totals, zones, frames and pools, heap over time, the Chrome export, the
+ * coming live view) is an observer of it: it owns no rule of its own about
+ * what is live, what a realloc does, what a sampled block stands for, how
+ * zones nest or which frames are the allocator's. Pure: it reads no file
+ * and prints nothing.
+ *
+ * Rules (tests/unit/test_analysis.c, test_marks.c and test_replay.c pin
+ * each one; docs/contract.md states the semantics they implement):
+ * - ALLOC is an allocation of SIZE at PTR. ALLOC with PTR 0 failed: ignored.
+ * - REALLOC is a free of OLD_PTR (matched or unmatched; none if OLD_PTR is 0)
+ *   followed by an allocation of SIZE at PTR. With PTR 0 it is a free of
+ *   OLD_PTR if SIZE is 0 (glibc's realloc(p, 0)), else a failed call: ignored.
+ *   FREE of PTR 0 does nothing.
+ * - A free of a live pointer is a free. Of a pointer whose last event was a
+ *   matched free (not allocated since) it is an internal free: the allocator
+ *   releasing a chunk it had cached (glibc's tcache at thread exit); counted,
+ *   otherwise ignored. Of a pointer never seen it is an unmatched free,
+ *   counted and subtracting from nothing. A freed pointer is remembered until
+ *   it is allocated again, except that when more than 131072 freed pointers
+ *   (and more than are live) wait for reuse, those freed 65536 or more frees
+ *   ago are forgotten: freed again, unmatched.
+ * - An allocation at a pointer that is still live (its free was dropped)
+ *   replaces the old block, which stops being live (observers see it go with
+ *   replaced set) and is not counted as a free.
+ * - Temporary: freed before the thread that made it made another
+ *   allocation. REALLOC's free half comes before its allocation half.
+ * - Sampled traces (meta.sample_bytes = mean): a block of SIZE bytes was
+ *   recorded with probability p = 1 - exp(-SIZE / mean) and stands for
+ *   round(1/p) blocks and round(SIZE/p) bytes; every figure sums those.
+ * - Peak: the first moment the live bytes reach their maximum, checked after
+ *   each event; each new maximum starts a new peak epoch.
+ * - Names (zones, pools, frame labels, thread names) are interned by text.
+ *   STRING id 0 reads "[unnamed]"; an id with no STRING "[string ID]".
+ * - Zones nest per thread: ZONE_BEGIN pushes; ZONE_END closes the innermost
+ *   open zone of that name and, first, every zone opened inside it; an END
+ *   whose name is not open on the thread is an unmatched end. Zones still
+ *   open when the trace ends close at its end (END's time, else the latest
+ *   time seen). An open zone entry is "outer" when no zone of the same name
+ *   is open below it on the thread (recursion counts once).
+ * - An allocation belongs exclusively to the innermost zone open on its
+ *   thread when it was made (block.zone), and that entry counts it.
+ * - FRAME marks from any thread number frames 0, 1, ... in file order.
+ * - Thread names: the last THREAD_NAME mark or THREAD record of a tid wins.
+ * - Stack frames: an address resolves through the trace's symbols into one
+ *   frame per inlined call; --alloc-fn GLOB makes the innermost frames of
+ *   matching functions (and unnamed frames among or inside them) the
+ *   allocator's, so a stack starts after them; a stack that is allocator all
+ *   the way keeps its last frame.
+ */
+#ifndef MEMTRACE_REPLAY_H
+#define MEMTRACE_REPLAY_H
+
+#include "trace.h"
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define REPLAY_NONE UINT32_MAX /* no zone, no name */
+#define REPLAY_MAX_OBSERVERS 8
+
+/* What the report says about the trace itself. */
+struct analysis_trace {
+	const char *command;   /* NULL if the trace had no metadata */
+	const char *comm;
+	int32_t pid;
+	uint64_t sample_bytes; /* 0: every allocation traced */
+	uint64_t duration_ns;  /* start to end, or to the last event if partial */
+	bool ended;            /* an END record was seen */
+	bool target_exited;
+	bool partial;
+	const char *problem;   /* why it is partial; NULL if not */
+	const char *stop_reason; /* why recording stopped early; NULL if it did not */
+};
+
+/* The trace's totals, by the rules above. */
+struct analysis_totals {
+	uint64_t allocations;
+	uint64_t frees;                 /* matched frees (realloc's free half included) */
+	uint64_t allocated_bytes;
+	uint64_t peak_bytes;
+	uint64_t peak_time_ns;          /* peak's time after the trace's start_mono_ns */
+	uint64_t leaked_allocations;
+	uint64_t leaked_bytes;
+	uint64_t temporary_allocations;
+	uint64_t unmatched_frees;       /* frees of pointers never seen allocated */
+	uint64_t internal_frees;        /* frees of pointers already freed, not reallocated */
+	uint64_t dropped_events;
+};
+
+/* One source-level frame: an address expands to one per inlined call. */
+struct analysis_frame {
+	uint64_t address;       /* the return address as recorded */
+	const char *function;   /* NULL if unknown */
+	const char *file;       /* NULL if unknown */
+	uint32_t line;          /* 0 if unknown */
+	bool inlined;           /* inlined into the frame that follows */
+	const char *module;     /* path of the module; NULL if no module holds it */
+	uint64_t module_offset; /* address within the module */
+};
+
+/* A block: what an allocation made, live until its free. */
+struct replay_block {
+	uint64_t ptr;
+	uint64_t size;     /* bytes asked for */
+	uint64_t count;    /* allocations it stands for: 1, or the sampling estimate */
+	uint64_t bytes;    /* bytes it stands for: SIZE, or the sampling estimate */
+	uint64_t ts;       /* the event's time (CLOCK_MONOTONIC ns) */
+	uint32_t stack;    /* stack index (replay__stack); 0: no stack */
+	uint32_t thread;   /* thread index of the thread that made it */
+	uint32_t zone;     /* name of the innermost zone open on it then; REPLAY_NONE */
+};
+
+/* One open zone entry on a thread. */
+struct replay_zone {
+	uint32_t name;            /* name index */
+	bool outer;               /* no entry of the same name below it */
+	uint64_t begin_ts;        /* raw CLOCK_MONOTONIC ns */
+	uint64_t allocations;     /* while it was the thread's innermost zone */
+	uint64_t allocated_bytes;
+};
+
+/* A recorded stack, its addresses innermost first. */
+struct replay_stack {
+	uint32_t id;           /* the trace's stack id; 0: none */
+	uint32_t nr;
+	const uint64_t *addrs; /* NULL until its STACK record came (if ever) */
+};
+
+struct replay;
+
+/*
+ * An observer's callbacks; any may be NULL. Each returns 0 or -errno, which
+ * stops the replay. They are called during the event that causes them,
+ * with the engine's state (replay__*) as it is at that point: in alloc, the
+ * block is live already; in free, it is no longer.
+ */
+struct replay_ops {
+	int (*meta)(void *ctx, const struct replay *r, const struct trace_meta *m);
+	int (*alloc)(void *ctx, const struct replay *r, const struct replay_block *b);
+	/* A live block freed (TEMPORARY by the rule above) or, with REPLACED, a
+	 * live block an allocation at its pointer replaced. */
+	int (*free)(void *ctx, const struct replay *r, const struct replay_block *b, bool temporary,
+		    bool replaced);
+	/* After each event of a known kind (and the peak check). */
+	int (*event_done)(void *ctx, const struct replay *r, const struct trace_event *e);
+	int (*zone_begin)(void *ctx, const struct replay *r, uint32_t thread, const struct replay_zone *z);
+	/* Z closes at TS; AT_END: it was still open when the trace ended. */
+	int (*zone_end)(void *ctx, const struct replay *r, uint32_t thread, const struct replay_zone *z,
+			uint64_t ts, bool at_end);
+	int (*zone_unmatched_end)(void *ctx, const struct replay *r, uint32_t thread, uint32_t name);
+	/* Frame mark INDEX (0, 1, ...) M, labelled NAME (REPLAY_NONE: none). */
+	int (*frame)(void *ctx, const struct replay *r, uint64_t index, uint32_t name,
+		     const struct trace_mark *m);
+	/* POOL_ALLOC, POOL_FREE or POOL_RESET of the pool named NAME. */
+	int (*pool)(void *ctx, const struct replay *r, const struct trace_mark *m, uint32_t name);
+	/* After replay__finish settled the trace (zones closed, totals final). */
+	int (*finish)(void *ctx, const struct replay *r);
+};
+
+/* A new empty replay; NULL with errno set. */
+struct replay *replay__new(void);
+void replay__free(struct replay *r);
+
+/* Subscribe OPS with CTX; before the first record. 0 or -E2BIG. */
+int replay__observe(struct replay *r, const struct replay_ops *ops, void *ctx);
+
+/* Count frames of functions matching GLOB (fnmatch) as the allocator's;
+ * before replay__finish. 0, -E2BIG past 32 globs, -ENOMEM. */
+int replay__add_alloc_fn(struct replay *r, const char *glob);
+bool replay__is_alloc_fn(const struct replay *r, const char *function);
+
+/* Feeding, one call per record in file order; each 0 or -errno (-ENOMEM,
+ * or what an observer returned). Strings and arrays are copied. */
+int replay__set_meta(struct replay *r, const struct trace_meta *m);
+int replay__add_module(struct replay *r, const struct trace_module *m);
+int replay__add_stack(struct replay *r, const struct trace_stack *s);
+int replay__add_symbol(struct replay *r, const struct trace_symbol *s);
+int replay__add_event(struct replay *r, const struct trace_event *e);
+int replay__add_string(struct replay *r, const struct trace_string *s);
+int replay__add_mark(struct replay *r, const struct trace_mark *m);
+int replay__add_thread(struct replay *r, const struct trace_thread *t);
+int replay__add_drops(struct replay *r, const struct trace_drops *d);
+int replay__set_end(struct replay *r, const struct trace_end *e);
+int replay__set_partial(struct replay *r, const char *problem);
+
+/* Close the zones still open, settle the totals, tell the observers. Once,
+ * after the last record; 0 or -errno. */
+int replay__finish(struct replay *r);
+
+/* State, valid from the record that makes it until replay__free. */
+const struct analysis_trace *replay__trace(const struct replay *r);
+const struct analysis_totals *replay__totals(const struct replay *r); /* final after finish */
+uint64_t replay__start_ns(const struct replay *r);      /* META's start_mono_ns */
+uint64_t replay__start_real_ns(const struct replay *r); /* META's start_real_ns */
+uint64_t replay__end_ns(const struct replay *r);        /* when zones close: END's time, else the latest seen */
+uint64_t replay__live_bytes(const struct replay *r);
+uint64_t replay__live_allocations(const struct replay *r);
+uint64_t replay__peak_epoch(const struct replay *r);    /* bumps with each new peak */
+uint64_t replay__marks(const struct replay *r);         /* MARK records seen */
+
+/* The weights of a block of SIZE bytes (the sampling rule): the bytes it
+ * stands for, its count in *COUNT. */
+uint64_t replay__weigh(const struct replay *r, uint64_t size, uint64_t *count);
+
+/* Names, by name index (0 .. replay__nnames - 1). */
+size_t replay__nnames(const struct replay *r);
+const char *replay__name(const struct replay *r, uint32_t name);
+
+/* Threads, by thread index (0 .. replay__nthreads - 1), in order of first
+ * sighting; a thread's name is REPLAY_NONE if it has none. */
+size_t replay__nthreads(const struct replay *r);
+uint32_t replay__thread_tid(const struct replay *r, uint32_t thread);
+uint32_t replay__thread_name(const struct replay *r, uint32_t thread);
+/* The zones open on THREAD, outermost first. */
+const struct replay_zone *replay__thread_zones(const struct replay *r, uint32_t thread, size_t *n);
+
+/* Stacks, by stack index (0 .. replay__nstacks - 1); index 0 is "no stack". */
+size_t replay__nstacks(const struct replay *r);
+const struct replay_stack *replay__stack(const struct replay *r, uint32_t stack);
+
+/* The source-level frames of stack S after the --alloc-fn rule, innermost
+ * first, allocated from the replay's arena; *N gets their number (0 for no
+ * stack). NULL with *N 0 when out of memory (errno ENOMEM) or empty. */
+const struct analysis_frame *replay__stack_frames(struct replay *r, uint32_t s, size_t *n);
+
+/* Modules, in the order written. 0 or -ENOENT past the last. */
+size_t replay__nmodules(const struct replay *r);
+int replay__module(const struct replay *r, size_t i, struct trace_module *out);
+
+/* Call FN once for each stack address that has no function name and lies
+ * in a module with a build-id (M: that mapping, MODULE: its index), so a
+ * later symbolizer (a debuginfod client) can name it with
+ * replay__add_symbol. Before replay__finish. 0, -errno, or what FN returned. */
+typedef int (*replay_unresolved_fn)(void *ctx, uint64_t addr, const struct trace_module *m, int32_t module);
+int replay__for_each_unresolved(struct replay *r, replay_unresolved_fn fn, void *ctx);
+
+/* Reader callbacks that feed the replay given as ctx (trace_reader__read). */
+extern const struct trace_reader_ops replay_reader_ops;
+
+#endif /* MEMTRACE_REPLAY_H */
