@@ -50,4 +50,15 @@ expect_eq "a server that is not there: report exit status" $? 0
 expect_eq "a server that is not there: one line naming the module" \
 	"$(grep -c '^memtrace: debuginfod had no debug info for [0-9]* modules\? (.*prog.*); their frames keep module+offset$' none.err)" 1
 expect_eq "a server that is not there: sites still counted" "$(jqr none.json .totals.allocations)" 56
+# memtrace top names the live sites through the same server, asked once per module
+DEBUGINFOD_URLS=http://127.0.0.1:$port timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json --top 100 -- ./prog \
+	>top.jsonl 2>top.err
+expect_eq "top with DEBUGINFOD_URLS: exit status" $? 0
+expect_eq "top with DEBUGINFOD_URLS: the final snapshot names site_malloc_100 with its file" \
+	"$(tail -1 top.jsonl | jq -r '[.sites[] | select(.function == "site_malloc_100")][0] | "\(.file | split("/") | last) \(.allocations)"')" \
+	"alloc_patterns.c 10"
+DEBUGINFOD_URLS=http://127.0.0.1:1 DEBUGINFOD_CACHE_PATH=$TMP/cache3 timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json -- ./prog \
+	>top-none.jsonl 2>top-none.err
+expect_eq "top, a server that is not there: one line naming the module" \
+	"$(grep -c '^memtrace: debuginfod had no debug info for [0-9]* modules\? (.*prog.*); their frames keep module+offset$' top-none.err)" 1
 finish

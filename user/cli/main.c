@@ -16,6 +16,7 @@ static const struct command commands[] = {
 	{ "report", cmd_report, "summarize a trace: top sites, leaks, peak, temporaries" },
 	{ "diff", cmd_diff, "compare two traces site by site; --fail-on-growth for CI" },
 	{ "export", cmd_export, "write a trace for pprof, flame graphs (folded) or Perfetto (chrome)" },
+	{ "top", cmd_top, "watch a process's heap live: sites by live bytes, rates, zones" },
 };
 
 static void usage(FILE *f)
