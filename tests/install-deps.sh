@@ -12,7 +12,7 @@ set -e
 # Debian binaries built without frame pointers (tests/e2e/redis.sh, sqlite.sh); debuginfod:
 # its client (debuginfod-find, which report uses) and a server for tests/e2e/debuginfod.sh.
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
-libiberty-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
+libiberty-dev libcapstone-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libcap2-bin \
 redis-server redis-tools sqlite3 debuginfod"

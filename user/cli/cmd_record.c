@@ -447,6 +447,33 @@ static int write_module(void *ctx, const struct trace_module *m)
 	return trace_writer__add_module(ctx, m);
 }
 
+/* Where the target has the code of the functions PS leaves unprobed
+ * because they only forward: their frames are the allocator's, and the
+ * drain drops them from the front of stacks, so the site stays the caller
+ * of operator new. 0 or -ENOMEM. */
+static int note_forwarders(struct recording *r, const struct probe_set *ps, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < ps->nr_fwd; i++) {
+		const struct forwarder *f = &ps->fwd[i];
+
+		for (size_t j = 0; j < pm->nr; j++) {
+			const struct trace_module *m = &pm->mods[j];
+			uint64_t start = m->start + f->file_offset - m->file_offset;
+			char *path;
+			bool same;
+
+			if (f->file_offset < m->file_offset || f->file_offset >= m->file_offset + (m->end - m->start))
+				continue;
+			path = root_path(r->pid, m->path);
+			same = path && !strcmp(path, f->path);
+			free(path);
+			if (same && drain__add_allocator_code(r->drain, start, start + f->size))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 /* Libraries loaded since attach (dlopen) join the module map, so the
  * addresses in their stacks symbolize. A target that is gone has no map. */
 /* A library loaded later that has an allocator of its own (its code may be
@@ -465,6 +492,8 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 			if (loader__attach(r->loader, &ps, &bad))
 				fail("failed to attach to %s in %s, loaded after attach; its allocations are not counted",
 				     bad ? bad->func : "?", pm->paths[i]);
+			else if (note_forwarders(r, &ps, pm))
+				fail("out of memory");
 			else if (r->o.verbose)
 				fprintf(stderr, "memtrace: probed the allocator of %s, loaded after attach\n",
 					pm->paths[i]);
@@ -659,6 +688,8 @@ static int attach_probes(struct recording *r)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
 		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
+	if (note_forwarders(r, &r->probes, &r->maps))
+		return fail("out of memory");
 	r->marks = mark_finder__new(r->pid);
 	if (!r->marks)
 		return fail("out of memory");
@@ -672,13 +703,25 @@ static int attach_probes(struct recording *r)
 	return start_unwinder(r);
 }
 
+static const char *base_name(const char *path)
+{
+	return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+}
+
+/* The placement table of -v: where each probe sits and what it costs, and
+ * which functions have none because they only forward to a probed one. */
 static void print_probe(const struct probe *p)
 {
-	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s\n", p->func,
-		strrchr(p->path, '/') ? strrchr(p->path, '/') + 1 : p->path, p->skipped,
-		(unsigned long long)p->offset, p->insn,
-		p->emulated ? "emulated" : "single-stepped (no emulated site before the arguments change)",
-		p->ret ? (p->may_nest ? ", with return probe" : ", with return probe (leaf)") : "");
+	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s%s\n", p->func,
+		base_name(p->path), p->skipped, (unsigned long long)p->offset, p->insn,
+		p->emulated ? "emulated" : "single-stepped, ", p->emulated ? "" : p->why,
+		p->ret ? ", with return probe" : "");
+}
+
+static void print_forwarder(const struct forwarder *f)
+{
+	fprintf(stderr, "memtrace: probe %-36s %s+0x0 (file offset 0x%llx) none: forwards to %s\n", f->func,
+		base_name(f->path), (unsigned long long)f->file_offset, f->to);
 }
 
 static const char *mode_name(enum loader_mode m)
@@ -691,6 +734,8 @@ static void announce(struct recording *r)
 	if (r->o.verbose) {
 		for (size_t i = 0; i < r->probes.nr; i++)
 			print_probe(&r->probes.v[i]);
+		for (size_t i = 0; i < r->probes.nr_fwd; i++)
+			print_forwarder(&r->probes.fwd[i]);
 		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
 	}
 	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s", r->pid, r->comm,

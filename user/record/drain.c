@@ -37,8 +37,15 @@ struct name_slot {
 	uint32_t id;
 };
 
+/* Code whose return addresses belong to the allocator (see drain.h). */
+struct code_span {
+	uint64_t start, end;
+};
+
 struct drain {
 	struct trace_writer *w;
+	struct code_span *allocator_code;
+	size_t nr_allocator_code;
 	struct stack_slot *stacks;
 	size_t stack_cap;  /* power of two */
 	size_t nr_stacks;
@@ -117,15 +124,51 @@ static uint32_t plausible_frames(const uint64_t *frames, uint32_t nr)
 	return n;
 }
 
+/* A return address points just past its call, so it lies in (start, end]. */
+static bool in_allocator_code(const struct drain *d, uint64_t ret_addr)
+{
+	for (size_t i = 0; i < d->nr_allocator_code; i++) {
+		if (ret_addr > d->allocator_code[i].start && ret_addr <= d->allocator_code[i].end)
+			return true;
+	}
+	return false;
+}
+
+/* Leading frames in unprobed allocator code; a stack that is allocator all
+ * the way keeps its outermost frame. */
+static uint32_t allocator_frames(const struct drain *d, const uint64_t *frames, uint32_t nr)
+{
+	uint32_t n = 0;
+
+	while (n + 1 < nr && in_allocator_code(d, frames[n]))
+		n++;
+	return n;
+}
+
+int drain__add_allocator_code(struct drain *d, uint64_t start, uint64_t end)
+{
+	struct code_span *v = realloc(d->allocator_code, (d->nr_allocator_code + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	d->allocator_code = v;
+	v[d->nr_allocator_code++] = (struct code_span){ start, end };
+	return 0;
+}
+
 static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t size)
 {
+	const uint64_t *frames = (const uint64_t *)ev->frames;
 	struct stack_slot *s;
 	struct trace_stack ts;
-	uint32_t nr = ev->nr;
+	uint32_t nr = ev->nr, skip;
 
 	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8)
 		return 0; /* malformed: ignore rather than trust */
-	nr = plausible_frames((const uint64_t *)ev->frames, nr);
+	nr = plausible_frames(frames, nr);
+	skip = allocator_frames(d, frames, nr);
+	frames += skip;
+	nr -= skip;
 	s = intern(d, ev->stack_id);
 	if (!s)
 		return -ENOMEM;
@@ -134,7 +177,7 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 	s->frames = malloc((nr ? nr : 1) * sizeof(uint64_t));
 	if (!s->frames)
 		return -ENOMEM;
-	memcpy(s->frames, ev->frames, nr * sizeof(uint64_t));
+	memcpy(s->frames, frames, nr * sizeof(uint64_t));
 	s->nr = nr;
 	ts.id = s->id;
 	ts.nr = nr;
@@ -451,6 +494,7 @@ void drain__free(struct drain *d)
 	for (size_t i = 0; i < d->stack_cap; i++)
 		free(d->stacks[i].frames);
 	free(d->stacks);
+	free(d->allocator_code);
 	free(d->names);
 	free(d->pending);
 	free(d->sorted);
