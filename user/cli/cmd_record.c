@@ -343,6 +343,32 @@ static bool is_basename(const char *path, const char *prefix)
 	return strncmp(b ? b + 1 : path, prefix, strlen(prefix)) == 0;
 }
 
+/* Whether the mapped file PATH is one LD_PRELOAD (PRELOAD) names. An entry
+ * may be a symbolic link to it (libtcmalloc_minimal.so.4 for the mapped
+ * libtcmalloc_minimal.so.4.5.10), so files are compared by identity; a bare
+ * name (searched in the library path) matches the start of its base name. */
+static bool is_preloaded(int pid, const char *preload, const char *path)
+{
+	char list[4096], *save = NULL, *tok;
+	struct stat want, st;
+	char *file = root_path(pid, path);
+	bool found = false, known = file && !stat(file, &want);
+
+	free(file);
+	snprintf(list, sizeof(list), "%s", preload);
+	for (tok = strtok_r(list, ": ", &save); tok && !found; tok = strtok_r(NULL, ": ", &save)) {
+		if (!strchr(tok, '/')) {
+			found = is_basename(path, tok);
+			continue;
+		}
+		file = root_path(pid, tok);
+		found = !strcmp(tok, path) ||
+			(known && file && !stat(file, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino);
+		free(file);
+	}
+	return found;
+}
+
 /* The order the dynamic linker searches for a symbol: the executable, what
  * LD_PRELOAD put first, the other libraries, and libc and the linker last,
  * since every other library depends on them. */
@@ -361,7 +387,7 @@ static char **candidate_files(struct recording *r, size_t *n)
 		for (size_t i = 0; i < r->maps.nr_paths; i++) {
 			const char *p = r->maps.paths[i];
 			bool base = is_basename(p, "libc.so") || is_basename(p, "ld-linux");
-			int want = strcmp(p, exe) == 0 ? 0 : (*preload && strstr(preload, p)) ? 1 : base ? 3 : 2;
+			int want = strcmp(p, exe) == 0 ? 0 : (*preload && is_preloaded(r->pid, preload, p)) ? 1 : base ? 3 : 2;
 
 			if (want == rank)
 				out[(*n)++] = root_path(r->pid, p);
