@@ -175,7 +175,9 @@ clean:
 	rm -rf $(BUILD)
 
 # make bench     (as root) what tracing costs per malloc+free pair against the empty-probe floors,
-#                throughput, bytes and recorder CPU per event; prints issue 4's targets table
+#                throughput, bytes and recorder CPU per event; prints issue 4's targets table;
+#                then per allocator (glibc, C++ new/delete, jemalloc, tcmalloc, mimalloc, redis-server)
+#                against each one's floor: bench/allocators.sh, issue 14's targets
 .PHONY: bench
 bench: all
 	bash bench/run.sh
