@@ -106,6 +106,20 @@ expect_eq "no probe in libstdc++ (all 20 of its operator new and delete forward)
 expect_eq "libstdc++ functions listed as forwarders" \
 	"$(grep -c "^memtrace: probe .* libstdc++.* none: forwards to " "$TMP/v.err")" 20
 
+# Stacks by frame pointers only (--unwind-rows 0) cannot walk through a
+# forwarder's code (libstdc++ has no frame pointers): then operator new keeps
+# its own probe, and every C++ site stays exact.
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -v --unwind-rows 0 -o "$TMP/fp.mtrace" -- "$PROGS/cxx_new_delete" \
+	>/dev/null 2>"$TMP/fp.err"
+expect_eq "frame pointers only: record exit status" $? 0
+expect_eq "frame pointers only: no function left unprobed as a forwarder" "$(grep -c 'none: forwards to' "$TMP/fp.err")" 0
+expect_eq "frame pointers only: _Znwm probed" "$(grep -c '^memtrace: probe _Znwm .*) on ' "$TMP/fp.err")" 1
+report_json "$TMP/fp.mtrace" "$TMP/fp.json"
+expect_eq "frame pointers only: sites named site_*" \
+	"$(jq '[.sites[] | select(.function // "" | startswith("site_"))] | length' "$TMP/fp.json")" 16
+expect_eq "frame pointers only: allocations at site_* sites" \
+	"$(jq '[.sites[] | select(.function // "" | startswith("site_")) | .allocations] | add' "$TMP/fp.json")" 18
+
 # Under an LD_PRELOAD'd allocator: no single-stepped probe where the rule
 # finds an emulated site, its own operator new probed, the C++ sites exact.
 sum() { jq "[.sites[] | select(.function // \"\" | startswith(\"site_\")) | .$2] | add // 0" "$1"; }

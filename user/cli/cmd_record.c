@@ -414,6 +414,14 @@ static bool alloc_file_seen(struct recording *r, const char *path)
 	return false;
 }
 
+/* A function that only forwards (operator new calling malloc) needs no probe
+ * when stacks are unwound with tables, which walk through its code; a walk
+ * by frame pointers alone would lose its caller, the allocation's site. */
+static bool skip_forwarders(const struct recording *r)
+{
+	return !r->o.stack_depth || r->o.unwind_rows;
+}
+
 #define BIND_TRIES 20 /* x 25 ms: how long a process just started may take to exec */
 
 /* Find the allocator functions in the files the target maps now. */
@@ -429,7 +437,7 @@ static int bind_once(struct recording *r)
 	files = candidate_files(r, &n);
 	if (!files)
 		return -ENOMEM;
-	err = probe_set__resolve(&r->probes, files, n, r->o.lib);
+	err = probe_set__resolve(&r->probes, files, n, r->o.lib, skip_forwarders(r));
 	free_strings(files, n);
 	return err;
 }
@@ -514,7 +522,7 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 
 		if (alloc_file_seen(r, pm->paths[i]) || !(file = root_path(r->pid, pm->paths[i])))
 			continue;
-		if (!probe_set__resolve(&ps, &file, 1, NULL)) {
+		if (!probe_set__resolve(&ps, &file, 1, NULL, skip_forwarders(r))) {
 			if (loader__attach(r->loader, &ps, &bad))
 				fail("failed to attach to %s in %s, loaded after attach; its allocations are not counted",
 				     bad ? bad->func : "?", pm->paths[i]);

@@ -419,7 +419,7 @@ static int add_forwarder(struct probe_set *ps, size_t i, const struct binding *b
 }
 
 static int bind_functions(struct probe_set *ps, struct elf_file **files, char *const *paths,
-			  size_t n)
+			  size_t n, bool skip_forwarders)
 {
 	struct binder *bd = calloc(1, sizeof(*bd));
 	bool placed = !getenv("MEMTRACE_NO_PLACEMENT");
@@ -440,7 +440,7 @@ static int bind_functions(struct probe_set *ps, struct elf_file **files, char *c
 		path = paths[b->file];
 		if (b->state == BIND_UNDECIDED)
 			decide(bd, i);
-		if (b->state == BIND_FORWARDER && placed)
+		if (b->state == BIND_FORWARDER && placed && skip_forwarders)
 			err = add_forwarder(ps, i, b, path);
 		else if (!already_probed(ps, path, b->ef.file_offset))
 			err = add_probe(ps, &alloc_funcs[i], files[b->file], path, &b->ef, placed);
@@ -458,7 +458,8 @@ static bool has_func(const struct probe_set *ps, const char *name)
 	return false;
 }
 
-int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, const char *lib)
+int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, const char *lib,
+		       bool skip_forwarders)
 {
 	struct elf_file **files;
 	char *const *paths = lib ? (char *const *)&lib : candidates;
@@ -477,7 +478,7 @@ int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, 
 	}
 	for (size_t j = 0; j < n; j++)
 		files[j] = elf_file__open(paths[j]);
-	err = bind_functions(ps, files, paths, n);
+	err = bind_functions(ps, files, paths, n, skip_forwarders);
 	for (size_t j = 0; j < n; j++) {
 		if (files[j] && !err)
 			mark_nesting(ps, files[j], paths[j]);

@@ -59,12 +59,15 @@ struct probe_set {
  * Decide, for every allocator function, which of CANDIDATES (files in the
  * order the dynamic linker searches them) defines it, as the linker would
  * bind it. With LIB set, only that file is used. Functions no candidate
- * defines are skipped; those that only forward to another probed one go to
- * PS->fwd instead of being probed (unless MEMTRACE_NO_PLACEMENT is set:
- * every function then gets a probe at its first byte, as peers place them).
- * 0, or -ESRCH if not even malloc and free were found.
+ * defines are skipped. With SKIP_FORWARDERS, those that only forward to
+ * another probed one go to PS->fwd instead of being probed: the caller must
+ * then be able to unwind through them (their code has no frame pointer), so
+ * a recorder walking frame pointers only keeps them probed. With
+ * MEMTRACE_NO_PLACEMENT set, every function gets a probe at its first byte,
+ * as peers place them. 0, or -ESRCH if not even malloc and free were found.
  */
-int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, const char *lib);
+int probe_set__resolve(struct probe_set *ps, char *const *candidates, size_t n, const char *lib,
+		       bool skip_forwarders);
 
 void probe_set__free(struct probe_set *ps);
 
