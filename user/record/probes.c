@@ -206,6 +206,11 @@ static void mark_nesting(struct probe_set *ps, struct elf_file *f, const char *p
 		if (!strcmp(ps->v[i].path, path))
 			starts[nstarts++] = (struct code_range){ ps->v[i].vaddr, ps->v[i].vaddr + 1 };
 	}
+	/* A call to a forwarder reaches a probed function through it. */
+	for (size_t i = 0; i < ps->nr_fwd && nstarts < PROBE_MAX; i++) {
+		if (!strcmp(ps->fwd[i].path, path))
+			starts[nstarts++] = (struct code_range){ ps->fwd[i].vaddr, ps->fwd[i].vaddr + 1 };
+	}
 	for (size_t i = 0; i < ps->nr; i++) {
 		struct probe *p = &ps->v[i];
 
@@ -413,6 +418,7 @@ static int add_forwarder(struct probe_set *ps, size_t i, const struct binding *b
 	fw->func = alloc_funcs[i].name;
 	fw->to = b->to;
 	fw->file_offset = b->ef.file_offset;
+	fw->vaddr = b->ef.vaddr;
 	fw->size = b->ef.size;
 	ps->nr_fwd++;
 	return 0;

@@ -44,6 +44,7 @@ struct forwarder {
 	const char *to;    /* the allocator function it forwards to (static string) */
 	char *path;        /* its file, as memtrace can open it */
 	uint64_t file_offset; /* of its first byte */
+	uint64_t vaddr;    /* its ELF address */
 	uint64_t size;     /* its bytes */
 };
 
