@@ -29,7 +29,7 @@ static void check(const uint8_t *code, size_t len, unsigned nargs, struct want w
 {
 	struct placement pl;
 
-	assert_int_equal(placement_choose(code, len, V, nargs, &pl), 0);
+	assert_int_equal(placement_choose(code, len, V, nargs, UINT32_MAX, &pl), 0);
 	assert_int_equal(pl.offset, w.offset);
 	assert_int_equal(pl.emulated, w.emulated);
 	assert_string_equal(pl.insn, w.insn);
@@ -121,6 +121,22 @@ static void test_branch_into_prologue(void **state)
 
 	check(code, sizeof(code), 1, (struct want){ .offset = 0, .emulated = false, .insn = "test rdi, rdi" },
 	      "branch into the prologue");
+}
+
+/* A cold part elsewhere jumping back to the je: the probe stays at +0;
+ * one landing past the je changes nothing. */
+static void test_branch_from_outside(void **state)
+{
+	static const uint8_t code[] = { 0x48, 0x85, 0xff, 0x74, 0x00, 0xc3 }; /* test rdi, rdi; je +5; ret */
+	struct placement pl;
+
+	assert_int_equal(placement_choose(code, sizeof(code), V, 1, 3, &pl), 0);
+	assert_int_equal(pl.offset, 0);
+	assert_false(pl.emulated);
+	assert_int_equal(placement_choose(code, sizeof(code), V, 1, 5, &pl), 0);
+	assert_int_equal(pl.offset, 3);
+	assert_true(pl.emulated);
+	print_message("a branch from outside onto the je keeps the probe at +0; past it, at +3\n");
 }
 
 /* Emulation is decided by the bytes: segment-prefixed and 16-bit forms are not. */
@@ -225,7 +241,7 @@ static void test_reallocarray(void **state)
 
 	assert_true(forwards(code, sizeof(code), false));
 	assert_false(forwards(code, sizeof(code), true));
-	assert_int_equal(placement_choose(code, sizeof(code), V, 3, &pl), 0);
+	assert_int_equal(placement_choose(code, sizeof(code), V, 3, UINT32_MAX, &pl), 0);
 	assert_false(pl.emulated); /* mul writes rdx before the jo */
 	print_message("reallocarray: forwards (NULL on overflow); placement single-stepped: %s\n", pl.why);
 }
@@ -256,6 +272,7 @@ int main(void)
 		cmocka_unit_test(test_arg_overwritten),
 		cmocka_unit_test(test_endbr64_walked_past),
 		cmocka_unit_test(test_branch_into_prologue),
+		cmocka_unit_test(test_branch_from_outside),
 		cmocka_unit_test(test_prefixes),
 		cmocka_unit_test(test_operator_new),
 		cmocka_unit_test(test_pool_is_no_forwarder),

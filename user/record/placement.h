@@ -30,12 +30,16 @@ struct placement {
 	const char *why;                /* !emulated: why no emulated site qualifies */
 };
 
+#define PLACEMENT_PROLOGUE_MAX 128 /* bytes from the start a probe may move */
+
 /* Decide for the machine code CODE (LEN bytes from the function's start at
  * ELF address VADDR; the whole function, so that branches into the prologue
  * are seen), whose probe reads the first NARGS integer arguments (1..6).
- * 0, or -ENOMEM / -EINVAL if the decoder cannot be opened. */
+ * OUTSIDE is the lowest offset in (0, PLACEMENT_PROLOGUE_MAX] that a branch
+ * from outside the function lands on (a split-off cold part jumping back),
+ * or UINT32_MAX. 0, or -ENOMEM / -EINVAL if the decoder cannot be opened. */
 int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
-		     struct placement *out);
+		     uint32_t outside, struct placement *out);
 
 /* What a call or jump leaving the function reaches, as the caller knows it. */
 enum placement_target {

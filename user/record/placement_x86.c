@@ -27,8 +27,6 @@ enum {
 /* The integer argument registers of the SysV ABI, in order. */
 static const uint32_t arg_regs[6] = { REG_RDI, REG_RSI, REG_RDX, REG_RCX, REG_R8, REG_R9 };
 
-#define PROLOGUE_MAX 128 /* bytes walked looking for an emulated instruction */
-
 static uint32_t reg_family(unsigned r)
 {
 	switch (r) {
@@ -179,11 +177,11 @@ static void insn_text(const cs_insn *in, char *buf, size_t cap)
 static const char WHY_CHANGES[] =
 	"no instruction the kernel emulates before the arguments or the stack change";
 static const char WHY_SPLITS[] = "the paths split before any instruction the kernel emulates";
-static const char WHY_TARGETED[] = "a branch of the function lands before its first emulated instruction";
+static const char WHY_TARGETED[] = "a branch lands before its first emulated instruction";
 static const char WHY_UNDECODED[] = "its first instructions do not decode";
 
 int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
-		     struct placement *out)
+		     uint32_t outside, struct placement *out)
 {
 	uint32_t keep = REG_RSP | REG_RBP;
 	uint64_t lowest, addr = vaddr;
@@ -205,8 +203,10 @@ int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned n
 		return -ENOMEM;
 	}
 	lowest = lowest_branch_target(h, code, len, vaddr);
+	if (outside < lowest)
+		lowest = outside;
 	out->why = WHY_CHANGES;
-	while (n && addr - vaddr < PROLOGUE_MAX && cs_disasm_iter(h, &p, &n, &addr, in)) {
+	while (n && addr - vaddr < PLACEMENT_PROLOGUE_MAX && cs_disasm_iter(h, &p, &n, &addr, in)) {
 		uint32_t off = (uint32_t)(in->address - vaddr);
 
 		if (off == 0)

@@ -151,7 +151,7 @@ static enum role prog_role(enum probe_prog prog)
 }
 
 static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct elf_file *f,
-		     const char *path, const struct elf_function *ef, bool placed)
+		     const char *path, const struct elf_function *ef, bool placed, uint32_t outside)
 {
 	struct probe *p = &ps->v[ps->nr];
 	static uint8_t code[MAX_CODE];
@@ -160,7 +160,7 @@ static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct e
 	int err;
 
 	if (placed && len && !elf_file__read(f, ef->file_offset, code, len)) {
-		err = placement_choose(code, len, ef->vaddr, prog_args(fn->prog), &pl);
+		err = placement_choose(code, len, ef->vaddr, prog_args(fn->prog), outside, &pl);
 		if (err)
 			return err;
 	}
@@ -238,6 +238,7 @@ struct binding {
 	size_t file;              /* index of the defining file */
 	struct elf_function ef;
 	const char *to;           /* BIND_FORWARDER: where to */
+	uint32_t outside;         /* lowest prologue offset a branch from outside lands on */
 };
 
 struct binder {
@@ -402,8 +403,72 @@ static void bind_all(struct binder *bd)
 			if (!bd->files[j] || elf_file__find_function(bd->files[j], alloc_funcs[i].name, &bd->b[i].ef))
 				continue;
 			bd->b[i].file = j;
+			bd->b[i].outside = UINT32_MAX;
 			bd->b[i].state = bd->b[i].ef.is_ifunc ? BIND_SKIPPED : BIND_UNDECIDED;
 			break;
+		}
+	}
+}
+
+/* Does a branch whose bytes start at SRC land on TARGET in the prologue of
+ * a function bound to FILE, from outside that function? Keep the lowest. */
+static void note_outside_branch(struct binder *bd, size_t file, uint64_t src, uint64_t target)
+{
+	for (size_t i = 0; i < NR_FUNCS; i++) {
+		struct binding *b = &bd->b[i];
+
+		if (b->state < BIND_UNDECIDED || b->file != file || target <= b->ef.vaddr ||
+		    target > b->ef.vaddr + PLACEMENT_PROLOGUE_MAX ||
+		    (src >= b->ef.vaddr && src < b->ef.vaddr + b->ef.size))
+			continue;
+		if (target - b->ef.vaddr < b->outside)
+			b->outside = (uint32_t)(target - b->ef.vaddr);
+	}
+}
+
+/*
+ * Branches from elsewhere in the file into the functions' prologues: a
+ * split-off cold part may jump back near the start. Every byte of the
+ * executable sections is tried as a jmp, jcc or call rel32 opcode (decoding
+ * the whole file would cost more than the rest of the attach; a rel8 does
+ * not reach from a cold part); data and the middle of instructions can only
+ * raise false alarms, which keep a probe at the function's start, and -v
+ * says so.
+ */
+static void scan_outside_branches(struct binder *bd, size_t file)
+{
+	Elf *elf = bd->files[file] ? elf_file__elf(bd->files[file]) : NULL;
+	uint64_t lo = UINT64_MAX, hi = 0;
+	Elf_Scn *scn = NULL;
+
+	for (size_t i = 0; i < NR_FUNCS; i++) {
+		const struct binding *b = &bd->b[i];
+
+		if (b->state < BIND_UNDECIDED || b->file != file)
+			continue;
+		lo = b->ef.vaddr < lo ? b->ef.vaddr : lo;
+		hi = b->ef.vaddr + PLACEMENT_PROLOGUE_MAX > hi ? b->ef.vaddr + PLACEMENT_PROLOGUE_MAX : hi;
+	}
+	while (elf && lo < hi && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS || !(sh.sh_flags & SHF_EXECINSTR) ||
+		    !(d = elf_getdata(scn, NULL)) || !d->d_buf)
+			continue;
+		for (size_t i = 0; i + 5 <= d->d_size; i++) {
+			const uint8_t *c = (const uint8_t *)d->d_buf + i;
+			uint64_t pc = sh.sh_addr + i, target;
+			size_t len = c[0] == 0x0f ? 6 : 5;
+			int32_t rel;
+
+			if (!(c[0] == 0xe8 || c[0] == 0xe9 || (c[0] == 0x0f && c[1] >= 0x80 && c[1] <= 0x8f)) ||
+			    i + len > d->d_size)
+				continue;
+			memcpy(&rel, c + len - 4, sizeof(rel));
+			target = pc + len + (int64_t)rel;
+			if (target > lo && target <= hi)
+				note_outside_branch(bd, file, pc, target);
 		}
 	}
 }
@@ -437,6 +502,8 @@ static int bind_functions(struct probe_set *ps, struct elf_file **files, char *c
 	bd->paths = paths;
 	bd->n = n;
 	bind_all(bd);
+	for (size_t j = 0; j < n && placed; j++)
+		scan_outside_branches(bd, j);
 	for (size_t i = 0; i < NR_FUNCS && !err; i++) {
 		struct binding *b = &bd->b[i];
 		const char *path;
@@ -449,7 +516,7 @@ static int bind_functions(struct probe_set *ps, struct elf_file **files, char *c
 		if (b->state == BIND_FORWARDER && placed && skip_forwarders)
 			err = add_forwarder(ps, i, b, path);
 		else if (!already_probed(ps, path, b->ef.file_offset))
-			err = add_probe(ps, &alloc_funcs[i], files[b->file], path, &b->ef, placed);
+			err = add_probe(ps, &alloc_funcs[i], files[b->file], path, &b->ef, placed, b->outside);
 	}
 	free(bd);
 	return err;
