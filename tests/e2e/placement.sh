@@ -7,8 +7,8 @@
 #   branch of the function lands on or before);
 # - libstdc++'s operator new and delete and glibc's reallocarray only forward:
 #   no probe, and the exact line saying where they forward to;
-# - no probe single-stepped on glibc, jemalloc or tcmalloc (each has an
-#   emulated site that meets the rule);
+# - no probe single-stepped on glibc, jemalloc, tcmalloc or mimalloc (each has
+#   an emulated site that meets the rule; mimalloc's after argument copies);
 # - a replacement operator new with its own code (jemalloc's, tcmalloc's)
 #   keeps its probe, and the C++ sites of tests/progs/cxx_new_delete stay
 #   exact under each allocator.
@@ -34,8 +34,8 @@ file_offset() {
 		if (a >= va && a < va + fs) { printf "0x%x\n", a - va + off; exit } }'
 }
 
-# site FILE NAME: "OFFSET INSTRUCTION" of the rule above, from objdump (Intel syntax).
-site() {
+# objdump_site FILE NAME: "OFFSET INSTRUCTION" of the rule above, from objdump (Intel syntax).
+objdump_site() {
 	local a size
 	a=$(sym_hex "$1" "$2")
 	size=$(sym_size "$1" "$2")
@@ -67,7 +67,7 @@ site() {
 # expect_probe_line NAME FILE: the exact -v line of an emulated probe.
 expect_probe_line() {
 	local name=$1 file=$2 ret=$3 off insn a want
-	read -r off insn <<<"$(site "$file" "$name")"
+	read -r off insn <<<"$(objdump_site "$file" "$name")"
 	if [ "$off" = none ]; then
 		not_ok "$name: objdump of $file shows no emulated site; the expected line cannot be derived"
 		return
@@ -138,5 +138,23 @@ while read -r alloc lib stepped newprobe; do
 done <<'TABLE'
 jemalloc   libjemalloc.so.2           0  1
 tcmalloc   libtcmalloc_minimal.so.4   0  1
+mimalloc   libmimalloc.so.2           0  1
 TABLE
+
+# mimalloc's malloc, calloc and realloc copy their arguments to other
+# registers and reuse the ABI ones before their first emulated instruction:
+# the probe sits there and reads each argument where the copy is (the attach
+# cookie says where). Exact figures of alloc_patterns prove the sizes and
+# pointers read, with every way of attaching (cookies reach the program
+# through a multi-uprobe link or a perf-event uprobe).
+expect_eq "mimalloc: malloc probed past the copy, reading the size from rsi" \
+	"$(grep -c '^memtrace: probe malloc .*libmimalloc.* on ja .*: emulated, argument 1 in rsi, with return probe$' "$TMP/mimalloc.err")" 1
+expect_eq "mimalloc: realloc probed on its tail jump, arguments in rsi and rdx" \
+	"$(grep -c '^memtrace: probe realloc .*libmimalloc.* on jmp .*: emulated, argument 1 in rsi, argument 2 in rdx, with return probe$' "$TMP/mimalloc.err")" 1
+for mode in session classic; do
+	MEMTRACE_ATTACH=$mode LD_PRELOAD=$LIBDIR/libmimalloc.so.2 record_cmd "$TMP/mi-$mode.mtrace" "$PROGS/alloc_patterns"
+	expect_eq "mimalloc, $mode: record exit status" $? 0
+	report_json "$TMP/mi-$mode.mtrace" "$TMP/mi-$mode.json"
+	expect_alloc_patterns "$TMP/mi-$mode.json" 0 "mimalloc, $mode"
+done
 finish

@@ -9,6 +9,8 @@
  * allocators of glibc, jemalloc, mimalloc and libstdc++.
  */
 #include "placement.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,8 +84,10 @@ static void test_only_read_args_matter(void **state)
 	      "the same, 3 arguments");
 }
 
-/* mimalloc malloc: rdi is overwritten before anything emulated. */
-static void test_arg_overwritten(void **state)
+/* mimalloc malloc: the size is copied to rsi, then rdi is reused; the
+ * probe moves on to the ja and reads the size from rsi there. A 32-bit copy
+ * (mov esi, edi) keeps only half of it: the argument is lost. */
+static void test_arg_moved(void **state)
 {
 	static const uint8_t code[] = {
 		0x48, 0x8b, 0x05, 0x00, 0x10, 0x00, 0x00, /* mov rax, qword ptr [rip + 0x1000] */
@@ -93,10 +97,41 @@ static void test_arg_overwritten(void **state)
 		0x77, 0x00,                               /* ja +0x17 */
 		0xc3,                                     /* ret */
 	};
+	static const uint8_t half[] = {
+		0x89, 0xfe,             /* mov esi, edi */
+		0x31, 0xff,             /* xor edi, edi */
+		0x74, 0x00,             /* je +6 */
+		0xc3,                   /* ret */
+	};
+	struct placement pl;
 
-	check(code, sizeof(code), 1,
-	      (struct want){ .offset = 0, .emulated = false, .insn = "mov rax, qword ptr [rip + 0x1000]" },
+	check(code, sizeof(code), 1, (struct want){ .offset = 21, .emulated = true, .insn = "ja 0x10017" },
 	      "mimalloc-malloc-like");
+	assert_int_equal(placement_choose(code, sizeof(code), V, 1, UINT32_MAX, &pl), 0);
+	assert_int_equal(pl.arg_reg[0], MT_ARG_RSI);
+	assert_string_equal(pl.moved, "argument 1 in rsi");
+	check(half, sizeof(half), 1, (struct want){ .offset = 0, .emulated = false, .insn = "mov esi, edi" },
+	      "a 32-bit copy");
+}
+
+/* glibc's realloc style of mimalloc: both arguments shuffled before a tail jump. */
+static void test_args_shuffled(void **state)
+{
+	static const uint8_t code[] = {
+		0x48, 0x89, 0xf2,             /* mov rdx, rsi */
+		0x48, 0x89, 0xfe,             /* mov rsi, rdi */
+		0x48, 0x89, 0xc7,             /* mov rdi, rax */
+		0xe9, 0x00, 0x10, 0x00, 0x00, /* jmp mi_heap_realloc */
+	};
+	struct placement pl;
+
+	assert_int_equal(placement_choose(code, sizeof(code), V, 2, UINT32_MAX, &pl), 0);
+	assert_int_equal(pl.offset, 9);
+	assert_true(pl.emulated);
+	assert_int_equal(pl.arg_reg[0], MT_ARG_RSI);
+	assert_int_equal(pl.arg_reg[1], MT_ARG_RDX);
+	assert_string_equal(pl.moved, "argument 1 in rsi, argument 2 in rdx");
+	print_message("realloc-like: +9 jmp, %s\n", pl.moved);
 }
 
 /* CET builds: endbr64 is not emulated, and changes nothing. */
@@ -269,7 +304,8 @@ int main(void)
 		cmocka_unit_test(test_free_past_test),
 		cmocka_unit_test(test_push_first),
 		cmocka_unit_test(test_only_read_args_matter),
-		cmocka_unit_test(test_arg_overwritten),
+		cmocka_unit_test(test_arg_moved),
+		cmocka_unit_test(test_args_shuffled),
 		cmocka_unit_test(test_endbr64_walked_past),
 		cmocka_unit_test(test_branch_into_prologue),
 		cmocka_unit_test(test_branch_from_outside),

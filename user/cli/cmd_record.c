@@ -746,10 +746,10 @@ static const char *base_name(const char *path)
  * which functions have none because they only forward to a probed one. */
 static void print_probe(const struct probe *p)
 {
-	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s%s\n", p->func,
+	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s%s%s%s\n", p->func,
 		base_name(p->path), p->skipped, (unsigned long long)p->offset, p->insn,
 		p->emulated ? "emulated" : "single-stepped, ", p->emulated ? "" : p->why,
-		p->ret ? ", with return probe" : "");
+		p->moved[0] ? ", " : "", p->moved, p->ret ? ", with return probe" : "");
 }
 
 static void print_forwarder(const struct forwarder *f)

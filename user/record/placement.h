@@ -12,10 +12,11 @@
  *
  * - Where its entry probe goes. A uprobe on an instruction the kernel
  *   emulates costs a fraction of one it must single-step, so the probe
- *   moves to the first such instruction that every call executes, before
- *   the argument registers the probe reads, the stack pointer or the frame
- *   pointer change, and that no branch in the function targets; the return
- *   address is then still at [sp] and the arguments where the ABI puts them.
+ *   moves to the first such instruction that every call executes, while
+ *   the arguments the probe reads are still in registers (their ABI ones,
+ *   or 64-bit copies the code made before reusing those), before the stack
+ *   pointer or the frame pointer change, and that no branch targets; the
+ *   return address is then still at [sp].
  * - Whether it only forwards to another allocator function (libstdc++'s
  *   operator new calling malloc, glibc's reallocarray jumping to realloc):
  *   then it needs no probe of its own, since the one it calls sees the call.
@@ -23,18 +24,22 @@
 
 #define PLACEMENT_INSN_MAX 64
 
+#define PLACEMENT_ARGS 3 /* arguments a probe reads, at most */
+
 struct placement {
 	uint32_t offset;                /* bytes from the function's start */
 	bool emulated;                  /* false: single-stepped at the function's start */
 	char insn[PLACEMENT_INSN_MAX];  /* the probed instruction, Intel syntax */
 	const char *why;                /* !emulated: why no emulated site qualifies */
+	uint8_t arg_reg[PLACEMENT_ARGS]; /* enum mt_arg_reg: where each argument is there */
+	char moved[64];                 /* "argument 1 in rsi" for -v; "" when none moved */
 };
 
 #define PLACEMENT_PROLOGUE_MAX 128 /* bytes from the start a probe may move */
 
 /* Decide for the machine code CODE (LEN bytes from the function's start at
  * ELF address VADDR; the whole function, so that branches into the prologue
- * are seen), whose probe reads the first NARGS integer arguments (1..6).
+ * are seen), whose probe reads the first NARGS integer arguments (1..3).
  * OUTSIDE is the lowest offset in (0, PLACEMENT_PROLOGUE_MAX] that a branch
  * from outside the function lands on (a split-off cold part jumping back),
  * or UINT32_MAX. 0, or -ENOMEM / -EINVAL if the decoder cannot be opened. */

@@ -4,6 +4,8 @@
  * cheapest, and whether a function only forwards to another allocator.
  */
 #include "placement.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
 
 #include <capstone/capstone.h>
 #include <errno.h>
@@ -22,6 +24,26 @@ enum {
 	REG_RSP = 1 << 6,
 	REG_RBP = 1 << 7,
 	REG_RAX = 1 << 8,
+	REG_RBX = 1 << 9,
+	REG_R10 = 1 << 10,
+	REG_R11 = 1 << 11,
+	REG_R12 = 1 << 12,
+	REG_R13 = 1 << 13,
+	REG_R14 = 1 << 14,
+	REG_R15 = 1 << 15,
+};
+
+/* Where an argument may have been moved to, as the BPF side names it. */
+static const struct {
+	uint32_t family;
+	uint8_t abi;    /* enum mt_arg_reg */
+	const char *name;
+} arg_homes[] = {
+	{ REG_RDI, MT_ARG_RDI, "rdi" }, { REG_RSI, MT_ARG_RSI, "rsi" }, { REG_RDX, MT_ARG_RDX, "rdx" },
+	{ REG_RCX, MT_ARG_RCX, "rcx" }, { REG_R8, MT_ARG_R8, "r8" },    { REG_R9, MT_ARG_R9, "r9" },
+	{ REG_RAX, MT_ARG_RAX, "rax" }, { REG_RBX, MT_ARG_RBX, "rbx" }, { REG_R10, MT_ARG_R10, "r10" },
+	{ REG_R11, MT_ARG_R11, "r11" }, { REG_R12, MT_ARG_R12, "r12" }, { REG_R13, MT_ARG_R13, "r13" },
+	{ REG_R14, MT_ARG_R14, "r14" }, { REG_R15, MT_ARG_R15, "r15" },
 };
 
 /* The integer argument registers of the SysV ABI, in order. */
@@ -39,6 +61,13 @@ static uint32_t reg_family(unsigned r)
 	case X86_REG_RSP: case X86_REG_ESP: case X86_REG_SP: case X86_REG_SPL: return REG_RSP;
 	case X86_REG_RBP: case X86_REG_EBP: case X86_REG_BP: case X86_REG_BPL: return REG_RBP;
 	case X86_REG_RAX: case X86_REG_EAX: case X86_REG_AX: case X86_REG_AL: case X86_REG_AH: return REG_RAX;
+	case X86_REG_RBX: case X86_REG_EBX: case X86_REG_BX: case X86_REG_BL: case X86_REG_BH: return REG_RBX;
+	case X86_REG_R10: case X86_REG_R10D: case X86_REG_R10W: case X86_REG_R10B: return REG_R10;
+	case X86_REG_R11: case X86_REG_R11D: case X86_REG_R11W: case X86_REG_R11B: return REG_R11;
+	case X86_REG_R12: case X86_REG_R12D: case X86_REG_R12W: case X86_REG_R12B: return REG_R12;
+	case X86_REG_R13: case X86_REG_R13D: case X86_REG_R13W: case X86_REG_R13B: return REG_R13;
+	case X86_REG_R14: case X86_REG_R14D: case X86_REG_R14W: case X86_REG_R14B: return REG_R14;
+	case X86_REG_R15: case X86_REG_R15D: case X86_REG_R15W: case X86_REG_R15B: return REG_R15;
 	default: return 0;
 	}
 }
@@ -175,15 +204,48 @@ static void insn_text(const cs_insn *in, char *buf, size_t cap)
 }
 
 static const char WHY_CHANGES[] =
-	"no instruction the kernel emulates before the arguments or the stack change";
+	"no instruction the kernel emulates before an argument is lost or the stack changes";
 static const char WHY_SPLITS[] = "the paths split before any instruction the kernel emulates";
 static const char WHY_TARGETED[] = "a branch lands before its first emulated instruction";
 static const char WHY_UNDECODED[] = "its first instructions do not decode";
 
+/* A 64-bit register-to-register mov: the value now also lives in DST. */
+static bool reg_copy(const cs_insn *in, uint32_t *dst, uint32_t *src)
+{
+	const cs_x86 *x = &in->detail->x86;
+
+	if (in->id != X86_INS_MOV || x->op_count != 2 || x->operands[0].type != X86_OP_REG ||
+	    x->operands[1].type != X86_OP_REG || x->operands[0].size != 8 || x->operands[1].size != 8)
+		return false;
+	*dst = reg_family(x->operands[0].reg);
+	*src = reg_family(x->operands[1].reg);
+	return *dst && *src;
+}
+
+/* The argument homes at the chosen site: the ABI register if it still
+ * holds the argument, else the first copy that does. */
+static void set_homes(struct placement *out, const uint32_t *where, unsigned nargs)
+{
+	size_t len = 0;
+
+	for (unsigned i = 0; i < nargs && i < PLACEMENT_ARGS; i++) {
+		if (where[i] & arg_regs[i])
+			continue;
+		for (size_t k = 0; k < sizeof(arg_homes) / sizeof(arg_homes[0]); k++) {
+			if (!(where[i] & arg_homes[k].family))
+				continue;
+			out->arg_reg[i] = arg_homes[k].abi;
+			len += (size_t)snprintf(out->moved + len, sizeof(out->moved) - len, "%sargument %u in %s",
+						len ? ", " : "", i + 1, arg_homes[k].name);
+			break;
+		}
+	}
+}
+
 int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
 		     uint32_t outside, struct placement *out)
 {
-	uint32_t keep = REG_RSP | REG_RBP;
+	uint32_t where[PLACEMENT_ARGS] = { 0 }; /* register families holding each argument */
 	uint64_t lowest, addr = vaddr;
 	const uint8_t *p = code;
 	size_t n = len;
@@ -192,8 +254,10 @@ int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned n
 	int err;
 
 	*out = (struct placement){ .why = WHY_UNDECODED };
-	for (unsigned i = 0; i < nargs && i < 6; i++)
-		keep |= arg_regs[i];
+	if (nargs > PLACEMENT_ARGS)
+		return -EINVAL;
+	for (unsigned i = 0; i < nargs; i++)
+		where[i] = arg_regs[i];
 	err = decoder_open(&h);
 	if (err)
 		return err;
@@ -207,7 +271,8 @@ int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned n
 		lowest = outside;
 	out->why = WHY_CHANGES;
 	while (n && addr - vaddr < PLACEMENT_PROLOGUE_MAX && cs_disasm_iter(h, &p, &n, &addr, in)) {
-		uint32_t off = (uint32_t)(in->address - vaddr);
+		uint32_t off = (uint32_t)(in->address - vaddr), written, dst, src;
+		bool lost = false;
 
 		if (off == 0)
 			insn_text(in, out->insn, sizeof(out->insn));
@@ -220,13 +285,26 @@ int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned n
 			out->emulated = true;
 			out->why = NULL;
 			insn_text(in, out->insn, sizeof(out->insn));
+			set_homes(out, where, nargs);
 			break;
 		}
 		if (is_control_transfer(h, in)) {
 			out->why = WHY_SPLITS;
 			break;
 		}
-		if (regs_written(h, in) & keep)
+		written = regs_written(h, in);
+		if (written & (REG_RSP | REG_RBP))
+			break;
+		/* Follow the arguments through register copies, as compilers
+		 * move them out of the way of a callee's first argument. */
+		for (unsigned i = 0; i < nargs; i++) {
+			if (reg_copy(in, &dst, &src))
+				where[i] = (where[i] & src) ? (where[i] | dst) : (where[i] & ~dst);
+			else
+				where[i] &= ~written;
+			lost |= !where[i];
+		}
+		if (lost)
 			break;
 	}
 	if (!out->insn[0])

@@ -8,6 +8,8 @@
 #include "probes.h"
 #include "elf_util.h"
 #include "placement.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
 
 #include <errno.h>
 #include <gelf.h>
@@ -172,7 +174,11 @@ static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct e
 	p->skipped = pl.offset;
 	p->emulated = pl.emulated;
 	memcpy(p->insn, pl.insn, sizeof(p->insn));
+	memcpy(p->moved, pl.moved, sizeof(p->moved));
 	p->why = pl.why;
+	p->arg_cookie = 0;
+	for (int i = 0; i < PLACEMENT_ARGS && i < MT_COOKIE_ARGS; i++)
+		p->arg_cookie |= (uint64_t)pl.arg_reg[i] << (MT_COOKIE_ARG_SHIFT + 4 * i);
 	p->vaddr = ef->vaddr;
 	p->size = len;
 	p->prog = fn->prog;

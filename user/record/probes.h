@@ -27,6 +27,8 @@ struct probe {
 	bool emulated;     /* on an instruction the kernel emulates */
 	char insn[64];     /* the probed instruction, Intel syntax */
 	const char *why;   /* !emulated: why no emulated site qualifies */
+	char moved[64];    /* where the site finds arguments the code moved, for -v */
+	uint64_t arg_cookie; /* their registers, as MT_COOKIE_ARG_SHIFT lays them out */
 	enum probe_prog prog;
 	bool ret;          /* also a return probe */
 	bool may_nest;     /* its code may call another probed function */
