@@ -7,6 +7,7 @@
 #
 #   B  untraced      F  empty probes at memtrace's sites for it, entry+return
 #   X  memtrace record (exact, stacks: the default)       ratio (X - B) / (F - B)
+#   and for glibc, X attached without uprobe sessions, to show what sessions save.
 #
 # Rows: glibc malloc+free, C++ new+delete and new[]+delete[] (libstdc++ on
 # glibc), and malloc+free under jemalloc, tcmalloc and mimalloc (LD_PRELOAD);
@@ -16,7 +17,7 @@
 #
 # Knobs (environment):
 #   BENCH_ALLOC_PAIRS     pairs per run              (default 50000)
-#   BENCH_ALLOC_REPS      runs per row; the median   (default 3)
+#   BENCH_ALLOC_REPS      runs per row; the median   (default 5)
 #   BENCH_REDIS_REQUESTS  requests per redis test    (default 20000)
 set -u -o pipefail
 
@@ -24,7 +25,7 @@ cd "$(dirname "$0")/.."
 BUILD=$PWD/build
 MEMTRACE=$BUILD/memtrace
 PAIRS=${BENCH_ALLOC_PAIRS:-50000}
-REPS=${BENCH_ALLOC_REPS:-3}
+REPS=${BENCH_ALLOC_REPS:-5}
 REDIS_N=${BENCH_REDIS_REQUESTS:-20000}
 LIBDIR=/usr/lib/x86_64-linux-gnu
 RUN_TIMEOUT=120
@@ -78,19 +79,22 @@ ROWS=(
 	"mimalloc|malloc_bench|$LIBDIR/libmimalloc.so.2|mimalloc malloc+free"
 )
 
-# pair_ns NAME MODE REP: one run; prints ns per pair. MODE is B, F or X.
+# pair_ns NAME MODE REP: one run; prints ns per pair. MODE is B, F, X, or M: X attached as a
+# uprobe plus a uretprobe (multi-uprobe links) instead of a uprobe session.
 pair_ns() {
-	local name=$1 mode=$2 out=$WORK/$1.$2.$3 target preload label args=()
+	local name=$1 mode=$2 out=$WORK/$1.$2.$3 target preload label args=() attach=
 	IFS='|' read -r _ target preload label <<<"$(printf '%s\n' "${ROWS[@]}" | grep "^$name|")"
 	case $mode in
 	F) args=(--empty-probes=entry+return) ;;
 	X) args=(-v) ;;
+	M) attach=multi ;;
 	esac
 	if [ "$mode" = B ]; then
 		env ${preload:+LD_PRELOAD=$preload} timeout -k 5 $RUN_TIMEOUT "$BUILD/bench/$target" 1 "$PAIRS" \
 			>"$out.out" 2>"$out.err"
 	else
-		env ${preload:+LD_PRELOAD=$preload} timeout -k 5 $RUN_TIMEOUT "$MEMTRACE" record -o "$out.mtrace" \
+		env ${preload:+LD_PRELOAD=$preload} ${attach:+MEMTRACE_ATTACH=$attach} \
+			timeout -k 5 $RUN_TIMEOUT "$MEMTRACE" record -o "$out.mtrace" \
 			"${args[@]}" -- "$BUILD/bench/$target" 1 "$PAIRS" >"$out.out" 2>"$out.err"
 	fi || { tail -3 "$out.err" >&2; return 1; }
 	rm -f "$out.mtrace"
@@ -102,7 +106,9 @@ echo "per allocator: 1 thread x $PAIRS pairs (sizes 16..512), median of $REPS ru
 for rep in $(seq 1 "$REPS"); do
 	for row in "${ROWS[@]}"; do
 		name=${row%%|*}
-		for mode in B F X; do
+		modes="B F X"
+		[ "$name" = glibc ] && modes="B F X M" # sessions against uprobe + uretprobe, once
+		for mode in $modes; do
 			ns=$(pair_ns "$name" "$mode" "$rep") || die "the $name $mode run failed"
 			echo "$ns" >>"$WORK/$name.$mode.ns"
 		done
@@ -120,6 +126,10 @@ for row in "${ROWS[@]}"; do
 	printf "$fmt" "$label" "$(calc "${NS[$name.B]}" 1)" "$(calc "${NS[$name.F]}" 1)" "$(calc "${NS[$name.X]}" 1)" \
 		"${RATIO[$name]}" "${stepped:-none}"
 done
+
+NS[glibc.M]=$(median <"$WORK/glibc.M.ns")
+echo "glibc malloc+free, memtrace attached as uprobe + uretprobe (MEMTRACE_ATTACH=multi) instead of" \
+	"uprobe sessions: $(calc "${NS[glibc.M]}" 1) ns, $(calc "(${NS[glibc.M]} - ${NS[glibc.B]}) / (${NS[glibc.F]} - ${NS[glibc.B]})") x F"
 
 # --- redis-server under redis-benchmark -P 16 ------------------------------------------
 REDIS_RATE= REDIS_FLOOR= REDIS_X=
