@@ -16,18 +16,19 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointer
 CPPFLAGS += -D_GNU_SOURCE
 LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
-LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lelf -ldw -lzstd -lz -liberty -lncursesw -ltinfo -lpthread -lm
+LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -lelf -ldw -lzstd -lz -liberty -lncursesw -ltinfo -lpthread -lm
 # build/memtrace is linked fully static, so copying that one file to any x86-64 Linux host with a
 # BTF kernel is enough to record there: no libbpf, elfutils, zstd or zlib there, and no particular
 # glibc either (glibc's static libc is safe here: memtrace makes no NSS lookups). libdw.a pulls in
 # the compressors elfutils reads sections with (lzma, bz2, zstd, z); archives follow their users.
 # libdw's debuginfod client dlopen()s libdebuginfod.so.1 for modules with no local debug info;
 # the link routes that dlopen to user/cli/no_dlopen.c, so nothing is loaded (see there why).
+# capstone (libcapstone-dev ships libcapstone.a) decodes the allocator functions to place probes.
 # The unit tests stay dynamic (cmocka ships no archive).
 STATIC  ?= 1
 MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static) -Wl,--wrap=dlopen
 MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
-	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lncursesw -ltinfo -lpthread -lm -ldl,\
+	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lncursesw -ltinfo -lpthread -lm -ldl,\
 	$(LDLIBS))
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
@@ -175,7 +176,9 @@ clean:
 	rm -rf $(BUILD)
 
 # make bench     (as root) what tracing costs per malloc+free pair against the empty-probe floors,
-#                throughput, bytes and recorder CPU per event; prints issue 4's targets table
+#                throughput, bytes and recorder CPU per event; prints issue 4's targets table;
+#                then per allocator (glibc, C++ new/delete, jemalloc, tcmalloc, mimalloc, redis-server)
+#                against each one's floor: bench/allocators.sh, issue 14's targets
 .PHONY: bench
 bench: all
 	bash bench/run.sh

@@ -10,6 +10,9 @@
  * through a fixed mix of 16..512 bytes, so that byte-based sampling has varied
  * sizes to weigh and every run sees the same sequence.
  *
+ * Built as C++ (g++ -x c++) with -DBENCH_NEW=1 the pair is operator new and
+ * delete, with -DBENCH_NEW=2 new[] and delete[]: make bench's C++ rows.
+ *
  * Prints one line on stdout:
  *   malloc_bench threads=T pairs=N ns_per_pair=X cpu_s=C
  * ns_per_pair is each thread's wall time of its timed loop divided by its pairs,
@@ -52,17 +55,28 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
-/* noinline keeps one malloc and one free call per pair whatever the optimizer does. */
+#if defined(__cplusplus) && BENCH_NEW == 2
+#define ALLOC(size) (new char[size])
+#define FREE(p) (delete[] (p))
+#elif defined(__cplusplus) && BENCH_NEW == 1
+#define ALLOC(size) (static_cast<char *>(::operator new(size)))
+#define FREE(p) (::operator delete(p))
+#else
+#define ALLOC(size) ((char *)malloc(size))
+#define FREE(p) free(p)
+#endif
+
+/* noinline keeps one allocation and one free call per pair whatever the optimizer does. */
 static __attribute__((noinline)) int one_pair(size_t size)
 {
-	char *p = malloc(size);
+	char *p = ALLOC(size);
 
 	if (!p)
 		return -ENOMEM;
 	*(volatile char *)p = 1;
 	/* The compiler may not drop the pair: p escapes to an opaque asm. */
 	__asm__ volatile("" : : "r"(p) : "memory");
-	free(p);
+	FREE(p);
 	return 0;
 }
 
@@ -74,8 +88,8 @@ static size_t size_at(uint64_t i)
 
 static void *worker_main(void *arg)
 {
-	struct worker *w = arg;
-	uint64_t i, start, end, deadline;
+	struct worker *w = (struct worker *)arg;
+	uint64_t i, start, end = 0, deadline;
 
 	for (i = 0; i < WARMUP_PAIRS; i++) {
 		if (one_pair(size_at(i)))

@@ -14,6 +14,9 @@
 # A benchmark, not a test: it prints figures and PASS/MISS against the targets
 # of issue 4, and exits non-zero only when something could not run.
 #
+# The per-allocator rows (glibc, C++ new/delete, jemalloc, tcmalloc, mimalloc, redis-server)
+# are bench/allocators.sh, which has its own knobs.
+#
 # Knobs (environment):
 #   BENCH_ITERATIONS  pairs per run for the per-pair rows    (default 200000)
 #   BENCH_REPS        runs per row; the median is reported   (default 5)
@@ -218,12 +221,12 @@ for row in "${ROWS[@]}"; do
 	printf "$rowfmt" "${LABEL[$row]}" "$(calc "$t" 1)" "$spread" "$over" "$ratio" "$note"
 done
 
-# Probe placement as memtrace reports it with -v: a probe left single-stepped must say that no
-# emulated site exists; any other single-stepped probe is a placement miss.
+# Probe placement as memtrace reports it with -v: a probe left single-stepped must say why no
+# emulated site qualifies; any other single-stepped probe is a placement miss.
 PROBES=$WORK/stacks.1.err
-nr_probes=$(grep -c '^memtrace: probe ' "$PROBES")
-stepped_none=$(grep '^memtrace: probe .*single-stepped (no emulated site' "$PROBES" | awk '{ print $3 }' | paste -sd, -)
-stepped_bad=$(grep '^memtrace: probe .*single-stepped' "$PROBES" | grep -vc '(no emulated site')
+nr_probes=$(grep -c '^memtrace: probe .*) on ' "$PROBES")
+stepped_none=$(grep '^memtrace: probe .*single-stepped, ' "$PROBES" | awk '{ print $3 }' | paste -sd, -)
+stepped_bad=$(grep '^memtrace: probe .*single-stepped' "$PROBES" | grep -vc 'single-stepped, ')
 
 # --- throughput ---------------------------------------------------------------------
 # record_for LENGTH NAME [ARGS]: 2 threads for LENGTH (malloc_bench's "20s" or a pair count),
@@ -327,6 +330,9 @@ echo "| bytes per event on disk | <= 6 without stacks, <= 8 with | $NS_BPE witho
 echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min "$REP_RATE" 20) |"
 echo
 echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B).)"
+
+# --- per allocator (issue 14) ---------------------------------------------------------
+bash bench/allocators.sh || die "the per-allocator rows failed"
 
 # --- unwinding (issue 12) ---------------------------------------------------------------
 # Per frame: what the stacks cost over no stacks, divided by the frames of the stack walked.

@@ -425,7 +425,7 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 	sampled = kind == MT_KIND_FREE || pick_sample(size);
 	/* Nothing to learn from the return of an unsampled call that cannot nest:
 	 * a session cancels it. A realloc's return may still free a sampled block. */
-	if (!sampled && session_mode && !bpf_get_attach_cookie(ctx) &&
+	if (!sampled && session_mode && !(bpf_get_attach_cookie(ctx) & MT_COOKIE_MAY_NEST) &&
 	    kind != MT_KIND_REALLOC && kind != MT_KIND_REALLOCARRAY)
 		return 1;
 	st = thread_state(true);
@@ -534,51 +534,99 @@ static __always_inline bool session_return(void)
 	return session_mode && bpf_session_is_return();
 }
 
+/*
+ * Argument I (0-based) where the probed instruction finds it: the ABI
+ * register DFLT was read from, unless the attach cookie says the code before
+ * the probe moved it (see MT_COOKIE_ARG_SHIFT): a probe moved past such a
+ * copy to an emulated instruction still reads the right value.
+ */
+/* One register of the context at a constant offset. Plain field reads in
+ * the switch below get merged by clang into one load at a computed offset,
+ * which the verifier refuses for a context pointer; an asm load cannot be. */
+#define CTX_REG(ctx, field)                                                          \
+	({                                                                           \
+		__u64 __v;                                                           \
+		asm volatile("%0 = *(u64 *)(%1 + %2)"                                \
+			     : "=r"(__v)                                             \
+			     : "r"(ctx), "i"(__builtin_offsetof(struct pt_regs, field))); \
+		__v;                                                                 \
+	})
+
+static __always_inline __u64 probe_arg(struct pt_regs *ctx, int i, __u64 dflt)
+{
+	switch ((bpf_get_attach_cookie(ctx) >> (MT_COOKIE_ARG_SHIFT + 4 * i)) & 15) {
+	case MT_ARG_RAX: return CTX_REG(ctx, ax);
+	case MT_ARG_RBX: return CTX_REG(ctx, bx);
+	case MT_ARG_RCX: return CTX_REG(ctx, cx);
+	case MT_ARG_RDX: return CTX_REG(ctx, dx);
+	case MT_ARG_RSI: return CTX_REG(ctx, si);
+	case MT_ARG_RDI: return CTX_REG(ctx, di);
+	case MT_ARG_R8: return CTX_REG(ctx, r8);
+	case MT_ARG_R9: return CTX_REG(ctx, r9);
+	case MT_ARG_R10: return CTX_REG(ctx, r10);
+	case MT_ARG_R11: return CTX_REG(ctx, r11);
+	case MT_ARG_R12: return CTX_REG(ctx, r12);
+	case MT_ARG_R13: return CTX_REG(ctx, r13);
+	case MT_ARG_R14: return CTX_REG(ctx, r14);
+	case MT_ARG_R15: return CTX_REG(ctx, r15);
+	default: return dflt;
+	}
+}
+
 SEC("uprobe")
 int BPF_KPROBE(malloc_enter, __u64 size)
 {
-	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_MALLOC, size, 0);
+	return session_return() ? on_exit(ctx)
+				: on_alloc_enter(ctx, MT_KIND_MALLOC, probe_arg(ctx, 0, size), 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(calloc_enter, __u64 n, __u64 size)
 {
-	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_CALLOC, n * size, 0);
+	return session_return() ? on_exit(ctx)
+				: on_alloc_enter(ctx, MT_KIND_CALLOC,
+						 probe_arg(ctx, 0, n) * probe_arg(ctx, 1, size), 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(realloc_enter, __u64 ptr, __u64 size)
 {
-	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_REALLOC, size, ptr);
+	return session_return() ? on_exit(ctx)
+				: on_alloc_enter(ctx, MT_KIND_REALLOC, probe_arg(ctx, 1, size),
+						 probe_arg(ctx, 0, ptr));
 }
 
 SEC("uprobe")
 int BPF_KPROBE(reallocarray_enter, __u64 ptr, __u64 n, __u64 size)
 {
 	return session_return() ? on_exit(ctx)
-				: on_alloc_enter(ctx, MT_KIND_REALLOCARRAY, n * size, ptr);
+				: on_alloc_enter(ctx, MT_KIND_REALLOCARRAY,
+						 probe_arg(ctx, 1, n) * probe_arg(ctx, 2, size),
+						 probe_arg(ctx, 0, ptr));
 }
 
 SEC("uprobe")
 int BPF_KPROBE(memalign_enter, __u64 align, __u64 size)
 {
-	return session_return() ? on_exit(ctx) : on_alloc_enter(ctx, MT_KIND_MEMALIGN, size, 0);
+	return session_return() ? on_exit(ctx)
+				: on_alloc_enter(ctx, MT_KIND_MEMALIGN, probe_arg(ctx, 1, size), 0);
 }
 
 SEC("uprobe")
 int BPF_KPROBE(posix_memalign_enter, __u64 memptr, __u64 align, __u64 size)
 {
 	return session_return() ? on_exit(ctx)
-				: on_alloc_enter(ctx, MT_KIND_POSIX_MEMALIGN, size, memptr);
+				: on_alloc_enter(ctx, MT_KIND_POSIX_MEMALIGN, probe_arg(ctx, 2, size),
+						 probe_arg(ctx, 0, memptr));
 }
 
 SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr) { return on_free_enter(ctx, ptr); }
+int BPF_KPROBE(free_enter, __u64 ptr) { return on_free_enter(ctx, probe_arg(ctx, 0, ptr)); }
 
 SEC("uprobe")
 int BPF_KPROBE(delete_enter, __u64 ptr)
 {
-	return session_return() ? on_exit(ctx) : on_delete_enter(ctx, ptr);
+	return session_return() ? on_exit(ctx) : on_delete_enter(ctx, probe_arg(ctx, 0, ptr));
 }
 
 SEC("uretprobe")

@@ -66,6 +66,20 @@ enum mt_func_kind {
 	MT_KIND_FREE = 7,           /* ptr = arg0: free, operator delete */
 };
 
+/* An allocator probe's attach cookie: whether its function may call another
+ * probed one, and where each argument is at the probed instruction when the
+ * instructions before it moved it out of its ABI register (mimalloc's malloc
+ * copies the size from rdi to rsi, then reuses rdi). */
+#define MT_COOKIE_MAY_NEST 1        /* bit 0 */
+#define MT_COOKIE_ARG_SHIFT 8       /* argument i: 4 bits at 8 + 4 * i, enum mt_arg_reg */
+#define MT_COOKIE_ARGS 3            /* arguments an entry program reads, at most */
+
+enum mt_arg_reg {
+	MT_ARG_ABI = 0, /* where the calling convention puts it */
+	MT_ARG_RAX, MT_ARG_RBX, MT_ARG_RCX, MT_ARG_RDX, MT_ARG_RSI, MT_ARG_RDI, MT_ARG_R8,
+	MT_ARG_R9, MT_ARG_R10, MT_ARG_R11, MT_ARG_R12, MT_ARG_R13, MT_ARG_R14, MT_ARG_R15,
+};
+
 struct mt_event_header {
 	__u16 type; /* enum mt_event_type */
 	__u16 size; /* bytes of the whole record, header included */

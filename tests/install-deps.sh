@@ -7,15 +7,17 @@ set -e
 # chromium and a font for its screenshots: tests/e2e/html.sh loads the HTML report.
 # build/memtrace links statically: libc6-dev, liblzma-dev and libbz2-dev give the libc.a,
 # liblzma.a and libbz2.a that libdw.a needs beside the other -dev packages' archives.
-# libjemalloc2: an LD_PRELOAD'd allocator in tests/e2e/launch.sh; libcap2-bin: setcap
+# libjemalloc2: an LD_PRELOAD'd allocator in tests/e2e/launch.sh and placement.sh, with
+# libtcmalloc-minimal4 (placement.sh) and libmimalloc2.0: the per-allocator rows of make bench;
+# libcapstone-dev: the x86 decoder that places probes (its libcapstone.a is linked in); libcap2-bin: setcap
 # for the unprivileged cases of tests/e2e/privilege.sh; redis-server, redis-tools and sqlite3:
 # Debian binaries built without frame pointers (tests/e2e/redis.sh, sqlite.sh); debuginfod:
 # its client (debuginfod-find, which report uses) and a server for tests/e2e/debuginfod.sh.
 # libncurses-dev: memtrace top's screen (linked statically); tmux drives it in tests/e2e/top.sh.
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
-libiberty-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
+libiberty-dev libcapstone-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium fonts-dejavu-core \
-libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libcap2-bin \
+libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libcap2-bin \
 redis-server redis-tools sqlite3 debuginfod libncurses-dev tmux zstd python3"
 missing=""
 for p in $pkgs; do

@@ -224,6 +224,38 @@ static void test_frames_plausible(void **state)
 	print_message("garbage cut at frame 2; both cut markers kept\n");
 }
 
+/* Frames returning into unprobed allocator code (operator new forwarding
+ * to malloc) are dropped from the front, so the first frame is the caller
+ * of operator new; a return address lies just past its call, so one equal to
+ * the code's start belongs to the code before it, and one equal to its end
+ * to it. Frames past the first outside are kept as they are. */
+static void test_allocator_frames(void **state)
+{
+	struct fixture *f = *state;
+	const uint64_t via_new[] = { 0x7000001c, 0x401234, 0x70000010, 0x402000 };
+	const uint64_t at_start[] = { 0x70000000, 0x401234 };
+	const uint64_t at_end[] = { 0x70000040, 0x401234 };
+	const uint64_t all_alloc[] = { 0x7000001c, 0x70000010 };
+
+	assert_int_equal(drain__add_allocator_code(f->d, 0x70000000, 0x70000040), 0);
+	stack(f->d, 0x11, via_new, 4);
+	stack(f->d, 0x22, at_start, 2);
+	stack(f->d, 0x33, at_end, 2);
+	stack(f->d, 0x44, all_alloc, 2);
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	read_back(f);
+	assert_int_equal(f->seen.nstacks, 4);
+	assert_int_equal(f->seen.stacks[0].nr, 3);
+	assert_int_equal(f->seen.stacks[0].frames[0], 0x401234);
+	assert_int_equal(f->seen.stacks[0].frames[1], 0x70000010);
+	assert_int_equal(f->seen.stacks[1].nr, 2);
+	assert_int_equal(f->seen.stacks[2].nr, 1);
+	assert_int_equal(f->seen.stacks[2].frames[0], 0x401234);
+	assert_int_equal(f->seen.stacks[3].nr, 1);
+	assert_int_equal(f->seen.stacks[3].frames[0], 0x70000010);
+	print_message("leading allocator frames dropped (3 of 4 stacks); an all-allocator stack keeps its last\n");
+}
+
 /* Records too short for their kind, or claiming more frames than fit, are
  * dropped: the rings are shared memory, not trusted input. */
 /* The tap (memtrace top) sees what the writer gets, in the same order, with
@@ -281,6 +313,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stacks_interned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_plausible, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_allocator_frames, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tap_sees_what_is_written, setup, teardown),
 	};

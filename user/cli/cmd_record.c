@@ -346,6 +346,32 @@ static bool is_basename(const char *path, const char *prefix)
 	return strncmp(b ? b + 1 : path, prefix, strlen(prefix)) == 0;
 }
 
+/* Whether the mapped file PATH is one LD_PRELOAD (PRELOAD) names. An entry
+ * may be a symbolic link to it (libtcmalloc_minimal.so.4 for the mapped
+ * libtcmalloc_minimal.so.4.5.10), so files are compared by identity; a bare
+ * name (searched in the library path) matches the start of its base name. */
+static bool is_preloaded(int pid, const char *preload, const char *path)
+{
+	char list[4096], *save = NULL, *tok;
+	struct stat want, st;
+	char *file = root_path(pid, path);
+	bool found = false, known = file && !stat(file, &want);
+
+	free(file);
+	snprintf(list, sizeof(list), "%s", preload);
+	for (tok = strtok_r(list, ": ", &save); tok && !found; tok = strtok_r(NULL, ": ", &save)) {
+		if (!strchr(tok, '/')) {
+			found = is_basename(path, tok);
+			continue;
+		}
+		file = root_path(pid, tok);
+		found = !strcmp(tok, path) ||
+			(known && file && !stat(file, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino);
+		free(file);
+	}
+	return found;
+}
+
 /* The order the dynamic linker searches for a symbol: the executable, what
  * LD_PRELOAD put first, the other libraries, and libc and the linker last,
  * since every other library depends on them. */
@@ -364,7 +390,7 @@ static char **candidate_files(struct recording *r, size_t *n)
 		for (size_t i = 0; i < r->maps.nr_paths; i++) {
 			const char *p = r->maps.paths[i];
 			bool base = is_basename(p, "libc.so") || is_basename(p, "ld-linux");
-			int want = strcmp(p, exe) == 0 ? 0 : (*preload && strstr(preload, p)) ? 1 : base ? 3 : 2;
+			int want = strcmp(p, exe) == 0 ? 0 : (*preload && is_preloaded(r->pid, preload, p)) ? 1 : base ? 3 : 2;
 
 			if (want == rank)
 				out[(*n)++] = root_path(r->pid, p);
@@ -391,6 +417,14 @@ static bool alloc_file_seen(struct recording *r, const char *path)
 	return false;
 }
 
+/* A function that only forwards (operator new calling malloc) needs no probe
+ * when stacks are unwound with tables, which walk through its code; a walk
+ * by frame pointers alone would lose its caller, the allocation's site. */
+static bool skip_forwarders(const struct recording *r)
+{
+	return !r->o.stack_depth || r->o.unwind_rows;
+}
+
 #define BIND_TRIES 20 /* x 25 ms: how long a process just started may take to exec */
 
 /* Find the allocator functions in the files the target maps now. */
@@ -406,7 +440,7 @@ static int bind_once(struct recording *r)
 	files = candidate_files(r, &n);
 	if (!files)
 		return -ENOMEM;
-	err = probe_set__resolve(&r->probes, files, n, r->o.lib);
+	err = probe_set__resolve(&r->probes, files, n, r->o.lib, skip_forwarders(r));
 	free_strings(files, n);
 	return err;
 }
@@ -458,6 +492,33 @@ static int write_module(void *ctx, const struct trace_module *m)
 	return trace_writer__add_module(r->w, m);
 }
 
+/* Where the target has the code of the functions PS leaves unprobed
+ * because they only forward: their frames are the allocator's, and the
+ * drain drops them from the front of stacks, so the site stays the caller
+ * of operator new. 0 or -ENOMEM. */
+static int note_forwarders(struct recording *r, const struct probe_set *ps, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < ps->nr_fwd; i++) {
+		const struct forwarder *f = &ps->fwd[i];
+
+		for (size_t j = 0; j < pm->nr; j++) {
+			const struct trace_module *m = &pm->mods[j];
+			uint64_t start = m->start + f->file_offset - m->file_offset;
+			char *path;
+			bool same;
+
+			if (f->file_offset < m->file_offset || f->file_offset >= m->file_offset + (m->end - m->start))
+				continue;
+			path = root_path(r->pid, m->path);
+			same = path && !strcmp(path, f->path);
+			free(path);
+			if (same && drain__add_allocator_code(r->drain, start, start + f->size))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 /* Libraries loaded since attach (dlopen) join the module map, so the
  * addresses in their stacks symbolize. A target that is gone has no map. */
 /* A library loaded later that has an allocator of its own (its code may be
@@ -472,10 +533,12 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 
 		if (alloc_file_seen(r, pm->paths[i]) || !(file = root_path(r->pid, pm->paths[i])))
 			continue;
-		if (!probe_set__resolve(&ps, &file, 1, NULL)) {
+		if (!probe_set__resolve(&ps, &file, 1, NULL, skip_forwarders(r))) {
 			if (loader__attach(r->loader, &ps, &bad))
 				fail("failed to attach to %s in %s, loaded after attach; its allocations are not counted",
 				     bad ? bad->func : "?", pm->paths[i]);
+			else if (note_forwarders(r, &ps, pm))
+				fail("out of memory");
 			else if (r->o.verbose)
 				fprintf(stderr, "memtrace: probed the allocator of %s, loaded after attach\n",
 					pm->paths[i]);
@@ -677,6 +740,8 @@ static int attach_probes(struct recording *r)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
 		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
+	if (note_forwarders(r, &r->probes, &r->maps))
+		return fail("out of memory");
 	r->marks = mark_finder__new(r->pid);
 	if (!r->marks)
 		return fail("out of memory");
@@ -690,13 +755,25 @@ static int attach_probes(struct recording *r)
 	return start_unwinder(r);
 }
 
+static const char *base_name(const char *path)
+{
+	return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+}
+
+/* The placement table of -v: where each probe sits and what it costs, and
+ * which functions have none because they only forward to a probed one. */
 static void print_probe(const struct probe *p)
 {
-	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s\n", p->func,
-		strrchr(p->path, '/') ? strrchr(p->path, '/') + 1 : p->path, p->skipped,
-		(unsigned long long)p->offset, p->insn,
-		p->emulated ? "emulated" : "single-stepped (no emulated site before the arguments change)",
-		p->ret ? (p->may_nest ? ", with return probe" : ", with return probe (leaf)") : "");
+	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s%s%s%s\n", p->func,
+		base_name(p->path), p->skipped, (unsigned long long)p->offset, p->insn,
+		p->emulated ? "emulated" : "single-stepped, ", p->emulated ? "" : p->why,
+		p->moved[0] ? ", " : "", p->moved, p->ret ? ", with return probe" : "");
+}
+
+static void print_forwarder(const struct forwarder *f)
+{
+	fprintf(stderr, "memtrace: probe %-36s %s+0x0 (file offset 0x%llx) none: forwards to %s\n", f->func,
+		base_name(f->path), (unsigned long long)f->file_offset, f->to);
 }
 
 static const char *mode_name(enum loader_mode m)
@@ -709,6 +786,8 @@ static void announce(struct recording *r)
 	if (r->o.verbose) {
 		for (size_t i = 0; i < r->probes.nr; i++)
 			print_probe(&r->probes.v[i]);
+		for (size_t i = 0; i < r->probes.nr_fwd; i++)
+			print_forwarder(&r->probes.fwd[i]);
 		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
 	}
 	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s", r->pid, r->comm,

@@ -33,8 +33,15 @@ struct pending {
 };
 
 
+/* Code whose return addresses belong to the allocator (see drain.h). */
+struct code_span {
+	uint64_t start, end;
+};
+
 struct drain {
 	struct trace_writer *w;
+	struct code_span *allocator_code;
+	size_t nr_allocator_code, allocator_code_cap;
 	struct u64map stack_ids;      /* the probe's stack hash -> trace id */
 	struct stack_frames *stacks;  /* by id - 1 */
 	size_t nr_stacks, stacks_cap;
@@ -88,16 +95,50 @@ static uint32_t plausible_frames(const uint64_t *frames, uint32_t nr)
 	return n;
 }
 
+/* A return address points just past its call, so it lies in (start, end]. */
+static bool in_allocator_code(const struct drain *d, uint64_t ret_addr)
+{
+	for (size_t i = 0; i < d->nr_allocator_code; i++) {
+		if (ret_addr > d->allocator_code[i].start && ret_addr <= d->allocator_code[i].end)
+			return true;
+	}
+	return false;
+}
+
+/* Leading frames in unprobed allocator code; a stack that is allocator all
+ * the way keeps its outermost frame. */
+static uint32_t allocator_frames(const struct drain *d, const uint64_t *frames, uint32_t nr)
+{
+	uint32_t n = 0;
+
+	while (n + 1 < nr && in_allocator_code(d, frames[n]))
+		n++;
+	return n;
+}
+
+int drain__add_allocator_code(struct drain *d, uint64_t start, uint64_t end)
+{
+	if (array_reserve((void **)&d->allocator_code, &d->allocator_code_cap, d->nr_allocator_code + 1,
+			  sizeof(*d->allocator_code)))
+		return -ENOMEM;
+	d->allocator_code[d->nr_allocator_code++] = (struct code_span){ start, end };
+	return 0;
+}
+
 static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t size)
 {
+	const uint64_t *frames = (const uint64_t *)ev->frames;
 	struct stack_frames *s;
 	struct trace_stack ts;
-	uint32_t nr = ev->nr, id;
+	uint32_t nr = ev->nr, skip, id;
 
 	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8 ||
 	    !ev->stack_id)
 		return 0; /* malformed: ignore rather than trust */
-	nr = plausible_frames((const uint64_t *)ev->frames, nr);
+	nr = plausible_frames(frames, nr);
+	skip = allocator_frames(d, frames, nr);
+	frames += skip;
+	nr -= skip;
 	id = intern(d, ev->stack_id);
 	if (!id)
 		return -ENOMEM;
@@ -107,7 +148,7 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 	s->frames = malloc((nr ? nr : 1) * sizeof(uint64_t));
 	if (!s->frames)
 		return -ENOMEM;
-	memcpy(s->frames, ev->frames, nr * sizeof(uint64_t));
+	memcpy(s->frames, frames, nr * sizeof(uint64_t));
 	s->nr = nr;
 	ts.id = id;
 	ts.nr = nr;
@@ -418,6 +459,7 @@ void drain__free(struct drain *d)
 	free(d->stacks);
 	u64map__free(&d->stack_ids);
 	u64map__free(&d->name_ids);
+	free(d->allocator_code);
 	free(d->pending);
 	free(d->sorted);
 	free(d);

@@ -28,6 +28,13 @@ void drain__set_tap(struct drain *d, const struct trace_reader_ops *tap, void *c
 typedef int (*drain_read_string_fn)(void *ctx, uint64_t addr, char *buf, size_t cap);
 void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx);
 
+/* Code of an allocator function left without a probe because it only
+ * forwards to a probed one (operator new calling malloc): a return address
+ * just past a call in [START, END) belongs to the allocator, so a stack's leading frames there
+ * are dropped and its first frame stays the allocation's site, the caller of
+ * operator new, as if operator new itself had been probed. 0 or -ENOMEM. */
+int drain__add_allocator_code(struct drain *d, uint64_t start, uint64_t end);
+
 /* Take one ring record (ABI of bpf/memtrace_abi.h). 0 or -errno. */
 int drain__record(struct drain *d, const void *data, size_t size);
 

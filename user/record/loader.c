@@ -260,9 +260,15 @@ static struct bpf_program *exit_prog(struct loader *l)
 	return l->opts.empty_probes ? l->skel->progs.empty_exit : l->skel->progs.alloc_exit;
 }
 
+/* What the entry program learns from its attach cookie (memtrace_abi.h). */
+static uint64_t probe_cookie(const struct probe *p)
+{
+	return (p->may_nest ? MT_COOKIE_MAY_NEST : 0) | p->arg_cookie;
+}
+
 static int attach_one(struct loader *l, struct bpf_program *prog, const struct probe *p, bool ret)
 {
-	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .bpf_cookie = p->may_nest);
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = ret, .bpf_cookie = probe_cookie(p));
 	struct bpf_link *link;
 
 	link = bpf_program__attach_uprobe_opts(prog, l->opts.pid, p->path, p->offset, &uo);
@@ -309,7 +315,7 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 
 		if (strcmp(p->path, path) || (ret ? !p->ret : p->prog != which))
 			continue;
-		cookies[req.cnt] = p->may_nest;
+		cookies[req.cnt] = probe_cookie(p);
 		offsets[req.cnt++] = p->offset; /* entry and return share one breakpoint */
 		*failed = p;
 	}

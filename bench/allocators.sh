@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# make bench, per allocator (issue 14): what tracing every allocation costs
+# on each allocator memtrace probes, against the floor for that allocator
+# measured in the same run.
+#
+#   B  untraced      F  empty probes at memtrace's sites for it, entry+return
+#   X  memtrace record (exact, stacks: the default)       ratio (X - B) / (F - B)
+#   and for glibc, X attached without uprobe sessions, to show what sessions save.
+#
+# Rows: glibc malloc+free, C++ new+delete and new[]+delete[] (libstdc++ on
+# glibc), and malloc+free under jemalloc, tcmalloc and mimalloc (LD_PRELOAD);
+# then redis-server (Debian, jemalloc) under redis-benchmark -P 16 on
+# 127.0.0.1 with a bounded request count: untraced, floor and memtrace -p.
+# Run by bench/run.sh; alone: sudo bash bench/allocators.sh (after make).
+#
+# Knobs (environment):
+#   BENCH_ALLOC_PAIRS     pairs per run              (default 50000)
+#   BENCH_ALLOC_REPS      runs per row; the median   (default 5)
+#   BENCH_REDIS_REQUESTS  requests per redis test    (default 20000)
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+BUILD=$PWD/build
+MEMTRACE=$BUILD/memtrace
+PAIRS=${BENCH_ALLOC_PAIRS:-50000}
+REPS=${BENCH_ALLOC_REPS:-5}
+REDIS_N=${BENCH_REDIS_REQUESTS:-20000}
+LIBDIR=/usr/lib/x86_64-linux-gnu
+RUN_TIMEOUT=120
+
+die() {
+	echo "bench: $*" >&2
+	exit 1
+}
+
+[ "$(id -u)" = 0 ] || die "make bench attaches uprobes: run it as root (sudo make bench)"
+[ -x "$MEMTRACE" ] || die "no $MEMTRACE: run make first"
+
+# --- targets: one source, three builds ---------------------------------------------
+mkdir -p "$BUILD/bench"
+build() { # build OUT COMPILER [FLAGS]: malloc_bench.c, rebuilt when the source is newer
+	local out=$BUILD/bench/$1 cc=$2
+	shift 2
+	if [ ! -x "$out" ] || [ bench/malloc_bench.c -nt "$out" ]; then
+		$cc "$@" -O2 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -o "$out" bench/malloc_bench.c ||
+			die "failed to build $out"
+	fi
+}
+build malloc_bench "${CC:-gcc}"
+build new_bench "${CXX:-g++}" -x c++ -DBENCH_NEW=1
+build newarr_bench "${CXX:-g++}" -x c++ -DBENCH_NEW=2
+
+WORK=$(mktemp -d "$BUILD/bench/alloc.XXXXXX") || die "failed to create a work directory"
+REDIS_PID=
+cleanup() {
+	[ -n "$REDIS_PID" ] && kill "$REDIS_PID" 2>/dev/null && wait "$REDIS_PID" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
+verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
+verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
+
+# --- per-pair rows -------------------------------------------------------------------
+# name|target|LD_PRELOAD (empty: none)|label
+ROWS=(
+	"glibc|malloc_bench||glibc malloc+free"
+	"new|new_bench||C++ new+delete (libstdc++)"
+	"newarr|newarr_bench||C++ new[]+delete[] (libstdc++)"
+	"jemalloc|malloc_bench|$LIBDIR/libjemalloc.so.2|jemalloc malloc+free"
+	"tcmalloc|malloc_bench|$LIBDIR/libtcmalloc_minimal.so.4|tcmalloc malloc+free"
+	"mimalloc|malloc_bench|$LIBDIR/libmimalloc.so.2|mimalloc malloc+free"
+)
+
+# pair_ns NAME MODE REP: one run; prints ns per pair. MODE is B, F, X, or M: X attached as a
+# uprobe plus a uretprobe (multi-uprobe links) instead of a uprobe session.
+pair_ns() {
+	local name=$1 mode=$2 out=$WORK/$1.$2.$3 target preload label args=() attach=
+	IFS='|' read -r _ target preload label <<<"$(printf '%s\n' "${ROWS[@]}" | grep "^$name|")"
+	case $mode in
+	F) args=(--empty-probes=entry+return) ;;
+	X) args=(-v) ;;
+	M) attach=multi ;;
+	esac
+	if [ "$mode" = B ]; then
+		env ${preload:+LD_PRELOAD=$preload} timeout -k 5 $RUN_TIMEOUT "$BUILD/bench/$target" 1 "$PAIRS" \
+			>"$out.out" 2>"$out.err"
+	else
+		env ${preload:+LD_PRELOAD=$preload} ${attach:+MEMTRACE_ATTACH=$attach} \
+			timeout -k 5 $RUN_TIMEOUT "$MEMTRACE" record -o "$out.mtrace" \
+			"${args[@]}" -- "$BUILD/bench/$target" 1 "$PAIRS" >"$out.out" 2>"$out.err"
+	fi || { tail -3 "$out.err" >&2; return 1; }
+	rm -f "$out.mtrace"
+	sed -n 's/^malloc_bench .*ns_per_pair=\([0-9.]*\).*/\1/p' "$out.out" | grep .
+}
+
+echo
+echo "per allocator: 1 thread x $PAIRS pairs (sizes 16..512), median of $REPS runs, rows interleaved"
+for rep in $(seq 1 "$REPS"); do
+	for row in "${ROWS[@]}"; do
+		name=${row%%|*}
+		modes="B F X"
+		[ "$name" = glibc ] && modes="B F X M" # sessions against uprobe + uretprobe, once
+		for mode in $modes; do
+			ns=$(pair_ns "$name" "$mode" "$rep") || die "the $name $mode run failed"
+			echo "$ns" >>"$WORK/$name.$mode.ns"
+		done
+	done
+done
+
+declare -A NS RATIO
+fmt='%-34s %10s %10s %10s %8s %s\n'
+printf "$fmt" "allocator" "B ns" "F ns" "X ns" "X/F" "probes single-stepped (X run)"
+for row in "${ROWS[@]}"; do
+	IFS='|' read -r name _ _ label <<<"$row"
+	for mode in B F X; do NS[$name.$mode]=$(median <"$WORK/$name.$mode.ns"); done
+	RATIO[$name]=$(calc "(${NS[$name.X]} - ${NS[$name.B]}) / (${NS[$name.F]} - ${NS[$name.B]})")
+	stepped=$(grep '^memtrace: probe .*single-stepped' "$WORK/$name.X.1.err" | awk '{ print $3 }' | paste -sd, -)
+	printf "$fmt" "$label" "$(calc "${NS[$name.B]}" 1)" "$(calc "${NS[$name.F]}" 1)" "$(calc "${NS[$name.X]}" 1)" \
+		"${RATIO[$name]}" "${stepped:-none}"
+done
+
+NS[glibc.M]=$(median <"$WORK/glibc.M.ns")
+echo "glibc malloc+free, memtrace attached as uprobe + uretprobe (MEMTRACE_ATTACH=multi) instead of" \
+	"uprobe sessions: $(calc "${NS[glibc.M]}" 1) ns, $(calc "(${NS[glibc.M]} - ${NS[glibc.B]}) / (${NS[glibc.F]} - ${NS[glibc.B]})") x F"
+
+# --- redis-server under redis-benchmark -P 16 ------------------------------------------
+REDIS_RATE= REDIS_FLOOR= REDIS_X=
+if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; then
+	port=16390
+	(cd "$WORK" && exec redis-server --port $port --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize no --dir "$WORK" >"$WORK/redis.log" 2>&1) &
+	REDIS_PID=$!
+	for ((i = 0; i < 100; i++)); do
+		[ "$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null)" = PONG ] && break
+		sleep 0.1
+	done
+	[ "$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null)" = PONG ] || die "redis-server did not start"
+	# rate: requests per second over all four tests (total requests / total time).
+	rate() {
+		timeout $RUN_TIMEOUT redis-benchmark -h 127.0.0.1 -p $port -P 16 -n "$REDIS_N" \
+			-t set,get,lpush,lpop --csv 2>/dev/null |
+			awk -F'"' -v n="$REDIS_N" '$4 + 0 > 0 { t += n / $4; k++ } END { if (k) printf "%.0f\n", k * n / t }'
+	}
+	# traced_rate ARGS: the rate with memtrace record -p attached.
+	traced_rate() {
+		local r rec err=$WORK/redis.rec.err
+		timeout -k 5 $RUN_TIMEOUT "$MEMTRACE" record -p $REDIS_PID -o "$WORK/redis.mtrace" "$@" 2>"$err" &
+		rec=$!
+		for ((i = 0; i < 200; i++)); do grep -q '^memtrace: attached' "$err" && break; sleep 0.1; done
+		grep -q '^memtrace: attached' "$err" || die "memtrace -p redis-server never attached: $(tail -1 "$err")"
+		r=$(rate)
+		kill -INT $rec
+		wait $rec || die "memtrace -p redis-server failed: $(tail -1 "$err")"
+		rm -f "$WORK/redis.mtrace"
+		echo "$r"
+	}
+	for rep in $(seq 1 "$REPS"); do
+		rate >>"$WORK/redis.B"
+		traced_rate --empty-probes=entry+return >>"$WORK/redis.F"
+		traced_rate >>"$WORK/redis.X"
+	done
+	REDIS_RATE=$(median <"$WORK/redis.B") REDIS_FLOOR=$(median <"$WORK/redis.F") REDIS_X=$(median <"$WORK/redis.X")
+	echo
+	echo "redis-server (Debian, jemalloc), redis-benchmark -P 16 -n $REDIS_N -t set,get,lpush,lpop, 127.0.0.1, median of $REPS:"
+	echo "  untraced $REDIS_RATE requests/s   floor $REDIS_FLOOR requests/s   memtrace -p $REDIS_X requests/s" \
+		"($(calc "$REDIS_X / $REDIS_FLOOR") x the floor)"
+fi
+
+echo
+echo "| what (issue 14) | target | measured | verdict |"
+echo "|---|---|---|---|"
+na=$(calc "${NS[newarr.X]} / ${NS[glibc.X]}")
+echo "| new[]+delete[] traced / malloc+free traced | <= 1.15 | $na ($(calc "${NS[newarr.X]}" 0) / $(calc "${NS[glibc.X]}" 0) ns) | $(verdict "$na" 1.15) |"
+echo "| glibc malloc+free traced | <= 1.2 x F | ${RATIO[glibc]} x F | $(verdict "${RATIO[glibc]}" 1.2) |"
+if [ -n "$REDIS_X" ]; then
+	rr=$(calc "$REDIS_X / $REDIS_FLOOR")
+	echo "| redis-benchmark -P 16, memtrace -p | >= 0.9 x floor | $rr x floor | $(verdict_min "$rr" 0.9) |"
+fi
+exit 0
