@@ -640,6 +640,7 @@ SEC("uretprobe")
 int BPF_KRETPROBE(empty_exit) { return 0; }
 
 #include "marks.bpf.h"
+#include "threads.bpf.h"
 
 /* The dynamic linker's debugger hook (_dl_debug_state) runs whenever
  * dlopen or dlclose changes the link map: user space then looks for new

@@ -35,6 +35,10 @@ enum mt_mark_kind {
 	MT_MARK_THREAD_NAME = 7, /* name: the calling thread's new name */
 };
 
+/* A STRING whose text the kernel gave (a thread's name, bpf/threads.bpf.h)
+ * is at a made-up address with this bit: no user pointer has it. */
+#define MT_NAME_KERNEL (1ULL << 63)
+
 #define MT_USDT_MAX_ARGS 3
 #define MT_USDT_MAX_SPECS 4096
 #define MT_STRING_MAX 64

@@ -52,5 +52,5 @@ expect_site badlib.json main allocated_bytes 444
 # its unwind table comes from the program header PT_GNU_EH_FRAME, as the
 # dynamic linker finds it: the constructor's stack goes on to _dl_init
 expect_eq "library with broken section headers: its stacks are unwound through it" \
-	"$(jq '[.sites[] | select(.function == "ctor_block_333") | .stacks[0].frames[].function] | index("_dl_init") != null' badlib.json)" true
+	"$(jq "$NESTED"' | [.sites[] | select(.function == "ctor_block_333") | .stacks[0].frames[].function] | index("_dl_init") != null' badlib.json)" true
 finish

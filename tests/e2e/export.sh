@@ -120,6 +120,56 @@ expect_eq "folded --metric leaked leaves out stacks with nothing leaked" \
 expect_eq "folded --metric peak: site_peak_block" \
 	"$(grep -c ';site_peak_block 8388608$' "$TMP/folded.peak")" 1
 
+# --- pprof labels: thread and zone (tests/progs/marks: named threads, zones) -------
+record_cmd "$TMP/marks.mtrace" "$PROGS/marks"
+expect_eq "record marks: exit status" "$?" 0
+report_json "$TMP/marks.mtrace" "$TMP/marks.json"
+export_cmd --format pprof -o "$TMP/marks.pb.gz" "$TMP/marks.mtrace" 2>/dev/null
+gzip -dc "$TMP/marks.pb.gz" | protoc --proto_path="$proto_dir" --decode=perftools.profiles.Profile \
+	pprof_subset.proto >"$TMP/marks.txt" 2>"$TMP/protoc.err"
+expect_eq "labelled profile decodes" "$?" 0
+# one line per sample: alloc_space thread_id thread_name zone ("-" for none)
+awk '
+	/^string_table:/ { s = $0; sub(/^string_table: "/, "", s); sub(/"$/, "", s); str[nstr++] = s }
+	/^sample \{$/ { insample = 1; nval = 0; tid = "-"; tname = "-"; zone = "-" }
+	insample && /^  value:/ { if (nval++ == 1) space = $2 }
+	insample && /^  label \{$/ { key = ""; sv = ""; nv = "" }
+	insample && /^    key:/ { key = $2 }
+	insample && /^    str:/ { sv = $2 }
+	insample && /^    num:/ { nv = $2 }
+	insample && /^  \}$/ { lab[key] = sv != "" ? "s" sv : "n" nv }
+	/^\}$/ && insample { out[n++] = space; for (k in lab) out[n - 1] = out[n - 1] " " k "=" lab[k]; delete lab; insample = 0 }
+	END {
+		for (i = 0; i < n; i++) {
+			m = split(out[i], f, " "); tid = "-"; tname = "-"; zone = "-"
+			for (j = 2; j <= m; j++) {
+				split(f[j], kv, "="); v = substr(kv[2], 2)
+				if (str[kv[1]] == "thread_id") tid = v
+				if (str[kv[1]] == "thread_name") tname = str[v]
+				if (str[kv[1]] == "zone") zone = str[v]
+			}
+			print f[1], tid, tname, zone
+		}
+	}' "$TMP/marks.txt" >"$TMP/labels.txt"
+expect_eq "every sample has a thread_id label" "$(awk '$2 == "-"' "$TMP/labels.txt" | wc -l)" 0
+for z in update physics job render shutdown; do
+	expect_eq "zone label $z: alloc_space = the report's exclusive bytes of $z" \
+		"$(awk -v z="$z" '$4 == z { s += $1 } END { print s + 0 }' "$TMP/labels.txt")" \
+		"$(jq --arg z "$z" '.zones[] | select(.name == $z) | .allocated_bytes' "$TMP/marks.json")"
+done
+expect_eq "thread_name labels: main and the two workers" \
+	"$(awk '$3 != "-" { print $3 }' "$TMP/labels.txt" | sort -u | tr '\n' ' ')" "main worker-0 worker-1 "
+expect_eq "zone job: worker-1 allocated twice what worker-0 did (32 vs 64 bytes a block)" \
+	"$(awk '$4 == "job" { s[$3] += $1 } END { print s["worker-1"] / s["worker-0"] }' "$TMP/labels.txt")" 2
+expect_eq "labelled samples still add up to the report's allocated bytes" \
+	"$(awk '{ s += $1 } END { print s + 0 }' "$TMP/labels.txt")" "$(jqr "$TMP/marks.json" .totals.allocated_bytes)"
+comments=$(awk '/^comment:/ { print $2 }' "$TMP/marks.txt" | while read -r i; do
+	awk -v i="$i" '/^string_table:/ { if (n++ == i) { sub(/^string_table: /, ""); print } }' "$TMP/marks.txt"
+done)
+expect_eq "a comment holds the command line" "$(grep -c "^\"memtrace: .*/marks\"$" <<<"$comments")" 1
+expect_eq "default_sample_type is inuse_space" \
+	"$(awk '/^default_sample_type:/ { d = $2 } /^string_table:/ { s[n++] = $2 } END { print s[d] }' "$TMP/marks.txt")" '"inuse_space"'
+
 # --- errors: one line, non-zero ---------------------------------------------
 echo "not a trace" >"$TMP/not-a-trace"
 export_cmd --format pprof -o "$TMP/x.pb.gz" "$TMP/not-a-trace" 2>"$TMP/err"

@@ -34,6 +34,13 @@ site() { jq -r --arg f "$2" --arg k "$3" '[.sites[] | select(.function == $f) | 
 
 finish() { exit $((FAILS > 0)); }
 
+# A jq filter that puts report --json's stacks back in their sites: the JSON
+# writes each stack once in "stacks" and each frame once in "stack_frames",
+# and a site lists its stacks (a stack its frames) by index. Prefix a query
+# with it: jq "$NESTED"' | .sites[].stacks[].frames[].function' FILE
+NESTED='.stack_frames as $f | .stacks as $s | .sites |= map(.stacks |= map($s[.] | .frames |= map($f[.])))'
+
+
 # --- recording and checking helpers ---------------------------------------
 # Every external command runs under timeout, so a hang is a failure, not a
 # stuck CI job.

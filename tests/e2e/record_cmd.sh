@@ -22,7 +22,7 @@ expect_eq "report --json exit status" "$?" 0
 
 expect_alloc_patterns "$json" 0
 expect_eq "sites outside alloc_patterns' site_* functions" \
-	"$(jq -c '[.sites[] | select(.function // "?" | startswith("site_") | not)
+	"$(jq -c "$NESTED"' | [.sites[] | select(.function // "?" | startswith("site_") | not)
 		| {function, allocations, frame0: .stacks[0].frames[0].address}]' "$json")" "[]"
 expect_eq "peak_time_ns is set" "$(jq '.totals.peak_time_ns > 0' "$json")" true
 
@@ -36,7 +36,7 @@ expect_eq "site_malloc_100 module" \
 	"$(jq -r '[.sites[] | select(.function == "site_malloc_100") | .module] | first | split("/") | last' "$json")" \
 	alloc_patterns
 expect_eq "site_malloc_100 stack: site_malloc_100 < phase_allocate < run_pattern < main" \
-	"$(jq -r '[.sites[] | select(.function == "site_malloc_100") | .stacks[0].frames[].function]
+	"$(jq -r "$NESTED"' | [.sites[] | select(.function == "site_malloc_100") | .stacks[0].frames[].function]
 		| map(select(. == "site_malloc_100" or . == "phase_allocate" or . == "run_pattern" or . == "main"))
 		| join(" ")' "$json")" \
 	"site_malloc_100 phase_allocate run_pattern main"

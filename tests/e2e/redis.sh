@@ -30,7 +30,7 @@ expect_eq "memtrace exit status" $? 0
 
 report_json redis.mtrace r.json
 total=$(jqr r.json .totals.allocations)
-reach=$(jq '[.sites[].stacks[] | select([.frames[].function] | index("processCommand") or index("aeMain")) | .allocations] | add // 0' r.json)
+reach=$(jq "$NESTED"' | [.sites[].stacks[] | select([.frames[].function] | index("processCommand") or index("aeMain")) | .allocations] | add // 0' r.json)
 if [ "$total" -gt 4000 ] && [ $((reach * 100)) -ge $((total * 90)) ]; then
 	ok "$reach of $total allocations have a stack that reaches processCommand or aeMain (>= 90%)"
 else

@@ -23,7 +23,7 @@ expect_eq "sqlite3 under memtrace: its output" "$(head -n1 out | cut -d'|' -f1 |
 report_json sq.mtrace sq.json
 exe=$(readlink -f "$(command -v sqlite3)")
 total=$(jqr sq.json .totals.allocations)
-reach=$(jq --arg exe "$exe" '[.sites[].stacks[] | select([.frames[].module] | index($exe)) | .allocations] | add // 0' sq.json)
+reach=$(jq --arg exe "$exe" "$NESTED"' | [.sites[].stacks[] | select([.frames[].module] | index($exe)) | .allocations] | add // 0' sq.json)
 if [ "$total" -gt 10000 ] && [ $((reach * 100)) -ge $((total * 95)) ]; then
 	ok "$reach of $total allocations have a stack that reaches $exe (>= 95%)"
 else
@@ -33,9 +33,9 @@ expect_eq "the wrapper is named in the report's hint" \
 	"$(timeout -k 5 "$LIMIT" "$MEMTRACE" report sq.mtrace | grep -c "^sqlite3Malloc looks like an allocation wrapper")" 1
 timeout -k 5 "$LIMIT" "$MEMTRACE" report --json --alloc-fn 'sqlite3Malloc*' --alloc-fn 'sqlite3Realloc*' sq.mtrace >w.json
 expect_eq "without --alloc-fn the top site is the helper sqlite3Malloc calls" \
-	"$(jq -r '.sites[0].stacks[0].frames[1].function' sq.json)" sqlite3Malloc
+	"$(jq -r "$NESTED"' | .sites[0].stacks[0].frames[1].function' sq.json)" sqlite3Malloc
 expect_eq "with --alloc-fn no site has sqlite3Malloc in its first two frames" \
-	"$(jq '[.sites[].stacks[].frames[0:2][].function | select(. == "sqlite3Malloc")] | length' w.json)" 0
+	"$(jq "$NESTED"' | [.sites[].stacks[].frames[0:2][].function | select(. == "sqlite3Malloc")] | length' w.json)" 0
 expect_eq "with --alloc-fn the allocations are all still there" "$(jqr w.json .totals.allocations)" "$total"
 # The same rule in diff and export: the helper under sqlite3Malloc is no site.
 helper=$(jqr sq.json '.sites[0].name')

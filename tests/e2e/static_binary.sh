@@ -96,5 +96,5 @@ expect_eq "static_site module (malloc probed in the executable)" \
 expect_eq "static_site line" \
 	"$(jq -r '[.sites[] | select(.function == "static_site") | .line] | unique | join(",")' "$json")" "$site_line"
 expect_eq "static_site caller" \
-	"$(jq -r '[.sites[] | select(.function == "static_site") | .stacks[].frames[1].function] | unique | join(",")' "$json")" "main"
+	"$(jq -r "$NESTED"' | [.sites[] | select(.function == "static_site") | .stacks[].frames[1].function] | unique | join(",")' "$json")" "main"
 finish

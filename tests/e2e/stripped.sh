@@ -112,7 +112,7 @@ sites_of() { # JSON PROGRAM_BASENAME WITH_LINES
 	jq -r --arg p "$2" --argjson lines "$3" '
 		def own: select((.module // "") | endswith("/" + $p));
 		def where: if $lines then "\(.function):\(.file // "" | sub(".*/"; "")):\(.line)" else "\(.function)" end;
-		.sites[] | select(.allocations > 0) |
+		'"$NESTED"' | .sites[] | select(.allocations > 0) |
 		"\(.allocations) \(.allocated_bytes) \(.leaked_allocations) \(.leaked_bytes) \(.temporary_allocations) \(.peak_bytes) " +
 		([.stacks[0].frames[] | own | where] | join(" < "))' "$1" | sort
 }
@@ -163,7 +163,7 @@ json=$TMP/nosym.json
 expect_eq "nosym: sites with allocations" "$(jq '[.sites[] | select(.allocations > 0)] | length' "$json")" 14
 bad=$(jq -r '.sites[] | select(.allocations > 0) | .name | select(test("^nosym\\+0x[0-9a-f]+$") | not)' "$json")
 expect_eq "nosym: site names that are not nosym+0xOFF" "$bad" ""
-named=$(jq -r '[.sites[].stacks[].frames[] | select((.module // "") | endswith("/nosym")) |
+named=$(jq -r "$NESTED"' | [.sites[].stacks[].frames[] | select((.module // "") | endswith("/nosym")) |
 	select(.function != null or .file != null)] | length' "$json")
 expect_eq "nosym: frames of the program with a function or file name" "$named" 0
 expect_eq "nosym: distinct site names" \

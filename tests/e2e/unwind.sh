@@ -12,7 +12,7 @@
 # paths JSON: "allocations function<caller<...<main" per distinct path that
 # reaches main, sorted (libstdc++'s own start-up allocation does not)
 paths() {
-	jq -r '[.sites[] | .stacks[] | {n: .allocations, f: [.frames[].function]} | select(.f | index("main"))
+	jq -r "$NESTED"' | [.sites[] | .stacks[] | {n: .allocations, f: [.frames[].function]} | select(.f | index("main"))
 		| {n, p: (.f[0:(.f | index("main")) + 1] | join("<"))}] | group_by(.p)[]
 		| "\(map(.n) | add) \(.[0].p)"' "$1" | sort
 }
@@ -35,17 +35,17 @@ expect_eq "without frame pointers: the same paths" "$(cat "$TMP/nofp.paths")" "$
 expect_eq "without frame pointers, CFI only in .debug_frame: the same paths" \
 	"$(cat "$TMP/dbgframe.paths")" "$(cat "$TMP/fp.paths")"
 expect_eq "without frame pointers: every stack goes on past main to _start" \
-	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | index("_start") != null] | all' "$TMP/nofp.json")" true
+	"$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | select(index("main")) | index("_start") != null] | all' "$TMP/nofp.json")" true
 expect_eq "without frame pointers: _start is the last frame (nothing read past it)" \
-	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/nofp.json")" '["_start"]'
+	"$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/nofp.json")" '["_start"]'
 expect_eq "with frame pointers: _start is the last frame" \
-	"$(jq '[.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/fp.json")" '["_start"]' 
+	"$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/fp.json")" '["_start"]' 
 
 # Code with no unwind table ends a walk, and the stack says so: libstdc++'s
 # start-up allocation is made from _dl_init, called by the dynamic linker's
 # entry code, which has no call frame information.
 expect_eq "a walk into code without a table: the last frame says so" \
-	"$(jq -r '[.sites[].stacks[] | [.frames[].function] | select(index("_dl_init")) | last] | unique | join(",")' "$TMP/nofp.json")" \
+	"$(jq -r "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | select(index("_dl_init")) | last] | unique | join(",")' "$TMP/nofp.json")" \
 	"[truncated: no unwind table]"
 
 # A walk cut by --stack-depth says so in its last frame.
@@ -53,7 +53,7 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" record --stack-depth 2 -o "$TMP/d2.mtrace" -- 
 	>/dev/null 2>"$TMP/err"
 report_json "$TMP/d2.mtrace" "$TMP/d2.json"
 expect_eq "--stack-depth 2: two frames and the cut" \
-	"$(jq -c '[.sites[] | select(.function == "level3") | .stacks[].frames | map(.function)] | unique' "$TMP/d2.json")" \
+	"$(jq -c "$NESTED"' | [.sites[] | select(.function == "level3") | .stacks[].frames | map(.function)] | unique' "$TMP/d2.json")" \
 	'[["level3","level2","[truncated: --stack-depth reached]"]]'
 
 # The same program without tables: frame pointers alone stop in the first
@@ -61,6 +61,6 @@ expect_eq "--stack-depth 2: two frames and the cut" \
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --unwind-rows 0 -o "$TMP/fponly.mtrace" -- "$PROGS/nofp/unwind_levels" \
 	>/dev/null 2>"$TMP/err"
 report_json "$TMP/fponly.mtrace" "$TMP/fponly.json"
-reached=$(jq '[.sites[].stacks[] | [.frames[].function] | index("main") != null] | map(select(.)) | length' "$TMP/fponly.json")
+reached=$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | index("main") != null] | map(select(.)) | length' "$TMP/fponly.json")
 if [ "$reached" -lt 3 ]; then ok "frame pointers alone: only $reached of 3 paths reach main"; else not_ok "frame pointers alone reached main on every path: the test proves nothing"; fi
 finish

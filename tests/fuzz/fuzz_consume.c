@@ -3,6 +3,7 @@
 
 #include "analysis.h"
 #include "export_chrome.h"
+#include "live_sites.h"
 #include "replay.h"
 #include "diff.h"
 #include "diff_print.h"
@@ -46,7 +47,7 @@ static FILE *devnull(void)
 	return f;
 }
 
-static void write_outputs(const char *path, const struct analysis *a)
+static void write_outputs(const char *path, const struct analysis *a, struct live_sites *live)
 {
 	static const enum export_metric metrics[] = {
 		EXPORT_METRIC_ALLOCATED, EXPORT_METRIC_LEAKED, EXPORT_METRIC_PEAK,
@@ -63,14 +64,14 @@ static void write_outputs(const char *path, const struct analysis *a)
 	if (!out)
 		return;
 	report_text__write(out, a, &opts);
-	report_json__write(out, a);
+	report_json__write(out, a, 0);
 	for (size_t i = 0; i < sizeof(metrics) / sizeof(metrics[0]); i++)
 		export_folded__write(out, a, metrics[i]);
 	while (nmods < 64 && !replay__module(r, nmods, &mods[nmods]))
 		nmods++;
 	{
 		struct export_pprof_input in = {
-			.a = a, .modules = mods, .nmodules = nmods, .time_ns = replay__start_real_ns(r),
+			.a = a, .live = live, .modules = mods, .nmodules = nmods, .time_ns = replay__start_real_ns(r),
 		};
 
 		pb_buf__init(&pb);
@@ -90,6 +91,7 @@ void fuzz_consume_trace(const char *path)
 {
 	struct trace_reader *r = trace_reader__open(path);
 	struct export_chrome *chrome = NULL;
+	struct live_sites *live;
 	struct analysis *a;
 	int err;
 
@@ -101,15 +103,17 @@ void fuzz_consume_trace(const char *path)
 	/* the Chrome export (and its heap series) observe the same pass */
 	if (devnull())
 		chrome = export_chrome__new(devnull(), analysis__replay(a));
+	live = live_sites__new(analysis__replay(a)); /* pprof's labelled samples */
 	err = trace_reader__read(r, &replay_reader_ops, analysis__replay(a));
 	if (!err && trace_reader__partial(r))
 		err = analysis__set_partial(a, trace_reader__problem(r));
 	if (!err && analysis__finish(a) == 0) {
-		write_outputs(path, a);
+		write_outputs(path, a, live);
 		if (chrome)
 			export_chrome__finish(chrome, a);
 	}
 	export_chrome__free(chrome);
+	live_sites__free(live);
 	analysis__free(a);
 out_reader:
 	trace_reader__close(r);

@@ -631,24 +631,7 @@ static const char tiny_json[] =
 	"      \"leaked_allocations\": 1,\n"
 	"      \"leaked_bytes\": 24,\n"
 	"      \"temporary_allocations\": 0,\n"
-	"      \"stacks\": [\n"
-	"        {\n"
-	"          \"allocations\": 2,\n"
-	"          \"allocated_bytes\": 32,\n"
-	"          \"peak_bytes\": 32,\n"
-	"          \"leaked_allocations\": 1,\n"
-	"          \"leaked_bytes\": 24,\n"
-	"          \"temporary_allocations\": 0,\n"
-	"          \"frames\": [\n"
-	"            {\"address\": \"0x401000\", \"function\": \"xalloc\", \"file\": \"util.h\", "
-	"\"line\": 3, \"module\": \"/bin/prog\", \"inlined\": true},\n"
-	"            {\"address\": \"0x401000\", \"function\": \"make\", \"file\": \"a \\\"b\\\".c\", "
-	"\"line\": 10, \"module\": \"/bin/prog\", \"inlined\": false},\n"
-	"            {\"address\": \"0x402000\", \"function\": null, \"file\": null, "
-	"\"line\": 0, \"module\": \"/bin/prog\", \"inlined\": false}\n"
-	"          ]\n"
-	"        }\n"
-	"      ]\n"
+	"      \"stacks\": [0]\n"
 	"    }\n"
 	"  ],\n"
 	"  \"zones\": [],\n"
@@ -657,7 +640,19 @@ static const char tiny_json[] =
 	"    \"frames\": []\n"
 	"  },\n"
 	"  \"pools\": [],\n"
-	"  \"threads\": []\n"
+	"  \"threads\": [],\n"
+	"  \"stacks\": [\n"
+	"    {\"allocations\": 2, \"allocated_bytes\": 32, \"peak_bytes\": 32, \"leaked_allocations\": 1, "
+	"\"leaked_bytes\": 24, \"temporary_allocations\": 0, \"frames\": [0, 1, 2]}\n"
+	"  ],\n"
+	"  \"stack_frames\": [\n"
+	"    {\"address\": \"0x401000\", \"function\": \"xalloc\", \"file\": \"util.h\", "
+	"\"line\": 3, \"module\": \"/bin/prog\", \"inlined\": true},\n"
+	"    {\"address\": \"0x401000\", \"function\": \"make\", \"file\": \"a \\\"b\\\".c\", "
+	"\"line\": 10, \"module\": \"/bin/prog\", \"inlined\": false},\n"
+	"    {\"address\": \"0x402000\", \"function\": null, \"file\": null, "
+	"\"line\": 0, \"module\": \"/bin/prog\", \"inlined\": false}\n"
+	"  ]\n"
 	"}\n";
 
 static char *render(const struct analysis *a, bool json, unsigned int top)
@@ -669,7 +664,7 @@ static char *render(const struct analysis *a, bool json, unsigned int top)
 
 	assert_non_null(f);
 	if (json)
-		assert_int_equal(report_json__write(f, a), 0);
+		assert_int_equal(report_json__write(f, a, 0), 0);
 	else
 		assert_int_equal(report_text__write(f, a, &opts), 0);
 	fclose(f);

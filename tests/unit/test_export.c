@@ -235,8 +235,12 @@ static void test_pprof_tiny(void **state)
 		0x32, 0x07, 'p', '+', '0', 'x', '8', '0', '0',
 		0x32, 0x06, '/', 'b', 'i', 'n', '/', 'p',
 		0x32, 0x04, 'a', 'b', 'c', 'd',
+		0x32, 0x0b, 'm', 'e', 'm', 't', 'r', 'a', 'c', 'e', ':', ' ', 'p',
+		0x32, 0x12, 'p', 'i', 'd', ' ', '1', ' ', '(', 'p', ')', ',', ' ', '0', '.', '0', '0', '0', ' ', 's',
 		/* duration_nanos 1000, period_type {space, bytes}, period 1 */
 		0x50, 0xe8, 0x07, 0x5a, 0x04, 0x08, 0x07, 0x10, 0x04, 0x60, 0x01,
+		/* comment 14 "memtrace: p", comment 15 "pid 1 (p), ...", default_sample_type 6 "inuse_space" */
+		0x68, 0x0e, 0x68, 0x0f, 0x70, 0x06,
 	};
 	struct trace_module mod = { .start = 0x1000, .end = 0x2000, .path = "/bin/p",
 				    .build_id = { 0xab, 0xcd }, .build_id_len = 2 };

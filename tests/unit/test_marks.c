@@ -452,7 +452,7 @@ static char *render(const struct analysis *a, bool json)
 
 	assert_non_null(f);
 	if (json)
-		assert_int_equal(report_json__write(f, a), 0);
+		assert_int_equal(report_json__write(f, a, 0), 0);
 	else
 		assert_int_equal(report_text__write(f, a, &opts), 0);
 	fclose(f);
@@ -492,7 +492,7 @@ static void test_rendering(void **state)
 			      "\"allocated_bytes\": 64, \"leaked_allocations\": 1, "
 			      "\"leaked_bytes\": 64, \"peak_bytes\": 64, \"frees\": 0, \"resets\": 0, "
 			      "\"unmatched_frees\": 0}\n  ],\n");
-	expect_contains(json, "  \"threads\": [\n    {\"tid\": 1, \"name\": \"main\"}\n  ]\n");
+	expect_contains(json, "  \"threads\": [\n    {\"tid\": 1, \"name\": \"main\"}\n  ],\n"); /* the stack tables follow */
 	text = render(a, false);
 	expect_contains(text, "\nZones (exclusive: ");
 	expect_contains(text, "  outer                           1     0.200 us        1      100 B"

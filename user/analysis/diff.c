@@ -77,32 +77,30 @@ int diff_site__growth(const struct diff_site *s)
 	return 0;
 }
 
+/* S's change per field, in diff.h's order of importance. */
+static void site_deltas(const struct diff_site *s, int64_t d[6])
+{
+	d[0] = diff_delta(s->a.allocated_bytes, s->b.allocated_bytes);
+	d[1] = diff_delta(s->a.leaked_bytes, s->b.leaked_bytes);
+	d[2] = diff_delta(s->a.peak_bytes, s->b.peak_bytes);
+	d[3] = diff_delta(s->a.allocations, s->b.allocations);
+	d[4] = diff_delta(s->a.leaked_allocations, s->b.leaked_allocations);
+	d[5] = diff_delta(s->a.temporary_allocations, s->b.temporary_allocations);
+}
+
 /* Larger change first, field by field, as diff.h orders. */
 static int growth_cmp(const void *x, const void *y)
 {
 	const struct diff_site *p = x, *q = y;
-	const int64_t dp[] = {
-		diff_delta(p->a.allocated_bytes, p->b.allocated_bytes),
-		diff_delta(p->a.leaked_bytes, p->b.leaked_bytes),
-		diff_delta(p->a.peak_bytes, p->b.peak_bytes),
-		diff_delta(p->a.allocations, p->b.allocations),
-		diff_delta(p->a.leaked_allocations, p->b.leaked_allocations),
-		diff_delta(p->a.temporary_allocations, p->b.temporary_allocations),
-	};
-	const int64_t dq[] = {
-		diff_delta(q->a.allocated_bytes, q->b.allocated_bytes),
-		diff_delta(q->a.leaked_bytes, q->b.leaked_bytes),
-		diff_delta(q->a.peak_bytes, q->b.peak_bytes),
-		diff_delta(q->a.allocations, q->b.allocations),
-		diff_delta(q->a.leaked_allocations, q->b.leaked_allocations),
-		diff_delta(q->a.temporary_allocations, q->b.temporary_allocations),
-	};
+	int64_t dp[6], dq[6];
 	struct analysis_site kp = { .name = p->name, .function = p->function, .file = p->file,
 				    .line = p->line, .module = p->module };
 	struct analysis_site kq = { .name = q->name, .function = q->function, .file = q->file,
 				    .line = q->line, .module = q->module };
 
-	for (size_t i = 0; i < sizeof(dp) / sizeof(dp[0]); i++) {
+	site_deltas(p, dp);
+	site_deltas(q, dq);
+	for (size_t i = 0; i < 6; i++) {
 		if (dp[i] != dq[i])
 			return dp[i] > dq[i] ? -1 : 1;
 	}

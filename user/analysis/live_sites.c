@@ -243,3 +243,34 @@ size_t live_sites__zones(const struct live_sites *l, const char **names, size_t 
 	}
 	return n;
 }
+
+int live_sites__for_each(struct live_sites *l, int (*fn)(void *ctx, const struct live_row *row), void *ctx)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < l->nrows && !err; i++) {
+		const struct row *w = &l->rows[i];
+		uint32_t name = replay__thread_name(l->r, w->thread);
+		struct live_row row = {
+			.tid = replay__thread_tid(l->r, w->thread),
+			.thread_name = name == REPLAY_NONE ? NULL : replay__name(l->r, name),
+			.zone = w->zone == REPLAY_NONE ? NULL : replay__name(l->r, w->zone),
+			.stack = {
+				.id = replay__stack(l->r, w->stack)->id,
+				.figures = {
+					.allocations = w->allocations,
+					.allocated_bytes = w->allocated_bytes,
+					.leaked_allocations = w->live_allocations,
+					.leaked_bytes = w->live_bytes,
+				},
+			},
+		};
+
+		if (!w->allocations)
+			continue;
+		err = frames_of(l, w->stack, &row.stack);
+		if (!err)
+			err = fn(ctx, &row);
+	}
+	return err;
+}

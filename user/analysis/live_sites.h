@@ -39,6 +39,18 @@ void live_sites__free(struct live_sites *l);
  * sighting, into NAMES (room for MAX); how many there are. */
 size_t live_sites__zones(const struct live_sites *l, const char **names, size_t max);
 
+/* One row: a stack's figures among one thread's blocks of one zone. */
+struct live_row {
+	uint32_t tid;
+	const char *thread_name; /* NULL if unnamed */
+	const char *zone;        /* the innermost zone the blocks were made in; NULL: none */
+	struct analysis_stack stack; /* figures (leaked_*: live now) and frames */
+};
+
+/* Call FN for each row that allocated, in order of first sighting; 0,
+ * -ENOMEM, or what FN returned. */
+int live_sites__for_each(struct live_sites *l, int (*fn)(void *ctx, const struct live_row *row), void *ctx);
+
 /* The sites now, for the blocks F lets through (NULL: all). Valid until
  * the next snapshot or live_sites__free. 0 or -ENOMEM. */
 int live_sites__snapshot(struct live_sites *l, const struct live_filter *f,

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "export.h"
 #include "export_chrome.h"
+#include "live_sites.h"
 #include "protobuf.h"
 #include "replay.h"
 #include "trace_load.h"
@@ -23,6 +24,8 @@ struct export_args {
 	bool metric_given;
 	const char *output; /* NULL: the format's default; "-": stdout */
 	const char *path;
+	/* pprof: samples by stack, thread and zone, from the same pass */
+	struct live_sites *live;
 	/* chrome: the export rides on the analysis's one pass */
 	struct export_chrome *chrome;
 	FILE *chrome_f;
@@ -53,12 +56,13 @@ static int export_render_pprof(const struct export_args *args, const struct anal
 			       struct export_content *out);
 static int export_render_folded(const struct export_args *args, const struct analysis *a,
 				struct export_content *out);
+static int export_prepare_pprof(struct export_args *args, struct analysis *a);
 static int export_prepare_chrome(struct export_args *args, struct analysis *a);
 static int export_render_chrome(const struct export_args *args, const struct analysis *a,
 				struct export_content *out);
 
 static const struct export_format formats[] = {
-	{ "pprof", ".pb.gz", NULL, export_render_pprof },
+	{ "pprof", ".pb.gz", export_prepare_pprof, export_render_pprof },
 	{ "folded", NULL, NULL, export_render_folded },
 	{ "chrome", NULL, export_prepare_chrome, export_render_chrome },
 };
@@ -168,7 +172,7 @@ static int export_render_pprof(const struct export_args *args, const struct anal
 			       struct export_content *out)
 {
 	struct replay *r = analysis__replay((struct analysis *)a);
-	struct export_pprof_input in = { .a = a };
+	struct export_pprof_input in = { .a = a, .live = args->live };
 	struct trace_module *mods;
 	struct pb_buf b;
 	int err;
@@ -224,6 +228,18 @@ static int export_render_folded(const struct export_args *args, const struct ana
 	}
 	out->data = data;
 	out->len = len;
+	return 0;
+}
+
+/* Labels (thread, zone) need the blocks by thread and zone, which the
+ * analysis does not keep: the live figures observe the same pass. */
+static int export_prepare_pprof(struct export_args *args, struct analysis *a)
+{
+	args->live = live_sites__new(analysis__replay(a));
+	if (!args->live) {
+		fprintf(stderr, "memtrace: failed to render the pprof profile: out of memory; free some memory\n");
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -355,6 +371,7 @@ out_content:
 	free(output);
 	free(content.data);
 out_analysis:
+	live_sites__free(args.live);
 	export_chrome__free(args.chrome);
 	if (args.chrome_f)
 		fclose(args.chrome_f);

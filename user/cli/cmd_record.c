@@ -20,6 +20,7 @@
 #include "mark_finder.h"
 #include "util.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -131,15 +132,13 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "+p:o:d:vh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_u64(optarg, &v) || v == 0 || v > INT_MAX)
-				return fail("invalid PID '%s'; give the number of a running process", optarg);
-			o->pid = v;
+			if (parse_pid(optarg, &o->pid))
+				return -EINVAL;
 			break;
 		case 'o': o->output = optarg; break;
 		case 'd':
-			o->duration = strtod(optarg, NULL);
-			if (!(o->duration > 0))
-				return fail("invalid duration '%s'; give seconds, e.g. -d 10", optarg);
+			if (parse_seconds(optarg, &o->duration))
+				return -EINVAL;
 			break;
 		case 'L': o->lib = optarg; break;
 		case 'S':
@@ -606,6 +605,36 @@ static int check_output_early(struct recording *r)
 	return 0;
 }
 
+/* Every thread's name now, from /proc (later ones and renames come from
+ * the kernel's tracepoints, bpf/threads.bpf.h). */
+static int write_threads(struct recording *r)
+{
+	char path[64], comm[64];
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", r->pid);
+	d = opendir(path);
+	if (!d)
+		return 0; /* gone already: its exit ends the recording */
+	while (!err && (e = readdir(d))) {
+		struct trace_thread t = { .name = comm };
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		t.tid = (uint32_t)strtoul(e->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "task/%u/comm", t.tid);
+		read_proc_string(r->pid, path, comm, sizeof(comm));
+		if (r->view && r->view->tap->thread)
+			err = r->view->tap->thread(r->view->ctx, &t);
+		if (!err)
+			err = trace_writer__add_thread(r->w, &t);
+	}
+	closedir(d);
+	return err;
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -635,7 +664,8 @@ static int open_output(struct recording *r)
 			return fail("failed to start the live view: out of memory");
 		drain__set_tap(r->drain, r->view->tap, r->view->ctx);
 	}
-	if (module_set__merge(&r->modules, &r->maps, write_module, r) || trace_writer__flush(r->w))
+	if (module_set__merge(&r->modules, &r->maps, write_module, r) || write_threads(r) ||
+	    trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	drain__set_writer(r->drain, r->w);
 	loader__set_recording(r->loader, true);
@@ -750,8 +780,13 @@ static int attach_probes(struct recording *r)
 	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
-	if (!r->o.empty_probes)
+	if (!r->o.empty_probes) {
 		watch_link_map(r);
+		err = loader__attach_thread_names(r->loader);
+		if (err)
+			fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name (%s)\n",
+				strerror(-err));
+	}
 	return start_unwinder(r);
 }
 

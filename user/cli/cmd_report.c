@@ -24,17 +24,19 @@ struct report_args {
 	bool json;
 	const char *html; /* write the HTML page there instead; NULL: no */
 	struct report_options opts;
+	bool top_given; /* --top: the JSON lists that many sites too */
 	const char *path;
 };
 
 static void report_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] [--strict] FILE\n"
-		   "  --json       print every site as JSON (the shape scripts rely on)\n"
+		   "  --json       print the sites as JSON (the shape scripts rely on): every\n"
+		   "               site, or the first N with --top N\n"
 		   "  --html OUT   write one self-contained HTML page (memory over time, flame\n"
 		   "               graph, site, leak, zone and frame tables) to OUT, which must\n"
 		   "               not exist yet\n"
-		   "  --top N      entries per ranked list in the text report (default %d)\n"
+		   "  --top N      entries per ranked list (text default %d; JSON default all)\n"
 		   "  --strict     a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help   show this help\n",
 		REPORT_DEFAULT_TOP);
@@ -74,6 +76,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		case 't':
 			if (parse_top(optarg, &args->opts.top))
 				return -EINVAL;
+			args->top_given = true;
 			break;
 		case 'h':
 			report_usage(stdout);
@@ -109,7 +112,7 @@ static int report_print(const struct report_args *args, const struct analysis *a
 	int err;
 
 	if (args->json)
-		err = report_json__write(stdout, a);
+		err = report_json__write(stdout, a, args->top_given ? args->opts.top : 0);
 	else
 		err = report_text__write(stdout, a, &args->opts);
 	if (err)

@@ -118,9 +118,8 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 	while ((c = getopt_long(argc, argv, "+p:i:o:d:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
-			if (parse_u64(optarg, &v) || v == 0 || v > INT_MAX)
-				return fail("invalid PID '%s'; give the number of a running process", optarg);
-			o->pid = (int)v;
+			if (parse_pid(optarg, &o->pid))
+				return -EINVAL;
 			break;
 		case 'i':
 			interval = strtod(optarg, NULL);
@@ -129,9 +128,8 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 			break;
 		case 'o': o->output = optarg; break;
 		case 'd':
-			o->duration = strtod(optarg, NULL);
-			if (!(o->duration > 0))
-				return fail("invalid duration '%s'; give seconds, e.g. -d 10", optarg);
+			if (parse_seconds(optarg, &o->duration))
+				return -EINVAL;
 			break;
 		case 'b': t->batch = true; break;
 		case 'j': t->json = true; break;
@@ -257,6 +255,11 @@ static int tap_string(void *ctx, const struct trace_string *s)
 	return replay__add_string(((struct top *)ctx)->r, s);
 }
 
+static int tap_thread(void *ctx, const struct trace_thread *th)
+{
+	return replay__add_thread(((struct top *)ctx)->r, th);
+}
+
 static int tap_mark(void *ctx, const struct trace_mark *m)
 {
 	return replay__add_mark(((struct top *)ctx)->r, m);
@@ -269,6 +272,7 @@ static const struct trace_reader_ops top_tap = {
 	.event = tap_event,
 	.string = tap_string,
 	.mark = tap_mark,
+	.thread = tap_thread,
 };
 
 /* ---- snapshots ---- */

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,6 +69,24 @@ int parse_top(const char *s, unsigned int *top)
 		return -EINVAL;
 	}
 	*top = (unsigned int)v;
+	return 0;
+}
+
+int parse_pid(const char *s, int *pid)
+{
+	uint64_t v;
+
+	if (parse_u64(s, &v) || v == 0 || v > INT_MAX)
+		return fail("invalid PID '%s'; give the number of a running process", s);
+	*pid = (int)v;
+	return 0;
+}
+
+int parse_seconds(const char *s, double *seconds)
+{
+	*seconds = strtod(s, NULL);
+	if (!(*seconds > 0))
+		return fail("invalid duration '%s'; give seconds, e.g. -d 10", s);
 	return 0;
 }
 

@@ -17,6 +17,9 @@ int parse_size(const char *s, uint64_t *out);
 /* The value of a --top N option; prints one line and returns -EINVAL unless
  * it is a positive number. */
 int parse_top(const char *s, unsigned int *top);
+/* -p PID and -d SEC, with the line the user reads when they are wrong. */
+int parse_pid(const char *s, int *pid);
+int parse_seconds(const char *s, double *seconds);
 
 uint64_t now_ns(clockid_t clock);
 

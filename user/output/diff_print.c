@@ -2,6 +2,7 @@
 /* The JSON scripts read and the table people read, of one struct diff. */
 #include "diff_print.h"
 #include "json_out.h"
+#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -47,16 +48,7 @@ static void diff_print__json_site(struct json_out *j, const struct diff_site *s)
 	const struct analysis_figures *a = &s->a, *b = &s->b;
 
 	json_out__begin_object(j, false);
-	json_out__key(j, "name");
-	json_out__string(j, s->name);
-	json_out__key(j, "function");
-	json_out__string(j, s->function);
-	json_out__key(j, "file");
-	json_out__string(j, s->file);
-	json_out__key(j, "line");
-	json_out__u64(j, s->line);
-	json_out__key(j, "module");
-	json_out__string(j, s->module);
+	report_json__site_keys(j, s->name, s->function, s->file, s->line, s->module);
 	json_metric(j, "allocations", a->allocations, b->allocations);
 	json_metric(j, "allocated_bytes", a->allocated_bytes, b->allocated_bytes);
 	json_metric(j, "peak_bytes", a->peak_bytes, b->peak_bytes);

@@ -40,8 +40,12 @@ const char *export_frame_name(const struct analysis_frame *f, char *buf, size_t 
 int export_folded__write(FILE *f, const struct analysis *a, enum export_metric m);
 
 /* What a pprof profile needs beyond the analysis. */
+struct live_sites;
+
 struct export_pprof_input {
 	const struct analysis *a;
+	struct live_sites *live; /* NULL: one sample per stack, no labels; else one per
+				  * stack, thread and zone, labelled with them */
 	const struct trace_module *modules; /* the trace's modules, in file order */
 	size_t nmodules;
 	uint64_t time_ns;                   /* CLOCK_REALTIME at the start; 0 unknown */

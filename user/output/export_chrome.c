@@ -22,18 +22,6 @@ struct export_chrome {
 	struct heap_series *series;
 };
 
-static void chrome_u64(struct json_out *j, const char *key, uint64_t v)
-{
-	json_out__key(j, key);
-	json_out__u64(j, v);
-}
-
-static void chrome_str(struct json_out *j, const char *key, const char *s)
-{
-	json_out__key(j, key);
-	json_out__string(j, s);
-}
-
 /* NS as microseconds with three decimals: json_out writes integers only,
  * and a value right after its key needs no separator, so the number goes
  * straight to the stream and the writer learns the key has its value. */
@@ -49,13 +37,13 @@ static void chrome_begin_event(struct export_chrome *c, const char *name, const 
 			       const char *ph, uint32_t tid)
 {
 	json_out__begin_object(&c->j, true);
-	chrome_str(&c->j, "name", name);
+	json_out__key_string(&c->j, "name", name);
 	if (cat)
-		chrome_str(&c->j, "cat", cat);
-	chrome_str(&c->j, "ph", ph);
+		json_out__key_string(&c->j, "cat", cat);
+	json_out__key_string(&c->j, "ph", ph);
 	json_out__key(&c->j, "pid");
 	json_out__i64(&c->j, replay__trace(c->r)->pid);
-	chrome_u64(&c->j, "tid", tid);
+	json_out__key_u64(&c->j, "tid", tid);
 }
 
 static void chrome_name_meta(struct export_chrome *c, const char *what, uint32_t tid,
@@ -65,7 +53,7 @@ static void chrome_name_meta(struct export_chrome *c, const char *what, uint32_t
 	chrome_us(&c->j, "ts", 0); /* optional for metadata, but some readers want every event timed */
 	json_out__key(&c->j, "args");
 	json_out__begin_object(&c->j, true);
-	chrome_str(&c->j, "name", name);
+	json_out__key_string(&c->j, "name", name);
 	json_out__end_object(&c->j);
 	json_out__end_object(&c->j);
 }
@@ -103,8 +91,8 @@ static int chrome_zone_end(void *ctx, const struct replay *r, uint32_t thread,
 	chrome_us(&c->j, "dur", end > begin ? end - begin : 0);
 	json_out__key(&c->j, "args");
 	json_out__begin_object(&c->j, true);
-	chrome_u64(&c->j, "allocations", z->allocations);
-	chrome_u64(&c->j, "allocated_bytes", z->allocated_bytes);
+	json_out__key_u64(&c->j, "allocations", z->allocations);
+	json_out__key_u64(&c->j, "allocated_bytes", z->allocated_bytes);
 	json_out__end_object(&c->j);
 	json_out__end_object(&c->j);
 	return 0;
@@ -118,10 +106,10 @@ static int chrome_frame(void *ctx, const struct replay *r, uint64_t index, uint3
 	chrome_begin_event(c, name != REPLAY_NONE ? replay__name(r, name) : "frame", "frame", "i",
 			   m->tid);
 	chrome_us(&c->j, "ts", chrome_time(c, m->ts));
-	chrome_str(&c->j, "s", "p");
+	json_out__key_string(&c->j, "s", "p");
 	json_out__key(&c->j, "args");
 	json_out__begin_object(&c->j, true);
-	chrome_u64(&c->j, "frame", index);
+	json_out__key_u64(&c->j, "frame", index);
 	json_out__end_object(&c->j);
 	json_out__end_object(&c->j);
 	return 0;
@@ -172,7 +160,7 @@ static void chrome_write_counter(struct export_chrome *c)
 		chrome_us(&c->j, "ts", p[i].t_ns);
 		json_out__key(&c->j, "args");
 		json_out__begin_object(&c->j, true);
-		chrome_u64(&c->j, "bytes", p[i].bytes);
+		json_out__key_u64(&c->j, "bytes", p[i].bytes);
 		json_out__end_object(&c->j);
 		json_out__end_object(&c->j);
 	}
@@ -188,7 +176,7 @@ int export_chrome__finish(struct export_chrome *c, const struct analysis *a)
 	chrome_write_meta(c, a);
 	chrome_write_counter(c);
 	json_out__end_array(&c->j);
-	chrome_str(&c->j, "displayTimeUnit", "ms");
+	json_out__key_string(&c->j, "displayTimeUnit", "ms");
 	json_out__end_object(&c->j);
 	return json_out__finish(&c->j);
 }

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * pprof's profile.proto (github.com/google/pprof, proto/profile.proto),
- * hand-encoded: one sample per distinct stack with the four values Go's
- * heap profiles carry, so `go tool pprof`, Pyroscope, Parca, speedscope and
- * Perfetto read it as a heap profile. "In use" is what was still live when
- * the trace ended (leaked).
+ * hand-encoded: one sample per distinct stack, thread and innermost zone
+ * with the four values Go's heap profiles carry, so `go tool pprof`,
+ * Pyroscope, Parca, speedscope and Perfetto read it as a heap profile. "In
+ * use" is what was still live when the trace ended (leaked). Samples carry
+ * labels thread_id (number), thread_name and zone (strings), which pprof's
+ * -tags, -tagfocus and Pyroscope's label filters use; comments say what was
+ * traced; inuse_space is the default sample type, as in Go's profiles.
  */
 #include "export.h"
+#include "live_sites.h"
 #include "protobuf.h"
 #include "strtab.h"
 #include "u64map.h"
@@ -26,10 +30,16 @@ enum {
 	PROFILE_DURATION_NANOS = 10,
 	PROFILE_PERIOD_TYPE = 11,
 	PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
+	PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1,
 	VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1,
 	SAMPLE_VALUE = 2,
+	SAMPLE_LABEL = 3,
+	LABEL_KEY = 1,
+	LABEL_STR = 2,
+	LABEL_NUM = 3,
 	MAPPING_ID = 1,
 	MAPPING_MEMORY_START = 2,
 	MAPPING_MEMORY_LIMIT = 3,
@@ -178,7 +188,21 @@ static uint64_t pprof__location(struct pprof *p, const struct analysis_frame *f,
 	return e->val;
 }
 
-static void pprof__sample(struct pprof *p, const struct analysis_stack *s)
+static void pprof__label(struct pprof *p, const char *key, const char *str, uint64_t num)
+{
+	struct pb_buf *b = &p->samples;
+	size_t m = pb_buf__begin(b, SAMPLE_LABEL);
+
+	pb_buf__uint64(b, LABEL_KEY, pprof__str(p, key));
+	if (str)
+		pb_buf__uint64(b, LABEL_STR, pprof__str(p, str));
+	else
+		pb_buf__uint64(b, LABEL_NUM, num);
+	pb_buf__end(b, m);
+}
+
+/* One sample of stack S; ROW (NULL: none) gives its labels. */
+static void pprof__sample(struct pprof *p, const struct analysis_stack *s, const struct live_row *row)
 {
 	const struct analysis_figures *fig = &s->figures;
 	struct pb_buf *b = &p->samples;
@@ -197,7 +221,22 @@ static void pprof__sample(struct pprof *p, const struct analysis_stack *s)
 	pb_buf__varint(b, fig->leaked_allocations);
 	pb_buf__varint(b, fig->leaked_bytes);
 	pb_buf__end(b, lm);
+	if (row) {
+		pprof__label(p, "thread_id", NULL, row->tid);
+		if (row->thread_name)
+			pprof__label(p, "thread_name", row->thread_name, 0);
+		if (row->zone)
+			pprof__label(p, "zone", row->zone, 0);
+	}
 	pb_buf__end(b, m);
+}
+
+static int pprof__row(void *ctx, const struct live_row *row)
+{
+	struct pprof *p = ctx;
+
+	pprof__sample(p, &row->stack, row);
+	return p->err;
 }
 
 static void pprof__samples(struct pprof *p)
@@ -205,11 +244,18 @@ static void pprof__samples(struct pprof *p)
 	const struct analysis_site *sites;
 	size_t nsites;
 
+	if (p->in->live) {
+		int err = live_sites__for_each(p->in->live, pprof__row, p);
+
+		if (err && !p->err)
+			p->err = err;
+		return;
+	}
 	sites = analysis__sites(p->in->a, &nsites);
 	for (size_t i = 0; i < nsites; i++) {
 		for (size_t j = 0; j < sites[i].nstacks; j++) {
 			if (sites[i].stacks[j]->figures.allocations)
-				pprof__sample(p, sites[i].stacks[j]);
+				pprof__sample(p, sites[i].stacks[j], NULL);
 		}
 	}
 }
@@ -238,7 +284,8 @@ static void pprof__mapping(struct pprof *p, uint64_t id, const struct trace_modu
 }
 
 /* The fields in field-number order, each repeated field in one run. */
-static void pprof__assemble(struct pprof *p, struct pb_buf *out)
+static void pprof__assemble(struct pprof *p, struct pb_buf *out, const uint64_t *comments,
+			    size_t ncomments, uint64_t default_type)
 {
 	const struct analysis_trace *t = analysis__trace(p->in->a);
 
@@ -254,6 +301,31 @@ static void pprof__assemble(struct pprof *p, struct pb_buf *out)
 	pprof__value_type(p, out, PROFILE_PERIOD_TYPE, "space", "bytes");
 	/* a sampled trace's figures are already scaled up to estimates */
 	pb_buf__uint64(out, PROFILE_PERIOD, t->sample_bytes ? t->sample_bytes : 1);
+	for (size_t i = 0; i < ncomments; i++)
+		pb_buf__uint64(out, PROFILE_COMMENT, comments[i]);
+	pb_buf__uint64(out, PROFILE_DEFAULT_SAMPLE_TYPE, default_type);
+}
+
+/* What was traced, in words pprof shows with -comments. */
+static size_t pprof__comments(struct pprof *p, uint64_t *out)
+{
+	const struct analysis_trace *t = analysis__trace(p->in->a);
+	char line[4096];
+	size_t n = 0;
+
+	if (t->command) {
+		snprintf(line, sizeof(line), "memtrace: %s", t->command);
+		out[n++] = pprof__str(p, line);
+	}
+	snprintf(line, sizeof(line), "pid %d (%s), %.3f s%s", t->pid, t->comm ? t->comm : "?",
+		 t->duration_ns / 1e9, t->partial ? ", partial trace" : "");
+	out[n++] = pprof__str(p, line);
+	if (t->sample_bytes) {
+		snprintf(line, sizeof(line), "sampled: one per %llu bytes on average; values are estimates",
+			 (unsigned long long)t->sample_bytes);
+		out[n++] = pprof__str(p, line);
+	}
+	return n;
 }
 
 static void pprof__free(struct pprof *p)
@@ -270,6 +342,8 @@ static void pprof__free(struct pprof *p)
 int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out)
 {
 	struct pprof p = { .in = in };
+	uint64_t comments[3], default_type;
+	size_t ncomments;
 	int err;
 
 	strtab__init(&p.strings);
@@ -281,8 +355,10 @@ int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out
 	pprof__samples(&p);
 	for (size_t i = 0; i < in->nmodules; i++)
 		pprof__mapping(&p, i + 1, &in->modules[i]);
+	ncomments = pprof__comments(&p, comments);
+	default_type = pprof__str(&p, "inuse_space");
 	if (!p.err)
-		pprof__assemble(&p, out);
+		pprof__assemble(&p, out, comments, ncomments, default_type);
 
 	err = p.err;
 	if (!err)

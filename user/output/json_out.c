@@ -223,3 +223,27 @@ int json_out__finish(struct json_out *j)
 		return -EIO;
 	return 0;
 }
+
+void json_out__key_u64(struct json_out *j, const char *key, uint64_t v)
+{
+	json_out__key(j, key);
+	json_out__u64(j, v);
+}
+
+void json_out__key_i64(struct json_out *j, const char *key, int64_t v)
+{
+	json_out__key(j, key);
+	json_out__i64(j, v);
+}
+
+void json_out__key_string(struct json_out *j, const char *key, const char *s)
+{
+	json_out__key(j, key);
+	json_out__string(j, s);
+}
+
+void json_out__key_bool(struct json_out *j, const char *key, bool v)
+{
+	json_out__key(j, key);
+	json_out__bool(j, v);
+}

@@ -39,6 +39,12 @@ void json_out__i64(struct json_out *j, int64_t v);
 void json_out__bool(struct json_out *j, bool v);
 void json_out__null(struct json_out *j);
 
+/* A key and its value, in one call. */
+void json_out__key_u64(struct json_out *j, const char *key, uint64_t v);
+void json_out__key_i64(struct json_out *j, const char *key, int64_t v);
+void json_out__key_string(struct json_out *j, const char *key, const char *s);
+void json_out__key_bool(struct json_out *j, const char *key, bool v);
+
 /* After the top-level value: end the line. 0, or -EIO if writing failed. */
 int json_out__finish(struct json_out *j);
 

@@ -16,9 +16,10 @@ struct report_options {
  * 0, or -EIO if writing to F failed. */
 int report_text__write(FILE *f, const struct analysis *a, const struct report_options *opts);
 
-/* The JSON document of docs/contract.md, every site included.
- * 0, or -EIO if writing to F failed. */
-int report_json__write(FILE *f, const struct analysis *a);
+/* The JSON document of docs/contract.md: the first TOP sites (0: every
+ * site), their stacks and frames each written once, in tables.
+ * 0, -ENOMEM, or -EIO if writing to F failed. */
+int report_json__write(FILE *f, const struct analysis *a, unsigned int top);
 
 /* Its parts, each a "key": value member of the object J is in; the HTML
  * report embeds them too. */
@@ -29,5 +30,8 @@ void report_json__totals(struct json_out *j, const struct analysis_totals *t);
 void report_json__zones(struct json_out *j, const struct marks *m);
 void report_json__pools(struct json_out *j, const struct marks *m);
 void report_json__threads(struct json_out *j, const struct marks *m);
+/* A site's identity keys (name, function, file, line, module). */
+void report_json__site_keys(struct json_out *j, const char *name, const char *function,
+			    const char *file, uint32_t line, const char *module);
 
 #endif /* MEMTRACE_REPORT_H */

@@ -15,18 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void data_u64(struct json_out *j, const char *key, uint64_t v)
-{
-	json_out__key(j, key);
-	json_out__u64(j, v);
-}
-
-static void data_str(struct json_out *j, const char *key, const char *s)
-{
-	json_out__key(j, key);
-	json_out__string(j, s);
-}
-
 /* Flat [t0, bytes0, t1, bytes1, ...]: a third of the size of objects. */
 static void data_series(struct json_out *j, const struct heap_series *s)
 {
@@ -104,16 +92,16 @@ static void data_site(struct json_out *j, const struct analysis_site *s)
 	const struct analysis_figures *f = &s->figures;
 
 	json_out__begin_object(j, true);
-	data_str(j, "name", s->name);
-	data_str(j, "file", s->file);
-	data_u64(j, "line", s->line);
-	data_str(j, "module", s->module);
-	data_u64(j, "allocations", f->allocations);
-	data_u64(j, "allocated_bytes", f->allocated_bytes);
-	data_u64(j, "peak_bytes", f->peak_bytes);
-	data_u64(j, "leaked_allocations", f->leaked_allocations);
-	data_u64(j, "leaked_bytes", f->leaked_bytes);
-	data_u64(j, "temporary_allocations", f->temporary_allocations);
+	json_out__key_string(j, "name", s->name);
+	json_out__key_string(j, "file", s->file);
+	json_out__key_u64(j, "line", s->line);
+	json_out__key_string(j, "module", s->module);
+	json_out__key_u64(j, "allocations", f->allocations);
+	json_out__key_u64(j, "allocated_bytes", f->allocated_bytes);
+	json_out__key_u64(j, "peak_bytes", f->peak_bytes);
+	json_out__key_u64(j, "leaked_allocations", f->leaked_allocations);
+	json_out__key_u64(j, "leaked_bytes", f->leaked_bytes);
+	json_out__key_u64(j, "temporary_allocations", f->temporary_allocations);
 	json_out__end_object(j);
 }
 
@@ -135,7 +123,7 @@ static int data_sites(struct json_out *j, const struct analysis *a)
 	size_t nsites, nleaks = 0;
 
 	sites = analysis__sites(a, &nsites);
-	data_u64(j, "nsites", nsites);
+	json_out__key_u64(j, "nsites", nsites);
 	json_out__key(j, "sites");
 	json_out__begin_array(j, false);
 	for (size_t i = 0; i < nsites && i < REPORT_HTML_SITES; i++)
@@ -170,26 +158,26 @@ static void data_frames(struct json_out *j, const struct marks *m)
 	top = marks__top_frames(m, &n);
 	json_out__key(j, "frames");
 	json_out__begin_object(j, false);
-	data_u64(j, "count", t->frame_marks);
-	data_u64(j, "tail_allocations", t->tail_allocations);
-	data_u64(j, "tail_allocated_bytes", t->tail_allocated_bytes);
+	json_out__key_u64(j, "count", t->frame_marks);
+	json_out__key_u64(j, "tail_allocations", t->tail_allocations);
+	json_out__key_u64(j, "tail_allocated_bytes", t->tail_allocated_bytes);
 	json_out__key(j, "top");
 	json_out__begin_array(j, false);
 	for (size_t i = 0; i < n; i++) {
 		json_out__begin_object(j, true);
-		data_u64(j, "index", top[i].index);
-		data_str(j, "name", top[i].frame->name);
-		data_u64(j, "end_ns", top[i].frame->end_ns);
-		data_u64(j, "duration_ns", top[i].frame->duration_ns);
-		data_u64(j, "allocations", top[i].frame->allocations);
-		data_u64(j, "allocated_bytes", top[i].frame->allocated_bytes);
+		json_out__key_u64(j, "index", top[i].index);
+		json_out__key_string(j, "name", top[i].frame->name);
+		json_out__key_u64(j, "end_ns", top[i].frame->end_ns);
+		json_out__key_u64(j, "duration_ns", top[i].frame->duration_ns);
+		json_out__key_u64(j, "allocations", top[i].frame->allocations);
+		json_out__key_u64(j, "allocated_bytes", top[i].frame->allocated_bytes);
 		json_out__key(j, "sites");
 		json_out__begin_array(j, true);
 		for (size_t k = 0; k < top[i].nsites; k++) {
 			json_out__begin_object(j, true);
-			data_str(j, "name", top[i].sites[k].site->name);
-			data_u64(j, "allocations", top[i].sites[k].allocations);
-			data_u64(j, "allocated_bytes", top[i].sites[k].allocated_bytes);
+			json_out__key_string(j, "name", top[i].sites[k].site->name);
+			json_out__key_u64(j, "allocations", top[i].sites[k].allocations);
+			json_out__key_u64(j, "allocated_bytes", top[i].sites[k].allocated_bytes);
 			json_out__end_object(j);
 		}
 		json_out__end_array(j);

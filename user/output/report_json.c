@@ -6,37 +6,26 @@
 #include "json_out.h"
 #include "marks.h"
 #include "report.h"
+#include "strtab.h"
+#include "util.h"
 
-static void json_u64(struct json_out *j, const char *key, uint64_t v)
-{
-	json_out__key(j, key);
-	json_out__u64(j, v);
-}
-
-static void json_str(struct json_out *j, const char *key, const char *s)
-{
-	json_out__key(j, key);
-	json_out__string(j, s);
-}
+#include <errno.h>
+#include <stdlib.h>
 
 void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 {
 	json_out__key(j, "trace");
 	json_out__begin_object(j, false);
-	json_str(j, "command", t->command);
-	json_out__key(j, "pid");
-	json_out__i64(j, t->pid);
-	json_str(j, "comm", t->comm);
-	json_u64(j, "duration_ns", t->duration_ns);
-	json_u64(j, "sample_bytes", t->sample_bytes);
-	json_out__key(j, "ended");
-	json_out__bool(j, t->ended);
-	json_out__key(j, "target_exited");
-	json_out__bool(j, t->target_exited);
-	json_out__key(j, "partial");
-	json_out__bool(j, t->partial);
-	json_str(j, "problem", t->problem);
-	json_str(j, "stop_reason", t->stop_reason);
+	json_out__key_string(j, "command", t->command);
+	json_out__key_i64(j, "pid", t->pid);
+	json_out__key_string(j, "comm", t->comm);
+	json_out__key_u64(j, "duration_ns", t->duration_ns);
+	json_out__key_u64(j, "sample_bytes", t->sample_bytes);
+	json_out__key_bool(j, "ended", t->ended);
+	json_out__key_bool(j, "target_exited", t->target_exited);
+	json_out__key_bool(j, "partial", t->partial);
+	json_out__key_string(j, "problem", t->problem);
+	json_out__key_string(j, "stop_reason", t->stop_reason);
 	json_out__end_object(j);
 }
 
@@ -44,78 +33,142 @@ void report_json__totals(struct json_out *j, const struct analysis_totals *t)
 {
 	json_out__key(j, "totals");
 	json_out__begin_object(j, false);
-	json_u64(j, "allocations", t->allocations);
-	json_u64(j, "frees", t->frees);
-	json_u64(j, "allocated_bytes", t->allocated_bytes);
-	json_u64(j, "peak_bytes", t->peak_bytes);
-	json_u64(j, "peak_time_ns", t->peak_time_ns);
-	json_u64(j, "leaked_allocations", t->leaked_allocations);
-	json_u64(j, "leaked_bytes", t->leaked_bytes);
-	json_u64(j, "temporary_allocations", t->temporary_allocations);
-	json_u64(j, "unmatched_frees", t->unmatched_frees);
-	json_u64(j, "internal_frees", t->internal_frees);
-	json_u64(j, "dropped_events", t->dropped_events);
+	json_out__key_u64(j, "allocations", t->allocations);
+	json_out__key_u64(j, "frees", t->frees);
+	json_out__key_u64(j, "allocated_bytes", t->allocated_bytes);
+	json_out__key_u64(j, "peak_bytes", t->peak_bytes);
+	json_out__key_u64(j, "peak_time_ns", t->peak_time_ns);
+	json_out__key_u64(j, "leaked_allocations", t->leaked_allocations);
+	json_out__key_u64(j, "leaked_bytes", t->leaked_bytes);
+	json_out__key_u64(j, "temporary_allocations", t->temporary_allocations);
+	json_out__key_u64(j, "unmatched_frees", t->unmatched_frees);
+	json_out__key_u64(j, "internal_frees", t->internal_frees);
+	json_out__key_u64(j, "dropped_events", t->dropped_events);
 	json_out__end_object(j);
 }
 
 static void report_json__figures(struct json_out *j, const struct analysis_figures *f)
 {
-	json_u64(j, "allocations", f->allocations);
-	json_u64(j, "allocated_bytes", f->allocated_bytes);
-	json_u64(j, "peak_bytes", f->peak_bytes);
-	json_u64(j, "leaked_allocations", f->leaked_allocations);
-	json_u64(j, "leaked_bytes", f->leaked_bytes);
-	json_u64(j, "temporary_allocations", f->temporary_allocations);
+	json_out__key_u64(j, "allocations", f->allocations);
+	json_out__key_u64(j, "allocated_bytes", f->allocated_bytes);
+	json_out__key_u64(j, "peak_bytes", f->peak_bytes);
+	json_out__key_u64(j, "leaked_allocations", f->leaked_allocations);
+	json_out__key_u64(j, "leaked_bytes", f->leaked_bytes);
+	json_out__key_u64(j, "temporary_allocations", f->temporary_allocations);
 }
 
-/* One frame per line keeps deep stacks readable and diffable. */
+/*
+ * Stacks and their frames are written once each, in tables after the
+ * sites: a site lists its stacks by index into "stacks", a stack its frames
+ * (innermost first) by index into "stack_frames". A trace with hundreds of
+ * thousands of deep stacks repeats the same frames over and over; written
+ * in place, they made the JSON hundreds of megabytes.
+ */
+struct frame_table {
+	struct strtab keys;                  /* a frame's identity -> its index */
+	const struct analysis_frame **frames; /* by index */
+	size_t cap;
+};
+
+/* F's index in T, added if new. -ENOMEM. */
+static int64_t frame_table__index(struct frame_table *t, const struct analysis_frame *f)
+{
+	char key[128];
+	int64_t i;
+
+	/* the same address can stand for several inlined frames, told apart
+	 * by what they name (the strings of one symbol are shared) */
+	snprintf(key, sizeof(key), "%llx|%p|%p|%u|%d", (unsigned long long)f->address,
+		 (const void *)f->function, (const void *)f->file, f->line, f->inlined);
+	i = strtab__intern(&t->keys, key);
+	if (i < 0)
+		return i;
+	if ((size_t)i >= t->cap && array_reserve((void **)&t->frames, &t->cap, (size_t)i + 1, sizeof(*t->frames)))
+		return -ENOMEM;
+	t->frames[i] = f;
+	return i;
+}
+
 static void report_json__frame(struct json_out *j, const struct analysis_frame *f)
 {
-	char addr[24];
+	char addr[32];
 
 	snprintf(addr, sizeof(addr), "0x%llx", (unsigned long long)f->address);
 	json_out__begin_object(j, true);
-	json_str(j, "address", addr);
-	json_str(j, "function", f->function);
-	json_str(j, "file", f->file);
-	json_u64(j, "line", f->line);
-	json_str(j, "module", f->module);
-	json_out__key(j, "inlined");
-	json_out__bool(j, f->inlined);
+	json_out__key_string(j, "address", addr);
+	json_out__key_string(j, "function", f->function);
+	json_out__key_string(j, "file", f->file);
+	json_out__key_u64(j, "line", f->line);
+	json_out__key_string(j, "module", f->module);
+	json_out__key_bool(j, "inlined", f->inlined);
 	json_out__end_object(j);
 }
 
-static void report_json__stack(struct json_out *j, const struct analysis_stack *s)
+static int report_json__stack(struct json_out *j, struct frame_table *t, const struct analysis_stack *s)
 {
-	size_t i;
-
-	json_out__begin_object(j, false);
+	json_out__begin_object(j, true);
 	report_json__figures(j, &s->figures);
 	json_out__key(j, "frames");
-	json_out__begin_array(j, false);
-	for (i = 0; i < s->nframes; i++)
-		report_json__frame(j, &s->frames[i]);
+	json_out__begin_array(j, true);
+	for (size_t i = 0; i < s->nframes; i++) {
+		int64_t k = frame_table__index(t, &s->frames[i]);
+
+		if (k < 0)
+			return (int)k;
+		json_out__u64(j, (uint64_t)k);
+	}
+	json_out__end_array(j);
+	json_out__end_object(j);
+	return 0;
+}
+
+/* Identity of a site: the keys diff --json writes for its sites too. */
+void report_json__site_keys(struct json_out *j, const char *name, const char *function,
+			    const char *file, uint32_t line, const char *module)
+{
+	json_out__key_string(j, "name", name);
+	json_out__key_string(j, "function", function);
+	json_out__key_string(j, "file", file);
+	json_out__key_u64(j, "line", line);
+	json_out__key_string(j, "module", module);
+}
+
+/* The site, its stacks numbered from *NEXT on. */
+static void report_json__site(struct json_out *j, const struct analysis_site *s, uint64_t *next)
+{
+	json_out__begin_object(j, false);
+	report_json__site_keys(j, s->name, s->function, s->file, s->line, s->module);
+	report_json__figures(j, &s->figures);
+	json_out__key(j, "stacks");
+	json_out__begin_array(j, true);
+	for (size_t i = 0; i < s->nstacks; i++)
+		json_out__u64(j, (*next)++);
 	json_out__end_array(j);
 	json_out__end_object(j);
 }
 
-static void report_json__site(struct json_out *j, const struct analysis_site *s)
+/* The "stacks" and "stack_frames" tables of the first N sites. */
+static int report_json__stack_tables(struct json_out *j, const struct analysis_site *sites, size_t n)
 {
-	size_t i;
+	struct frame_table t = { 0 };
+	int err = 0;
 
-	json_out__begin_object(j, false);
-	json_str(j, "name", s->name);
-	json_str(j, "function", s->function);
-	json_str(j, "file", s->file);
-	json_u64(j, "line", s->line);
-	json_str(j, "module", s->module);
-	report_json__figures(j, &s->figures);
+	strtab__init(&t.keys);
 	json_out__key(j, "stacks");
 	json_out__begin_array(j, false);
-	for (i = 0; i < s->nstacks; i++)
-		report_json__stack(j, s->stacks[i]);
+	for (size_t i = 0; i < n && !err; i++) {
+		for (size_t k = 0; k < sites[i].nstacks && !err; k++)
+			err = report_json__stack(j, &t, sites[i].stacks[k]);
+	}
 	json_out__end_array(j);
-	json_out__end_object(j);
+	json_out__key(j, "stack_frames");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < t.keys.nr && !err; i++)
+		report_json__frame(j, t.frames[i]);
+	json_out__end_array(j);
+	strtab__free(&t.keys);
+	free(t.frames);
+	return err;
 }
 
 void report_json__zones(struct json_out *j, const struct marks *m)
@@ -128,17 +181,17 @@ void report_json__zones(struct json_out *j, const struct marks *m)
 	json_out__begin_array(j, false);
 	for (i = 0; i < n; i++) {
 		json_out__begin_object(j, true);
-		json_str(j, "name", z[i].name);
-		json_u64(j, "count", z[i].count);
-		json_u64(j, "allocations", z[i].allocations);
-		json_u64(j, "allocated_bytes", z[i].allocated_bytes);
-		json_u64(j, "inclusive_allocations", z[i].inclusive_allocations);
-		json_u64(j, "inclusive_allocated_bytes", z[i].inclusive_allocated_bytes);
-		json_u64(j, "leaked_bytes", z[i].leaked_bytes);
-		json_u64(j, "peak_bytes", z[i].peak_bytes);
-		json_u64(j, "time_ns", z[i].time_ns);
-		json_u64(j, "open_at_end", z[i].open_at_end);
-		json_u64(j, "unmatched_ends", z[i].unmatched_ends);
+		json_out__key_string(j, "name", z[i].name);
+		json_out__key_u64(j, "count", z[i].count);
+		json_out__key_u64(j, "allocations", z[i].allocations);
+		json_out__key_u64(j, "allocated_bytes", z[i].allocated_bytes);
+		json_out__key_u64(j, "inclusive_allocations", z[i].inclusive_allocations);
+		json_out__key_u64(j, "inclusive_allocated_bytes", z[i].inclusive_allocated_bytes);
+		json_out__key_u64(j, "leaked_bytes", z[i].leaked_bytes);
+		json_out__key_u64(j, "peak_bytes", z[i].peak_bytes);
+		json_out__key_u64(j, "time_ns", z[i].time_ns);
+		json_out__key_u64(j, "open_at_end", z[i].open_at_end);
+		json_out__key_u64(j, "unmatched_ends", z[i].unmatched_ends);
 		json_out__end_object(j);
 	}
 	json_out__end_array(j);
@@ -153,16 +206,16 @@ static void report_json__frames(struct json_out *j, const struct marks *m)
 	f = marks__frames(m, &n);
 	json_out__key(j, "frames");
 	json_out__begin_object(j, false);
-	json_u64(j, "count", n);
+	json_out__key_u64(j, "count", n);
 	json_out__key(j, "frames");
 	json_out__begin_array(j, false);
 	for (i = 0; i < n; i++) {
 		json_out__begin_object(j, true);
-		json_u64(j, "allocations", f[i].allocations);
-		json_u64(j, "allocated_bytes", f[i].allocated_bytes);
-		json_u64(j, "duration_ns", f[i].duration_ns);
-		json_u64(j, "end_ns", f[i].end_ns);
-		json_str(j, "name", f[i].name);
+		json_out__key_u64(j, "allocations", f[i].allocations);
+		json_out__key_u64(j, "allocated_bytes", f[i].allocated_bytes);
+		json_out__key_u64(j, "duration_ns", f[i].duration_ns);
+		json_out__key_u64(j, "end_ns", f[i].end_ns);
+		json_out__key_string(j, "name", f[i].name);
 		json_out__end_object(j);
 	}
 	json_out__end_array(j);
@@ -179,15 +232,15 @@ void report_json__pools(struct json_out *j, const struct marks *m)
 	json_out__begin_array(j, false);
 	for (i = 0; i < n; i++) {
 		json_out__begin_object(j, true);
-		json_str(j, "name", p[i].name);
-		json_u64(j, "allocations", p[i].allocations);
-		json_u64(j, "allocated_bytes", p[i].allocated_bytes);
-		json_u64(j, "leaked_allocations", p[i].leaked_allocations);
-		json_u64(j, "leaked_bytes", p[i].leaked_bytes);
-		json_u64(j, "peak_bytes", p[i].peak_bytes);
-		json_u64(j, "frees", p[i].frees);
-		json_u64(j, "resets", p[i].resets);
-		json_u64(j, "unmatched_frees", p[i].unmatched_frees);
+		json_out__key_string(j, "name", p[i].name);
+		json_out__key_u64(j, "allocations", p[i].allocations);
+		json_out__key_u64(j, "allocated_bytes", p[i].allocated_bytes);
+		json_out__key_u64(j, "leaked_allocations", p[i].leaked_allocations);
+		json_out__key_u64(j, "leaked_bytes", p[i].leaked_bytes);
+		json_out__key_u64(j, "peak_bytes", p[i].peak_bytes);
+		json_out__key_u64(j, "frees", p[i].frees);
+		json_out__key_u64(j, "resets", p[i].resets);
+		json_out__key_u64(j, "unmatched_frees", p[i].unmatched_frees);
 		json_out__end_object(j);
 	}
 	json_out__end_array(j);
@@ -203,8 +256,8 @@ void report_json__threads(struct json_out *j, const struct marks *m)
 	json_out__begin_array(j, false);
 	for (i = 0; i < n; i++) {
 		json_out__begin_object(j, true);
-		json_u64(j, "tid", t[i].tid);
-		json_str(j, "name", t[i].name);
+		json_out__key_u64(j, "tid", t[i].tid);
+		json_out__key_string(j, "name", t[i].name);
 		json_out__end_object(j);
 	}
 	json_out__end_array(j);
@@ -220,23 +273,28 @@ static void report_json__inproc(struct json_out *j, const struct marks *m)
 	report_json__threads(j, m);
 }
 
-int report_json__write(FILE *f, const struct analysis *a)
+int report_json__write(FILE *f, const struct analysis *a, unsigned int top)
 {
 	const struct analysis_site *sites;
 	struct json_out j;
-	size_t n, i;
+	uint64_t next = 0;
+	size_t n;
+	int err;
 
 	json_out__init(&j, f);
 	json_out__begin_object(&j, false);
 	report_json__trace(&j, analysis__trace(a));
 	report_json__totals(&j, analysis__totals(a));
 	sites = analysis__sites(a, &n);
+	if (top && n > top)
+		n = top;
 	json_out__key(&j, "sites");
 	json_out__begin_array(&j, false);
-	for (i = 0; i < n; i++)
-		report_json__site(&j, &sites[i]);
+	for (size_t i = 0; i < n; i++)
+		report_json__site(&j, &sites[i], &next);
 	json_out__end_array(&j);
 	report_json__inproc(&j, analysis__marks(a));
+	err = report_json__stack_tables(&j, sites, n);
 	json_out__end_object(&j);
-	return json_out__finish(&j);
+	return json_out__finish(&j) ?: err;
 }

@@ -94,32 +94,26 @@ int top_batch__text(FILE *f, const struct top_snapshot *s, size_t top)
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
-static void key_u64(struct json_out *j, const char *key, uint64_t v)
-{
-	json_out__key(j, key);
-	json_out__u64(j, v);
-}
-
 int top_batch__json(FILE *f, const struct top_snapshot *s, size_t top)
 {
 	struct json_out j;
 
 	json_out__init(&j, f);
 	json_out__begin_object(&j, true);
-	key_u64(&j, "time_ns", s->elapsed_ns);
+	json_out__key_u64(&j, "time_ns", s->elapsed_ns);
 	json_out__key(&j, "pid");
 	json_out__i64(&j, s->pid);
 	json_out__key(&j, "target_exited");
 	json_out__bool(&j, s->target_exited);
 	json_out__key(&j, "totals");
 	json_out__begin_object(&j, true);
-	key_u64(&j, "live_bytes", s->live_bytes);
-	key_u64(&j, "live_allocations", s->live_allocations);
-	key_u64(&j, "allocations", s->allocations);
-	key_u64(&j, "allocated_bytes", s->allocated_bytes);
-	key_u64(&j, "allocations_per_second", s->allocs_per_s);
-	key_u64(&j, "bytes_per_second", s->bytes_per_s);
-	key_u64(&j, "dropped_events", s->dropped);
+	json_out__key_u64(&j, "live_bytes", s->live_bytes);
+	json_out__key_u64(&j, "live_allocations", s->live_allocations);
+	json_out__key_u64(&j, "allocations", s->allocations);
+	json_out__key_u64(&j, "allocated_bytes", s->allocated_bytes);
+	json_out__key_u64(&j, "allocations_per_second", s->allocs_per_s);
+	json_out__key_u64(&j, "bytes_per_second", s->bytes_per_s);
+	json_out__key_u64(&j, "dropped_events", s->dropped);
 	json_out__end_object(&j);
 	json_out__key(&j, "sites");
 	json_out__begin_array(&j, true);
@@ -131,14 +125,14 @@ int top_batch__json(FILE *f, const struct top_snapshot *s, size_t top)
 		json_out__string(&j, site->function ? site->function : site->name);
 		json_out__key(&j, "file");
 		json_out__string(&j, site->file);
-		key_u64(&j, "line", site->line);
+		json_out__key_u64(&j, "line", site->line);
 		json_out__key(&j, "module");
 		json_out__string(&j, site->module);
-		key_u64(&j, "live_bytes", site->figures.leaked_bytes);
-		key_u64(&j, "live_allocations", site->figures.leaked_allocations);
-		key_u64(&j, "allocations", site->figures.allocations);
-		key_u64(&j, "allocated_bytes", site->figures.allocated_bytes);
-		key_u64(&j, "bytes_per_second", s->rows[i].bytes_per_s);
+		json_out__key_u64(&j, "live_bytes", site->figures.leaked_bytes);
+		json_out__key_u64(&j, "live_allocations", site->figures.leaked_allocations);
+		json_out__key_u64(&j, "allocations", site->figures.allocations);
+		json_out__key_u64(&j, "allocated_bytes", site->figures.allocated_bytes);
+		json_out__key_u64(&j, "bytes_per_second", s->rows[i].bytes_per_s);
 		json_out__end_object(&j);
 	}
 	json_out__end_array(&j);

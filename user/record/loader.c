@@ -50,7 +50,8 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
 	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
-	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit;
+	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit &&
+	       p != s->progs.thread_new && p != s->progs.thread_rename;
 }
 
 /* Exponential gaps with the mean asked for: BPF has no logarithm. */
@@ -494,6 +495,30 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 	l->links = v;
 	l->links[l->nr_links++] = link;
 	return 0;
+}
+
+/* A tracing program attached by libbpf, kept with the others. */
+static int attach_tracing(struct loader *l, struct bpf_program *prog)
+{
+	struct bpf_link *link = bpf_program__attach(prog), **v;
+
+	if (!link)
+		return -errno;
+	v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
+	if (!v) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	l->links = v;
+	l->links[l->nr_links++] = link;
+	return 0;
+}
+
+int loader__attach_thread_names(struct loader *l)
+{
+	int err = attach_tracing(l, l->skel->progs.thread_new);
+
+	return err ? err : attach_tracing(l, l->skel->progs.thread_rename);
 }
 
 bool loader__link_map_changed(struct loader *l)

@@ -56,6 +56,10 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 
 /* Watch the dynamic linker's debugger hook at OFFSET in PATH (ld.so). */
 int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset);
+
+/* Thread names from the kernel: a new thread's and every rename
+ * (bpf/threads.bpf.h). 0 or -errno. */
+int loader__attach_thread_names(struct loader *l);
 /* Whether the link map changed (dlopen, dlclose) since the last call. */
 bool loader__link_map_changed(struct loader *l);
 

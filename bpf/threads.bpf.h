@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A name for every thread of the traced process: its name when it is created
+ * (a new thread has its creator's) and every rename after (prctl PR_SET_NAME,
+ * pthread_setname_np, a write to /proc/.../comm), from the kernel's
+ * task_newtask and task_rename tracepoints. Each name goes out as a STRING
+ * at a made-up address with MT_NAME_KERNEL set (no user pointer has it) and
+ * then a THREAD_NAME mark for the thread, through one ring, in that order:
+ * user space handles them as it handles memtrace.h's thread names. Included
+ * at the end of memtrace.bpf.c, whose rings, drop counter and process filter
+ * it uses.
+ */
+#ifndef MEMTRACE_THREADS_BPF_H
+#define MEMTRACE_THREADS_BPF_H
+
+static __always_inline void send_thread_name(__u32 tid, const char *comm)
+{
+	void *ring = cpu_ring();
+	struct mt_string_event *s;
+	struct mt_mark_event *m;
+	__u64 ts = bpf_ktime_get_ns();
+	__u64 addr = MT_NAME_KERNEL | ts; /* one per name sent: two on one ns cannot share a CPU */
+	long n;
+
+	if (!ring)
+		return;
+	s = bpf_ringbuf_reserve(ring, sizeof(*s), 0);
+	if (!s) {
+		count_drop();
+		return;
+	}
+	n = bpf_probe_read_kernel_str(s->text, sizeof(s->text), comm);
+	if (n <= 0)
+		s->text[0] = 0;
+	s->hdr.type = MT_EVENT_STRING;
+	s->hdr.size = sizeof(*s);
+	s->hdr.tid = tid;
+	s->hdr.ts = 0;
+	s->addr = addr;
+	s->len = n > 0 ? n - 1 : 0;
+	s->unread = 0;
+	bpf_ringbuf_submit(s, SUBMIT_FLAGS);
+	m = bpf_ringbuf_reserve(ring, sizeof(*m), 0);
+	if (!m) {
+		count_drop();
+		return;
+	}
+	m->hdr.type = MT_EVENT_MARK;
+	m->hdr.size = sizeof(*m);
+	m->hdr.tid = tid;
+	m->hdr.ts = ts;
+	m->kind = MT_MARK_THREAD_NAME;
+	m->pad = 0;
+	m->name = addr;
+	m->ptr = 0;
+	m->size = 0;
+	bpf_ringbuf_submit(m, SUBMIT_FLAGS);
+}
+
+static __always_inline bool thread_of_target(struct task_struct *task)
+{
+	return recording && BPF_CORE_READ(task, tgid) == target_tgid && creds_traceable();
+}
+
+/* A new thread (not a new process: its tgid is the target's). */
+SEC("tp_btf/task_newtask")
+int BPF_PROG(thread_new, struct task_struct *task, __u64 clone_flags)
+{
+	if (thread_of_target(task))
+		send_thread_name(BPF_CORE_READ(task, pid), task->comm);
+	return 0;
+}
+
+SEC("tp_btf/task_rename")
+int BPF_PROG(thread_rename, struct task_struct *task, const char *comm)
+{
+	if (thread_of_target(task))
+		send_thread_name(BPF_CORE_READ(task, pid), comm);
+	return 0;
+}
+
+#endif /* MEMTRACE_THREADS_BPF_H */

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Many distinct deep stacks, for tests/e2e/json_size.sh: allocation i is
+ * made at the bottom of a 14-level walk through left() and right() chosen
+ * by the bits of i, so 16384 allocations have 16384 different stacks of 17
+ * frames or more, all ending in the same few functions.
+ */
+#include <stdlib.h>
+
+#define DEPTH 14
+
+/* The pointers escape through this, so every malloc stays. */
+void *volatile sink;
+
+__attribute__((noinline)) void walk(int depth, unsigned path);
+
+__attribute__((noinline)) void left(int depth, unsigned path)
+{
+	walk(depth, path);
+	__asm__ volatile("" ::: "memory"); /* no tail call: the frame stays */
+}
+
+__attribute__((noinline)) void right(int depth, unsigned path)
+{
+	walk(depth, path);
+	__asm__ volatile("" ::: "memory");
+}
+
+__attribute__((noinline)) void walk(int depth, unsigned path)
+{
+	if (!depth) {
+		free(sink);
+		sink = malloc(16);
+		return;
+	}
+	if (path & 1)
+		left(depth - 1, path >> 1);
+	else
+		right(depth - 1, path >> 1);
+	__asm__ volatile("" ::: "memory");
+}
+
+int main(void)
+{
+	for (unsigned i = 0; i < 1u << DEPTH; i++)
+		walk(DEPTH, i);
+	return 0;
+}
