@@ -7,7 +7,7 @@
 #
 #   B  untraced      F  empty probes at memtrace's sites for it, entry+return
 #   X  memtrace record (exact, stacks: the default)       ratio (X - B) / (F - B)
-#   and for glibc, X attached without uprobe sessions, to show what sessions save.
+#   and for glibc, the floor as uprobe sessions and X without them, to show what sessions save.
 #
 # Rows: glibc malloc+free, C++ new+delete and new[]+delete[] (libstdc++ on
 # glibc), and malloc+free under jemalloc, tcmalloc and mimalloc (LD_PRELOAD);
@@ -88,6 +88,7 @@ pair_ns() {
 	F) args=(--empty-probes=entry+return) ;;
 	X) args=(-v) ;;
 	M) attach=multi ;;
+	S) args=(--empty-probes=session) ;;
 	esac
 	if [ "$mode" = B ]; then
 		env ${preload:+LD_PRELOAD=$preload} timeout -k 5 $RUN_TIMEOUT "$BUILD/bench/$target" 1 "$PAIRS" \
@@ -107,7 +108,7 @@ for rep in $(seq 1 "$REPS"); do
 	for row in "${ROWS[@]}"; do
 		name=${row%%|*}
 		modes="B F X"
-		[ "$name" = glibc ] && modes="B F X M" # sessions against uprobe + uretprobe, once
+		[ "$name" = glibc ] && modes="B F X M S" # sessions against uprobe + uretprobe, once
 		for mode in $modes; do
 			ns=$(pair_ns "$name" "$mode" "$rep") || die "the $name $mode run failed"
 			echo "$ns" >>"$WORK/$name.$mode.ns"
@@ -127,9 +128,11 @@ for row in "${ROWS[@]}"; do
 		"${RATIO[$name]}" "${stepped:-none}"
 done
 
-NS[glibc.M]=$(median <"$WORK/glibc.M.ns")
-echo "glibc malloc+free, memtrace attached as uprobe + uretprobe (MEMTRACE_ATTACH=multi) instead of" \
-	"uprobe sessions: $(calc "${NS[glibc.M]}" 1) ns, $(calc "(${NS[glibc.M]} - ${NS[glibc.B]}) / (${NS[glibc.F]} - ${NS[glibc.B]})") x F"
+NS[glibc.M]=$(median <"$WORK/glibc.M.ns") NS[glibc.S]=$(median <"$WORK/glibc.S.ns")
+echo "glibc malloc+free, uprobe sessions against a uprobe plus a uretprobe:"
+echo "  empty probes as sessions $(calc "${NS[glibc.S]}" 1) ns (F, uprobe + uretprobe: $(calc "${NS[glibc.F]}" 1) ns);" \
+	"memtrace attached without sessions (MEMTRACE_ATTACH=multi) $(calc "${NS[glibc.M]}" 1) ns (X, sessions:" \
+	"$(calc "${NS[glibc.X]}" 1) ns)"
 
 # --- redis-server under redis-benchmark -P 16 ------------------------------------------
 REDIS_RATE= REDIS_FLOOR= REDIS_X=

@@ -639,6 +639,10 @@ int BPF_KPROBE(empty_enter) { return 0; }
 SEC("uretprobe")
 int BPF_KRETPROBE(empty_exit) { return 0; }
 
+/* ... and as one uprobe session, entry and return (returning 0 keeps the return). */
+SEC("uprobe")
+int BPF_KPROBE(empty_session) { return 0; }
+
 #include "marks.bpf.h"
 #include "threads.bpf.h"
 

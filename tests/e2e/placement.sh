@@ -9,8 +9,8 @@
 #   no probe, and the exact line saying where they forward to;
 # - no probe single-stepped on glibc, jemalloc, tcmalloc or mimalloc (each has
 #   an emulated site that meets the rule; mimalloc's after argument copies);
-# - a replacement operator new with its own code (jemalloc's, tcmalloc's)
-#   keeps its probe, and the C++ sites of tests/progs/cxx_new_delete stay
+# - a replacement operator new with its own code (jemalloc's, tcmalloc's,
+#   mimalloc's, a program's pool) keeps its probe, and the C++ sites of tests/progs/cxx_new_delete stay
 #   exact under each allocator.
 . "$(dirname "$0")/lib.sh"
 
@@ -119,6 +119,24 @@ expect_eq "frame pointers only: sites named site_*" \
 	"$(jq '[.sites[] | select(.function // "" | startswith("site_"))] | length' "$TMP/fp.json")" 16
 expect_eq "frame pointers only: allocations at site_* sites" \
 	"$(jq '[.sites[] | select(.function // "" | startswith("site_")) | .allocations] | add' "$TMP/fp.json")" 18
+
+# A program's own operator new that serves small blocks from a pool and
+# calls malloc only for large ones is no forwarder: it keeps its probe, and
+# the pool blocks count (tests/progs/pool_new.cpp). Its sized delete, which
+# only calls its plain delete, is one.
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/pool.mtrace" -- "$PROGS/pool_new" >/dev/null 2>"$TMP/pool.err"
+expect_eq "pool_new: record exit status" $? 0
+expect_eq "pool_new: its operator new is probed" \
+	"$(grep -c '^memtrace: probe _Znwm  *pool_new+.*) on .*: emulated, with return probe$' "$TMP/pool.err")" 1
+expect_eq "pool_new: its sized delete forwards to its delete" \
+	"$(grep -c '^memtrace: probe _ZdlPvm  *pool_new+0x0 .* none: forwards to _ZdlPv$' "$TMP/pool.err")" 1
+report_json "$TMP/pool.mtrace" "$TMP/pool.json"
+for kv in "site_pool_small() allocations 5" "site_pool_small() allocated_bytes 80" \
+	"site_pool_small() leaked_bytes 0" "site_large() allocations 3" "site_large() allocated_bytes 3000" \
+	"site_large() leaked_bytes 0"; do
+	read -r fn field want <<<"$kv"
+	expect_eq "pool_new: $fn $field" "$(jq --arg f "$fn" "[.sites[] | select(.function == \$f) | .$field] | add" "$TMP/pool.json")" "$want"
+done
 
 # Under an LD_PRELOAD'd allocator: no single-stepped probe where the rule
 # finds an emulated site, its own operator new probed, the C++ sites exact.

@@ -164,9 +164,10 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		case 'v': o->verbose = true; break;
 		case 'F': o->follow = true; break;
 		case 'E': /* undocumented: the floor make bench measures */
-			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2 : -1;
+			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2
+					: !strcmp(optarg, "session") ? 3 : -1;
 			if (o->empty_probes < 0)
-				return fail("--empty-probes takes entry or entry+return");
+				return fail("--empty-probes takes entry, entry+return or session");
 			break;
 		case 'U': /* internal: started by the --follow-children supervisor */
 			if (parse_u64(optarg, &v) || v == 0 || v > INT_MAX)

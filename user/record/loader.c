@@ -238,6 +238,9 @@ static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 {
 	struct memtrace_bpf *s = l->skel;
 
+	/* The session floor: free has no return probe, so no session either. */
+	if (l->opts.empty_probes == 3 && l->mode == LOADER_SESSION && p != PROBE_FREE)
+		return s->progs.empty_session;
 	if (l->opts.empty_probes)
 		return s->progs.empty_enter;
 	switch (p) {
@@ -256,7 +259,7 @@ static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 /* NULL: no return probes (the entry-only bench floor). */
 static struct bpf_program *exit_prog(struct loader *l)
 {
-	if (l->opts.empty_probes == 1 || (l->mode == LOADER_SESSION && !l->opts.empty_probes))
+	if (l->opts.empty_probes == 1 || (l->mode == LOADER_SESSION && l->opts.empty_probes != 2))
 		return NULL; /* sessions run the entry program at the return */
 	return l->opts.empty_probes ? l->skel->progs.empty_exit : l->skel->progs.alloc_exit;
 }

@@ -24,7 +24,8 @@ struct loader_opts {
 	uint32_t stack_depth;     /* frames per stack; 0: none */
 	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
 	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */
-	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return */
+	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return,
+				   * 3 entry and return as one uprobe session where there are */
 	uint32_t unwind_rows;     /* room for unwind table rows (0: none) */
 	bool check_creds;         /* the recorder lacks CAP_SYS_PTRACE: enforce the rule below */
 	uint32_t allowed_uid;     /* the recorder's real uid and gid */
