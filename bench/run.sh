@@ -290,6 +290,19 @@ read -r REP_WALL REP_CPU < <(awk '{ w += $1; c += $2 + $3 } END { printf "%.2f %
 REP_RATE=$(calc "$TP_EVENTS / ($REP_CPU + 0.001) / 1e6" 1)
 echo "  report --json of $TP_EVENTS events: ${REP_WALL} s wall, $REP_CPU s CPU (mean of 3): $REP_RATE M events/s per core"
 
+# The live view (memtrace top, issue 15): the same 2 threads for the same time under
+# `top --batch -i 1`; what the view costs is its recorder CPU per event over record's, times
+# its events per second: the share of a core the replay, the snapshots and the output take.
+/usr/bin/time -f '%U %S' -o "$WORK/top_tp.time" timeout -k 5 $TP_TIMEOUT \
+	"$MEMTRACE" top --batch -i 1 -o "$WORK/top_tp.mtrace" -- "$TARGET" 2 "${SECONDS_TP}s" \
+	>"$WORK/top_tp.top" 2>"$WORK/top_tp.err" || { tail -5 "$WORK/top_tp.err" >&2; die "the top run failed"; }
+grep '^malloc_bench ' "$WORK/top_tp.top" >"$WORK/top_tp.out"
+"$MEMTRACE" report --json "$WORK/top_tp.mtrace" >"$WORK/top_tp.json" 2>/dev/null || die "memtrace report failed on the top trace"
+read -r TOP_EVENTS TOP_RATE _ _ TOP_CPU _ < <(stats top_tp "$SETUP_TP")
+TOP_VIEW=$(calc "($TOP_CPU - $TP_CPU) * $TOP_RATE / 1e9 * 100" 2)
+echo "  top --batch -i 1: $TOP_EVENTS events, $TOP_RATE events/s, $TOP_CPU recorder ns/event (record: $TP_CPU):" \
+	"the view's own CPU $TOP_VIEW% of a core"
+
 # --- targets ------------------------------------------------------------------------
 ratio_row() { # ratio_row ROW LIMIT FLOOR
 	if [ -n "${SKIP[$1]:-}" ]; then
@@ -328,6 +341,7 @@ echo "| $tp_what | >= 1 M with 0 drops | $tp_m M/s, $TP_DROPS dropped | $tp_verd
 echo "| recorder CPU per event (drain, encode, compress) | <= 150 ns | $TP_CPU ns (no stacks: $NS_CPU ns) | $(verdict "$TP_CPU" 150) |"
 echo "| bytes per event on disk | <= 6 without stacks, <= 8 with | $NS_BPE without, $TP_BPE with | $bpe_verdict |"
 echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min "$REP_RATE" 20) |"
+echo "| top's view CPU at -i 1 ($TOP_RATE events/s) | < 5% of a core at 100 k events/s | $TOP_VIEW% | $(verdict "$TOP_VIEW" 5) |"
 echo
 echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B).)"
 

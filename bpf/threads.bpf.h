@@ -62,16 +62,20 @@ static __always_inline bool thread_of_target(struct task_struct *task)
 	return recording && BPF_CORE_READ(task, tgid) == target_tgid && creds_traceable();
 }
 
+/* Raw tracepoints rather than tp_btf: finding a tp_btf's BTF id makes
+ * libbpf list the kernel's BTF objects, which needs CAP_SYS_ADMIN, and
+ * CAP_BPF with CAP_PERFMON must be enough. */
+
 /* A new thread (not a new process: its tgid is the target's). */
-SEC("tp_btf/task_newtask")
+SEC("raw_tp/task_newtask")
 int BPF_PROG(thread_new, struct task_struct *task, __u64 clone_flags)
 {
 	if (thread_of_target(task))
-		send_thread_name(BPF_CORE_READ(task, pid), task->comm);
+		send_thread_name(BPF_CORE_READ(task, pid), (const char *)__builtin_preserve_access_index(&task->comm));
 	return 0;
 }
 
-SEC("tp_btf/task_rename")
+SEC("raw_tp/task_rename")
 int BPF_PROG(thread_rename, struct task_struct *task, const char *comm)
 {
 	if (thread_of_target(task))

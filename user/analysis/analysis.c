@@ -67,12 +67,10 @@ static inline struct stack *stack__get(struct analysis *a, uint32_t s)
 	return s < a->nstacks ? &a->stacks[s] : stack__grow(a, s);
 }
 
-/* Save the stack's live bytes as its share of the current peak before
- * they change, if they have not changed since that peak was reached. */
-static inline void stack__touch(const struct analysis *a, struct stack *s)
+/* Save the stack's live bytes as its share of the current peak (EPOCH)
+ * before they change, if they have not changed since that peak was reached. */
+static inline void stack__touch(struct stack *s, uint64_t epoch)
 {
-	uint64_t epoch = replay__peak_epoch(a->r);
-
 	if (s->peak_epoch != epoch) {
 		s->pub.figures.peak_bytes = s->live_bytes;
 		s->peak_epoch = epoch;
@@ -86,7 +84,7 @@ static int sites_alloc(void *ctx, const struct replay *r, const struct replay_bl
 
 	if (!s)
 		return -ENOMEM;
-	stack__touch(a, s);
+	stack__touch(s, b->peak_epoch);
 	s->live_bytes += b->bytes;
 	s->live_allocs += b->count;
 	s->pub.figures.allocations += b->count;
@@ -104,7 +102,7 @@ static int sites_free(void *ctx, const struct replay *r, const struct replay_blo
 		return -ENOMEM;
 	if (temporary)
 		s->pub.figures.temporary_allocations += b->count;
-	stack__touch(a, s);
+	stack__touch(s, b->peak_epoch);
 	s->live_bytes -= b->bytes;
 	s->live_allocs -= b->count;
 	return 0;
@@ -190,7 +188,7 @@ static int analysis__settle_stacks(struct analysis *a, const struct analysis_sta
 	for (size_t i = 0; i < a->nstacks; i++) {
 		struct stack *s = &a->stacks[i];
 
-		stack__touch(a, s);
+		stack__touch(s, replay__peak_epoch(a->r));
 		s->pub.figures.leaked_allocations = s->live_allocs;
 		s->pub.figures.leaked_bytes = s->live_bytes;
 		if (!s->pub.figures.allocations)

@@ -6,12 +6,6 @@
 #include <stdlib.h>
 
 
-static inline size_t live__home(const struct live_table *t, uint64_t ptr)
-{
-	/* Fibonacci hashing: the high bits of the product mix the pointer's
-	 * middle bits, where allocations differ (the low 4 are alignment). */
-	return (size_t)((ptr * 0x9E3779B97F4A7C15ULL) >> t->shift);
-}
 
 static int live__resize(struct live_table *t, unsigned int bits)
 {
@@ -102,15 +96,6 @@ static int live__reserve(struct live_table *t)
 	return live__resize(t, 64 - t->shift + 1);
 }
 
-struct live_entry *live_table__find(const struct live_table *t, uint64_t ptr)
-{
-	size_t i;
-
-	for (i = live__home(t, ptr); t->slots[i].ptr; i = (i + 1) & t->mask)
-		if (t->slots[i].ptr == ptr)
-			return &t->slots[i];
-	return NULL;
-}
 
 /* The slot for PTR: its entry if there is one, live or freed (*existed
  * set), else a free slot now holding PTR. NULL only when growing fails. */
@@ -133,12 +118,6 @@ struct live_entry *live_table__insert(struct live_table *t, uint64_t ptr, bool *
 }
 
 /* E's pointer was freed: keep it as a freed entry. */
-void live_table__mark_freed(struct live_table *t, struct live_entry *e)
-{
-	e->stack = LIVE_FREED;
-	e->seq = ++t->freed_stamp;
-	t->nfreed++;
-}
 
 int live_table__init(struct live_table *t)
 {

@@ -60,8 +60,21 @@ static inline bool live_entry__is_freed(const struct live_entry *e)
 int live_table__init(struct live_table *t);
 void live_table__free(struct live_table *t);
 
-/* The entry of PTR, live or freed, or NULL. */
-struct live_entry *live_table__find(const struct live_table *t, uint64_t ptr);
+static inline size_t live__home(const struct live_table *t, uint64_t ptr)
+{
+	/* Fibonacci hashing: the high bits of the product mix the pointer's
+	 * middle bits, where allocations differ (the low 4 are alignment). */
+	return (size_t)((ptr * 0x9E3779B97F4A7C15ULL) >> t->shift);
+}
+
+/* The entry of PTR, live or freed, or NULL. Inline: every free looks. */
+static inline struct live_entry *live_table__find(const struct live_table *t, uint64_t ptr)
+{
+	for (size_t i = live__home(t, ptr); t->slots[i].ptr; i = (i + 1) & t->mask)
+		if (t->slots[i].ptr == ptr)
+			return &t->slots[i];
+	return NULL;
+}
 
 /* The slot for PTR: its entry if there is one, live or freed (*existed
  * set), else a free slot now holding PTR. NULL only when growing fails.
@@ -69,6 +82,11 @@ struct live_entry *live_table__find(const struct live_table *t, uint64_t ptr);
 struct live_entry *live_table__insert(struct live_table *t, uint64_t ptr, bool *existed);
 
 /* E's pointer was freed: keep it as a freed entry. */
-void live_table__mark_freed(struct live_table *t, struct live_entry *e);
+static inline void live_table__mark_freed(struct live_table *t, struct live_entry *e)
+{
+	e->stack = LIVE_FREED;
+	e->seq = ++t->freed_stamp;
+	t->nfreed++;
+}
 
 #endif /* MEMTRACE_LIVE_TABLE_H */

@@ -317,7 +317,7 @@ static int on_alloc(void *ctx, const struct replay *r, const struct replay_block
 	size_t depth;
 	int err;
 
-	err = frame_add_alloc(m, replay__stack(r, b->stack)->id, b->count, b->bytes);
+	err = frame_add_alloc(m, b->stack_id, b->count, b->bytes);
 	if (err || b->zone == REPLAY_NONE)
 		return err;
 	open = replay__thread_zones(r, b->thread, &depth);

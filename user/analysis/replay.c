@@ -93,7 +93,7 @@ struct replay {
 	struct thread *threads;
 	size_t nthreads, threads_cap;
 	struct u64map tids;       /* tid + 1 -> index */
-	uint32_t cached_tid, cached_thread;
+	uint32_t cached_tid[2], cached_thread[2]; /* the last two threads: most traces alternate few */
 	bool have_cached_thread;
 
 	struct strtab names;      /* interned by text */
@@ -383,18 +383,36 @@ static int thread__lookup(struct replay *r, uint32_t tid, uint32_t *idx)
 		r->threads[r->nthreads] = (struct thread){ .tid = tid, .name = REPLAY_NONE };
 		e->val = r->nthreads++;
 	}
+	*idx = (uint32_t)e->val;
+	if (r->have_cached_thread) {
+		r->cached_tid[1] = r->cached_tid[0];
+		r->cached_thread[1] = r->cached_thread[0];
+	} else {
+		r->cached_tid[1] = tid;
+		r->cached_thread[1] = *idx;
+	}
 	r->have_cached_thread = true;
-	r->cached_tid = tid;
-	r->cached_thread = *idx = (uint32_t)e->val;
+	r->cached_tid[0] = tid;
+	r->cached_thread[0] = *idx;
 	return 0;
 }
 
-/* The thread index of TID, made if new; the last one is cached. */
+/* The thread index of TID, made if new; the last two are cached. */
 static inline int thread__index(struct replay *r, uint32_t tid, uint32_t *idx)
 {
-	if (r->have_cached_thread && tid == r->cached_tid) {
-		*idx = r->cached_thread;
-		return 0;
+	if (r->have_cached_thread) {
+		if (tid == r->cached_tid[0]) {
+			*idx = r->cached_thread[0];
+			return 0;
+		}
+		if (tid == r->cached_tid[1]) {
+			*idx = r->cached_thread[1];
+			r->cached_tid[1] = r->cached_tid[0];
+			r->cached_thread[1] = r->cached_thread[0];
+			r->cached_tid[0] = tid;
+			r->cached_thread[0] = *idx;
+			return 0;
+		}
 	}
 	return thread__lookup(r, tid, idx);
 }
@@ -443,6 +461,8 @@ int replay__add_string(struct replay *r, const struct trace_string *s)
 	bool existed;
 	int err;
 
+	if (!s->id)
+		return 0; /* id 0 is "none", never defined */
 	err = name__intern(r, s->str ? s->str : "", &name);
 	if (err)
 		return err;
@@ -601,8 +621,10 @@ static inline struct replay_block block_of(const struct replay *r, const struct 
 		.size = e->size,
 		.ts = ts,
 		.stack = e->stack,
+		.stack_id = r->stacks[e->stack].id,
 		.thread = e->thread,
 		.zone = e->zone,
+		.peak_epoch = r->peak_epoch,
 	};
 
 	b.bytes = weigh(r, e->size, &b.count);
@@ -643,12 +665,14 @@ static int free_ptr(struct replay *r, uint64_t ptr, uint64_t ts)
 
 static int alloc(struct replay *r, const struct trace_event *ev)
 {
-	struct replay_block b = { .ptr = ev->ptr, .size = ev->size, .ts = ev->ts, .zone = REPLAY_NONE };
+	struct replay_block b = { .ptr = ev->ptr, .size = ev->size, .ts = ev->ts, .zone = REPLAY_NONE,
+				  .peak_epoch = r->peak_epoch };
 	struct live_entry *e;
 	struct thread *t;
 	bool existed;
 	int err;
 
+	b.stack_id = ev->stack_id;
 	err = stack__index(r, ev->stack_id, &b.stack);
 	if (!err)
 		err = thread__index(r, ev->tid, &b.thread);

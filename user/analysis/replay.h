@@ -110,8 +110,10 @@ struct replay_block {
 	uint64_t bytes;    /* bytes it stands for: SIZE, or the sampling estimate */
 	uint64_t ts;       /* the event's time (CLOCK_MONOTONIC ns) */
 	uint32_t stack;    /* stack index (replay__stack); 0: no stack */
+	uint32_t stack_id; /* the trace's id of that stack */
 	uint32_t thread;   /* thread index of the thread that made it */
 	uint32_t zone;     /* name of the innermost zone open on it then; REPLAY_NONE */
+	uint64_t peak_epoch; /* replay__peak_epoch at the event */
 };
 
 /* One open zone entry on a thread. */
