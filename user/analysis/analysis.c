@@ -5,15 +5,12 @@
  * file keeps the figures per stack while events stream in, because symbols
  * come at the end of a trace, and groups stacks into sites at the end.
  *
- * The per-site peak is computed in the same pass: the global peak moves
- * forward in "epochs" (replay__peak_epoch); a stack remembers the epoch in
- * which its live bytes last changed, and just before changing them in a
- * later epoch it saves them as its bytes at the current peak (they had not
- * changed since).
+ * The per-site peak is computed in the same pass (peak_share.h).
  */
 #include "analysis.h"
 #include "arena.h"
 #include "marks.h"
+#include "peak_share.h"
 #include "replay.h"
 #include "sites.h"
 #include "util.h"
@@ -29,9 +26,8 @@
 /* A stack's figures, by the engine's stack index. */
 struct stack {
 	struct analysis_stack pub;
-	uint64_t live_bytes;
+	struct peak_share peak; /* live bytes and their share of the peak */
 	uint64_t live_allocs;
-	uint64_t peak_epoch; /* epoch of the last change of live_bytes */
 };
 
 struct analysis {
@@ -55,7 +51,7 @@ static struct stack *stack__grow(struct analysis *a, uint32_t s)
 	for (size_t i = a->nstacks; i < n; i++) {
 		a->stacks[i] = (struct stack){ .pub.id = replay__stack(a->r, (uint32_t)i)->id };
 		/* A stack born now had 0 bytes live at the current peak. */
-		a->stacks[i].peak_epoch = replay__peak_epoch(a->r);
+		a->stacks[i].peak.epoch = replay__peak_epoch(a->r);
 	}
 	a->nstacks = n;
 	return &a->stacks[s];
@@ -67,14 +63,11 @@ static inline struct stack *stack__get(struct analysis *a, uint32_t s)
 	return s < a->nstacks ? &a->stacks[s] : stack__grow(a, s);
 }
 
-/* Save the stack's live bytes as its share of the current peak (EPOCH)
- * before they change, if they have not changed since that peak was reached. */
+/* Before the stack's live bytes change (peak_share.h). */
 static inline void stack__touch(struct stack *s, uint64_t epoch)
 {
-	if (s->peak_epoch != epoch) {
-		s->pub.figures.peak_bytes = s->live_bytes;
-		s->peak_epoch = epoch;
-	}
+	peak_share__touch(&s->peak, epoch);
+	s->pub.figures.peak_bytes = s->peak.peak_bytes;
 }
 
 static int sites_alloc(void *ctx, const struct replay *r, const struct replay_block *b)
@@ -85,7 +78,7 @@ static int sites_alloc(void *ctx, const struct replay *r, const struct replay_bl
 	if (!s)
 		return -ENOMEM;
 	stack__touch(s, b->peak_epoch);
-	s->live_bytes += b->bytes;
+	s->peak.live_bytes += b->bytes;
 	s->live_allocs += b->count;
 	s->pub.figures.allocations += b->count;
 	s->pub.figures.allocated_bytes += b->bytes;
@@ -103,7 +96,7 @@ static int sites_free(void *ctx, const struct replay *r, const struct replay_blo
 	if (temporary)
 		s->pub.figures.temporary_allocations += b->count;
 	stack__touch(s, b->peak_epoch);
-	s->live_bytes -= b->bytes;
+	s->peak.live_bytes -= b->bytes;
 	s->live_allocs -= b->count;
 	return 0;
 }
@@ -190,7 +183,7 @@ static int analysis__settle_stacks(struct analysis *a, const struct analysis_sta
 
 		stack__touch(s, replay__peak_epoch(a->r));
 		s->pub.figures.leaked_allocations = s->live_allocs;
-		s->pub.figures.leaked_bytes = s->live_bytes;
+		s->pub.figures.leaked_bytes = s->peak.live_bytes;
 		if (!s->pub.figures.allocations)
 			continue;
 		s->pub.frames = replay__stack_frames(a->r, (uint32_t)i, &s->pub.nframes);
