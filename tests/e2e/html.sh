@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # memtrace report --html on fresh recordings of tests/progs/demo and
 # tests/progs/marks, loaded in headless Chromium: the page is self-contained,
-# its embedded data is the report's, its script runs without a console
+# its embedded data is the report's (the viewer's cells add up to its
+# totals), its script runs without a console
 # message and draws the memory chart, the flame graph (driven by the page's
-# #selftest: tooltip, click-to-zoom, reset, the three metrics) and the
+# #selftest: tooltip, click-to-zoom, reset, the five metrics) and the
 # tables; a screenshot has the size of a drawn page. A command line holding
 # "</script>" stays text. Skipped (no TAP line) only when Chromium is missing
 # and cannot be installed (tests/install-deps.sh installs it). SCREENSHOT_DIR=DIR
@@ -73,10 +74,14 @@ expect_eq "data: the series' max is the peak" "$(jq '[.series as $s | range(1; $
 	"$(jqr "$json" .totals.peak_bytes)"
 n=$(jq '.series | length / 2' "$TMP/data.json")
 if [ "$n" -ge 2 ] && [ "$n" -le 2000 ]; then ok "data: $n chart points (2..2000)"; else not_ok "data: $n chart points"; fi
-expect_eq "data: stacks' allocated bytes add up to the total" "$(jq '[.stacks[][0]] | add' "$TMP/data.json")" \
-	"$(jqr "$json" .totals.allocated_bytes)"
-expect_eq "data: stacks' leaked bytes add up to the total" "$(jq '[.stacks[][1]] | add' "$TMP/data.json")" \
-	"$(jqr "$json" .totals.leaked_bytes)"
+# the viewer's cells (11 numbers each) add up to the report's totals
+cells_sum() { jq ".view.cells as \$c | [range($1; \$c | length; 11) | \$c[.]] | add" "$TMP/data.json"; }
+expect_eq "data: cells' allocations add up to the total" "$(cells_sum 5)" "$(jqr "$json" .totals.allocations)"
+expect_eq "data: cells' allocated bytes add up to the total" "$(cells_sum 6)" "$(jqr "$json" .totals.allocated_bytes)"
+expect_eq "data: cells' leaked bytes add up to the total" "$(cells_sum 8)" "$(jqr "$json" .totals.leaked_bytes)"
+expect_eq "data: cells' bytes at the peak add up to the peak" "$(cells_sum 9)" "$(jqr "$json" .totals.peak_bytes)"
+expect_eq "data: cells' temporary allocations add up to the total" "$(cells_sum 10)" \
+	"$(jqr "$json" .totals.temporary_allocations)"
 expect_eq "data: the command line, </script> and all" "$(jqr "$TMP/data.json" .trace.command)" \
 	"$(jqr "$json" .trace.command)"
 
@@ -103,9 +108,7 @@ for f in all main serve_batch handle_request render_reply cache_insert parse_req
 	expect_eq "flame graph has a frame $f" "$(grep -c "class=\"fg-node[^\"]*\"[^>]*>$f<" "$TMP/dom.html")" 1
 done
 expect_eq "site table lists render_reply first" \
-	"$(grep -o '<div id="sites"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | head -n1 | sed 's/.*>//')" render_reply
-expect_eq "leak table lists cache_insert first" \
-	"$(grep -o '<div id="leaks"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | head -n1 | sed 's/.*>//')" cache_insert
+	"$(grep -o 'id="sites"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | head -n1 | sed 's/.*>//')" render_reply
 expect_eq "no zone section without zones" "$(grep -c '<section id="zones-sec" hidden' "$TMP/dom.html")" 1
 
 chromium "file://$page" --screenshot="$TMP/demo.png" --window-size=1280,1600 >/dev/null 2>&1
@@ -128,19 +131,19 @@ chromium "file://$page#selftest" --dump-dom --enable-logging=stderr --v=0 >"$TMP
 expect_eq "marks: no console message" "$(grep -c ':CONSOLE' "$TMP/chromium.err")" 0
 expect_eq "marks: data-status, data-selftest" \
 	"$(grep -o '<html[^>]*>' "$TMP/dom.html" | grep -o 'data-[a-z]*="[^"]*"' | sort | tr '\n' ' ')" \
-	'data-ready="1" data-selftest="ok" data-status="ok" '
+	"data-range=\"0 $(jq .view.nbuckets <(page_data "$page"))\" data-ready=\"1\" data-selftest=\"ok\" data-status=\"ok\" "
 for s in zones frames pools threads; do
 	expect_eq "marks: $s section shown" "$(grep -c "<section id=\"$s-sec\">" "$TMP/dom.html")" 1
 done
-zone_rows=$(grep -o '<div id="zones"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | sort | tr '\n' ' ')
+zone_rows=$(grep -o 'id="zones"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | sort | tr '\n' ' ')
 expect_eq "marks: zone table rows" "$zone_rows" "frame job physics render shutdown update "
 expect_eq "marks: frames note" "$(grep -o '<p class="note" id="frames-note">[0-9]* frame marks' "$TMP/dom.html" | sed 's/.*>//')" \
 	"5 frame marks"
 expect_eq "marks: frame table has the 5 frames" \
-	"$(grep -o '<div id="frames"><table>.*' "$TMP/dom.html" | grep -o '<tr><td class="num">' | wc -l)" 5
-expect_eq "marks: pool table" "$(grep -o '<div id="pools"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | tr '\n' ' ')" \
+	"$(grep -o 'id="frames"><table>.*' "$TMP/dom.html" | grep -o '<tr><td class="num">' | wc -l)" 5
+expect_eq "marks: pool table" "$(grep -o 'id="pools"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | tr '\n' ' ')" \
 	"frame_arena nodes "
-expect_eq "marks: thread table" "$(grep -o '<div id="threads"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | tr '\n' ' ')" \
+expect_eq "marks: thread table" "$(grep -o 'id="threads"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | tr '\n' ' ')" \
 	"main worker-0 worker-1 "
 
 finish

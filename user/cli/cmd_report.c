@@ -123,8 +123,8 @@ static int report_print(const struct report_args *args, const struct analysis *a
 
 /* The page, rendered in memory first so that a failure leaves no half
  * file. Malloc'ed into *DATA, *LEN; 0 or -errno after printing why. */
-static int report_render_html(const struct analysis *a, const struct heap_series *s,
-			      char **data, size_t *len)
+static int report_render_html(struct analysis *a, const struct heap_series *s,
+			      const struct view_cells *v, char **data, size_t *len)
 {
 	FILE *f;
 	int err;
@@ -134,7 +134,7 @@ static int report_render_html(const struct analysis *a, const struct heap_series
 	if (!f) {
 		err = -ENOMEM;
 	} else {
-		err = report_html__write(f, a, s);
+		err = report_html__write(f, a, s, v);
 		if (fclose(f) && !err)
 			err = -ENOMEM;
 	}
@@ -176,9 +176,9 @@ static int report_save_html(const char *path, const char *data, size_t len)
 	return 0;
 }
 
-/* S, fed by the same pass as A, settled and drawn into the page. */
-static int report_write_html(const struct report_args *args, const struct analysis *a,
-			     struct heap_series *s)
+/* S and V, fed by the same pass as A, settled and drawn into the page. */
+static int report_write_html(const struct report_args *args, struct analysis *a,
+			     struct heap_series *s, const struct view_cells *v)
 {
 	char *data;
 	size_t len;
@@ -189,7 +189,7 @@ static int report_write_html(const struct report_args *args, const struct analys
 		report_out_of_memory(args->path);
 		return err;
 	}
-	err = report_render_html(a, s, &data, &len);
+	err = report_render_html(a, s, v, &data, &len);
 	if (err)
 		return err;
 	err = report_save_html(args->html, data, len);
@@ -201,6 +201,7 @@ int cmd_report(int argc, char **argv)
 {
 	struct report_args args;
 	struct heap_series *s = NULL;
+	struct view_cells *v = NULL;
 	struct analysis *a;
 	int err;
 
@@ -213,9 +214,10 @@ int cmd_report(int argc, char **argv)
 		report_out_of_memory(args.path);
 		return 1;
 	}
-	/* Live bytes over time, which the analysis does not keep, observe the
-	 * same pass. */
-	if (args.html && !(s = heap_series__new(analysis__replay(a), REPORT_HTML_POINTS))) {
+	/* Live bytes over time and the viewer's cells, which the analysis does
+	 * not keep, observe the same pass. */
+	if (args.html && (!(s = heap_series__new(analysis__replay(a), REPORT_HTML_POINTS)) ||
+			  !(v = view_cells__new(analysis__replay(a))))) {
 		report_out_of_memory(args.path);
 		err = -ENOMEM;
 		goto out_free;
@@ -224,11 +226,12 @@ int cmd_report(int argc, char **argv)
 	if (err)
 		goto out_free;
 	if (args.html)
-		err = report_write_html(&args, a, s);
+		err = report_write_html(&args, a, s, v);
 	else
 		err = report_print(&args, a);
 
 out_free:
+	view_cells__free(v);
 	heap_series__free(s);
 	analysis__free(a);
 	return err ? 1 : 0;

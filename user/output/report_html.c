@@ -9,7 +9,6 @@
 #include "json_out.h"
 #include "marks.h"
 #include "report_html_assets.h"
-#include "strtab.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -29,62 +28,6 @@ static void data_series(struct json_out *j, const struct heap_series *s)
 		json_out__u64(j, p[i].bytes);
 	}
 	json_out__end_array(j);
-}
-
-/* One stack: [allocated, leaked, peak, allocations, [name ids, outermost
- * first]]; names are interned in NAMES, as the page builds the tree. */
-static int data_stack(struct json_out *j, const struct analysis_stack *s, struct strtab *names)
-{
-	const struct analysis_figures *f = &s->figures;
-	char buf[64];
-	int64_t id;
-
-	json_out__begin_array(j, true);
-	json_out__u64(j, f->allocated_bytes);
-	json_out__u64(j, f->leaked_bytes);
-	json_out__u64(j, f->peak_bytes);
-	json_out__u64(j, f->allocations);
-	json_out__begin_array(j, true);
-	for (size_t i = s->nframes; i-- > 0;) {
-		id = strtab__intern(names, export_frame_name(&s->frames[i], buf, sizeof(buf)));
-		if (id < 0)
-			return (int)id;
-		json_out__u64(j, (uint64_t)id);
-	}
-	if (!s->nframes) {
-		id = strtab__intern(names, "[no stack]");
-		if (id < 0)
-			return (int)id;
-		json_out__u64(j, (uint64_t)id);
-	}
-	json_out__end_array(j);
-	json_out__end_array(j);
-	return 0;
-}
-
-static int data_flame(struct json_out *j, const struct analysis *a)
-{
-	const struct analysis_site *sites;
-	struct strtab names;
-	size_t nsites;
-	int err = 0;
-
-	strtab__init(&names);
-	sites = analysis__sites(a, &nsites);
-	json_out__key(j, "stacks");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < nsites && !err; i++) {
-		for (size_t k = 0; k < sites[i].nstacks && !err; k++)
-			err = data_stack(j, sites[i].stacks[k], &names);
-	}
-	json_out__end_array(j);
-	json_out__key(j, "names");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < names.nr; i++)
-		json_out__string(j, names.strs[i]);
-	json_out__end_array(j);
-	strtab__free(&names);
-	return err;
 }
 
 static void data_site(struct json_out *j, const struct analysis_site *s)
@@ -187,7 +130,8 @@ static void data_frames(struct json_out *j, const struct marks *m)
 	json_out__end_object(j);
 }
 
-static int data_write(FILE *f, const struct analysis *a, const struct heap_series *s)
+static int data_write(FILE *f, struct analysis *a, const struct heap_series *s,
+		      const struct view_cells *v)
 {
 	const struct marks *m = analysis__marks(a);
 	struct json_out j;
@@ -200,7 +144,7 @@ static int data_write(FILE *f, const struct analysis *a, const struct heap_serie
 	data_series(&j, s);
 	err = data_sites(&j, a);
 	if (!err)
-		err = data_flame(&j, a);
+		err = report_html__view(&j, analysis__replay(a), a, v);
 	if (err)
 		return err;
 	report_json__zones(&j, m);
@@ -224,7 +168,8 @@ static void put_script_json(FILE *f, const char *json, size_t len)
 	}
 }
 
-int report_html__write(FILE *f, const struct analysis *a, const struct heap_series *s)
+int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
+		       const struct view_cells *v)
 {
 	char *json = NULL;
 	size_t len = 0;
@@ -234,7 +179,7 @@ int report_html__write(FILE *f, const struct analysis *a, const struct heap_seri
 	mem = open_memstream(&json, &len);
 	if (!mem)
 		return -ENOMEM;
-	err = data_write(mem, a, s);
+	err = data_write(mem, a, s, v);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
 	if (err == -EIO)

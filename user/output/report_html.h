@@ -12,13 +12,23 @@
 
 #include "analysis.h"
 #include "heap_series.h"
+#include "view_cells.h"
 #include <stdio.h>
+
+struct json_out;
+struct replay;
 
 #define REPORT_HTML_POINTS 2000 /* most points of the memory chart */
 #define REPORT_HTML_SITES 100   /* rows of the site and the leak tables */
 
-/* The page for A (finished) and S (finished: live bytes over time) to F.
- * 0, -ENOMEM, or -EIO if writing to F failed. */
-int report_html__write(FILE *f, const struct analysis *a, const struct heap_series *s);
+/* The page for A (finished), S (finished: live bytes over time) and V
+ * (the viewer's cells of the same pass) to F. 0, -ENOMEM, or -EIO if
+ * writing to F failed. */
+int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
+		       const struct view_cells *v);
+
+/* The viewer's data, key "view" (report_html_view.c). 0 or -ENOMEM. */
+int report_html__view(struct json_out *j, struct replay *r, const struct analysis *a,
+		      const struct view_cells *v);
 
 #endif /* MEMTRACE_REPORT_HTML_H */
