@@ -16,7 +16,7 @@ set -e
 # libncurses-dev: memtrace top's screen (linked statically); tmux drives it in tests/e2e/top.sh.
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
 libiberty-dev libcapstone-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
-protobuf-compiler chromium fonts-dejavu-core \
+protobuf-compiler chromium chromium-driver python3-selenium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libcap2-bin \
 redis-server redis-tools sqlite3 debuginfod libncurses-dev tmux zstd python3"
 missing=""

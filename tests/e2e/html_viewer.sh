@@ -1,0 +1,48 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# The HTML viewer in a real browser: Debian's chromium driven through
+# chromium-driver by python3-selenium (html_viewer.py), headless. It opens
+# report --html of tests/progs/threads, types into the search box, sorts the
+# site table, selects each thread and time ranges dragged on the chart and
+# checks the totals and the size histogram against report --json and
+# threads.c's known figures, switches to bottom-up, and opens diff --html of
+# diff_growth 1 against 5. Screenshots at 800 and 1920 px wide are kept in
+# build/html-artifacts/. Skipped (no TAP line) when the packages are missing
+# and cannot be installed (tests/install-deps.sh installs them).
+source "$(dirname "$0")/lib.sh"
+
+if ! [ -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
+	[ "$(id -u)" = 0 ] && "$TOP/tests/install-deps.sh" >/dev/null 2>&1
+	if ! [ -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
+		echo "# skip html_viewer.sh: chromium-driver or python3-selenium missing (run tests/install-deps.sh as root)"
+		exit 0
+	fi
+fi
+ARTIFACTS=$TOP/build/html-artifacts
+mkdir -p "$ARTIFACTS"
+
+record_cmd "$TMP/threads.mtrace" "$PROGS/threads"
+expect_eq "threads: record exit status" "$?" 0
+report_json "$TMP/threads.mtrace" "$TMP/threads.json"
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/threads.html" "$TMP/threads.mtrace" 2>/dev/null
+expect_eq "threads: report --html exit status" "$?" 0
+
+diff_page=-
+if timeout -k 5 "$LIMIT" "$MEMTRACE" diff --help 2>&1 | grep -q -- --html; then
+	record_cmd "$TMP/base.mtrace" "$PROGS/diff_growth" 1
+	record_cmd "$TMP/new.mtrace" "$PROGS/diff_growth" 5
+	timeout -k 5 "$LIMIT" "$MEMTRACE" diff --html "$TMP/diff.html" "$TMP/base.mtrace" "$TMP/new.mtrace" 2>/dev/null
+	expect_eq "diff --html exit status" "$?" 0
+	diff_page=$TMP/diff.html
+fi
+
+timeout -k 5 120 /usr/bin/python3 "$TOP/tests/e2e/html_viewer.py" "$TMP/threads.html" "$TMP/threads.json" \
+	"$diff_page" "$ARTIFACTS" >"$TMP/tap" 2>"$TMP/py.err"
+status=$?
+cat "$TMP/tap"
+FAILS=$((FAILS + $(grep -c '^not ok' "$TMP/tap")))
+[ "$(grep -c '^ok' "$TMP/tap")" -ge 20 ] || not_ok "html_viewer.py ran its checks (exit $status): $(tail -n 1 "$TMP/py.err")"
+for f in report-800 report-1920; do
+	expect_eq "screenshot $f.png kept" "$(od -An -tx1 -N8 "$ARTIFACTS/$f.png" 2>/dev/null | tr -d ' \n')" 89504e470d0a1a0a
+done
+finish
