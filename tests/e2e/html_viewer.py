@@ -19,6 +19,7 @@ from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
 
 FAILS = 0
@@ -75,8 +76,11 @@ def histogram(d):
 
 def search(d, text):
     box = d.find_element(By.ID, "search")
-    box.clear()
-    box.send_keys(text)
+    # as typed: select what is there, type over it (clear() fires no input event)
+    box.send_keys(Keys.CONTROL, "a")
+    box.send_keys(Keys.BACKSPACE)
+    if text:
+        box.send_keys(text)
 
 
 def drag(d, x0, x1):
@@ -141,6 +145,8 @@ def test_report(d, page, rep, out):
     check("search: a bad regex says so", d.find_element(By.ID, "search-note").text.startswith("not a regular expression"), True)
     search(d, "")
     check("search cleared: no highlight", matches(d), [])
+    check("search cleared: no note", d.find_element(By.ID, "search-note").text, "")
+    check("search cleared: every site", len(site_rows(d)), len(rep["sites"]))
 
     d.find_element(By.XPATH, "//th[starts-with(., 'Leaked')]").click()
     check("site table sorted by leaked bytes", site_rows(d)[0], "site_thread_leak")

@@ -9,7 +9,9 @@
 #include "analysis.h"
 #include "commands.h"
 #include "diff.h"
+#include "diff_html.h"
 #include "diff_print.h"
+#include "html_file.h"
 #include "trace_load.h"
 #include "util.h"
 
@@ -26,6 +28,7 @@
 
 struct diff_args {
 	bool json;
+	const char *html; /* write the HTML page there instead; NULL: no */
 	unsigned int top;
 	bool fail_on_growth;
 	uint64_t growth_limit; /* bytes */
@@ -35,8 +38,11 @@ struct diff_args {
 
 static void diff_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace diff [--json] [--top N] [--fail-on-growth=SIZE] BASE NEW\n"
+	fprintf(f, "usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] BASE NEW\n"
 		   "  --json                 every site and total as {\"a\", \"b\", \"delta\"}\n"
+		   "  --html OUT             write one self-contained HTML page (a differential\n"
+		   "                         flame graph, the sites with their changes) to OUT,\n"
+		   "                         which must not exist yet\n"
 		   "  --top N                sites per list in the text output (default %d)\n"
 		   "  --fail-on-growth=SIZE  exit 3 if total leaked or peak bytes grew by more\n"
 		   "                         than SIZE (K, M, G suffixes: powers of 1024)\n"
@@ -53,6 +59,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 {
 	static const struct option longopts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "html", required_argument, NULL, 'H' },
 		{ "top", required_argument, NULL, 't' },
 		{ "fail-on-growth", required_argument, NULL, 'g' },
 		TRACE_LOAD_LONGOPTS,
@@ -76,6 +83,9 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 		case 'j':
 			args->json = true;
 			break;
+		case 'H':
+			args->html = optarg;
+			break;
 		case 't':
 			if (parse_top(optarg, &args->top))
 				return -EINVAL;
@@ -96,6 +106,11 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 					"lacks its value; see memtrace diff --help\n", argv[optind - 1]);
 			return -EINVAL;
 		}
+	}
+	if (args->json && args->html) {
+		fprintf(stderr, "memtrace: failed to start diff: --json and --html are two "
+				"outputs; pass one of them\n");
+		return -EINVAL;
 	}
 	if (argc - optind != 2) {
 		fprintf(stderr, "memtrace: failed to start diff: it takes two trace files; usage: "
@@ -122,6 +137,35 @@ static struct analysis *diff_load(const char *path)
 		return NULL;
 	}
 	return a;
+}
+
+/* The page, rendered in memory first so that a failure leaves no half
+ * file, then saved. 0 or -errno after printing why. */
+static int diff_write_html(const struct diff_args *args, const struct analysis *base,
+			   const struct analysis *new_, const struct diff *d)
+{
+	char *data = NULL;
+	size_t len = 0;
+	FILE *f;
+	int err;
+
+	f = open_memstream(&data, &len);
+	if (!f) {
+		err = -ENOMEM;
+	} else {
+		err = diff_html__write(f, base, new_, d);
+		if (fclose(f) && !err)
+			err = -ENOMEM;
+	}
+	if (err) {
+		fprintf(stderr, "memtrace: failed to render the HTML diff: %s; free some memory\n",
+			strerror(-err));
+		free(data);
+		return err;
+	}
+	err = html_file_save(args->html, data, len);
+	free(data);
+	return err;
 }
 
 static int diff_print(const struct diff_args *args, const struct diff *d)
@@ -183,7 +227,11 @@ int cmd_diff(int argc, char **argv)
 			strerror(-err));
 		goto out_new;
 	}
-	if (!diff_print(&args, &d))
+	if (args.html)
+		err = diff_write_html(&args, base, new_, &d);
+	else
+		err = diff_print(&args, &d);
+	if (!err)
 		status = diff_check_growth(&args, &d) ? DIFF_EXIT_GREW : 0;
 
 	diff__free(&d);

@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "export.h"
 #include "heap_series.h"
+#include "html_file.h"
 #include "report.h"
 #include "report_html.h"
 #include "trace_load.h"
@@ -147,35 +148,6 @@ static int report_render_html(struct analysis *a, const struct heap_series *s,
 	return err;
 }
 
-/* DATA to a new file PATH, created as record creates traces: never over an
- * existing file or through a symlink, 0600 like the trace it shows. A file
- * that could not be written in full is removed. 0 or -errno after printing
- * why. */
-static int report_save_html(const char *path, const char *data, size_t len)
-{
-	int fd, err;
-
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		err = -errno;
-		fprintf(stderr, "memtrace: failed to create %s: %s; %s\n", path, strerror(-err),
-			err == -EEXIST ? "remove it or pass another name to --html" :
-					 "check the directory and its permissions");
-		return err;
-	}
-	err = export_write(fd, data, len, false);
-	if (close(fd) && !err)
-		err = -errno;
-	if (err) {
-		fprintf(stderr, "memtrace: failed to write %s: %s; check the disk\n", path,
-			strerror(-err));
-		unlink(path);
-		return err;
-	}
-	fprintf(stderr, "memtrace: wrote %s\n", path);
-	return 0;
-}
-
 /* S and V, fed by the same pass as A, settled and drawn into the page. */
 static int report_write_html(const struct report_args *args, struct analysis *a,
 			     struct heap_series *s, const struct view_cells *v)
@@ -192,7 +164,7 @@ static int report_write_html(const struct report_args *args, struct analysis *a,
 	err = report_render_html(a, s, v, &data, &len);
 	if (err)
 		return err;
-	err = report_save_html(args->html, data, len);
+	err = html_file_save(args->html, data, len);
 	free(data);
 	return err;
 }

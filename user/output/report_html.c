@@ -158,7 +158,7 @@ static int data_write(FILE *f, struct analysis *a, const struct heap_series *s,
 /* JSON inside <script> ends at the first "</script" whatever the quotes
  * say, and "<!--" changes how it is parsed: '<' only ever occurs inside
  * JSON strings, where \u003c means the same. */
-static void put_script_json(FILE *f, const char *json, size_t len)
+void report_html__put_json(FILE *f, const char *json, size_t len)
 {
 	for (size_t i = 0; i < len; i++) {
 		if (json[i] == '<')
@@ -190,9 +190,11 @@ int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
 	}
 	fputs(report_html_head, f);
 	fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
-	put_script_json(f, json, len);
+	report_html__put_json(f, json, len);
 	fputs("</script>\n", f);
-	fputs(report_html_tail, f);
+	fputs(report_html_script, f);
+	fputs(report_view_script, f);
+	fputs(report_html_end, f);
 	free(json);
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }

@@ -27,6 +27,10 @@ struct replay;
 int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
 		       const struct view_cells *v);
 
+/* JSON text to F inside a <script> element, "<" escaped so that nothing in
+ * it can end the element. */
+void report_html__put_json(FILE *f, const char *json, size_t len);
+
 /* The viewer's data, key "view" (report_html_view.c). 0 or -ENOMEM. */
 int report_html__view(struct json_out *j, struct replay *r, const struct analysis *a,
 		      const struct view_cells *v);

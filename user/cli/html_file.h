@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The page a command rendered, to the file --html names. */
+#ifndef MEMTRACE_HTML_FILE_H
+#define MEMTRACE_HTML_FILE_H
+
+#include <stddef.h>
+
+/* DATA (LEN bytes) to a new file PATH: never over an existing file or
+ * through a symlink, 0600; removed if not written in full. 0 or -errno
+ * after printing why. */
+int html_file_save(const char *path, const char *data, size_t len);
+
+#endif /* MEMTRACE_HTML_FILE_H */

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * `memtrace diff --html` (diff_html.h): the page of report_html_assets.h
+ * with its diff script. Its data: "diff", exactly what diff --json prints
+ * (diff_print.c), and "flame", each trace's stacks as name paths, which
+ * the page merges into one tree of both sides.
+ */
+#include "diff_html.h"
+#include "diff_print.h"
+#include "export.h"
+#include "json_out.h"
+#include "report.h"
+#include "report_html.h"
+#include "report_html_assets.h"
+#include "strtab.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DIFF_HTML_STACKS 3000 /* stacks kept per trace, by allocated bytes; the rest fold */
+
+static int by_bytes(const void *x, const void *y)
+{
+	const struct analysis_stack *a = *(const struct analysis_stack *const *)x;
+	const struct analysis_stack *b = *(const struct analysis_stack *const *)y;
+
+	if (a->figures.allocated_bytes != b->figures.allocated_bytes)
+		return a->figures.allocated_bytes > b->figures.allocated_bytes ? -1 : 1;
+	return a->id < b->id ? -1 : a->id > b->id;
+}
+
+static void figures_out(struct json_out *j, const struct analysis_figures *f)
+{
+	json_out__u64(j, f->allocations);
+	json_out__u64(j, f->allocated_bytes);
+	json_out__u64(j, f->leaked_allocations);
+	json_out__u64(j, f->leaked_bytes);
+	json_out__u64(j, f->peak_bytes);
+	json_out__u64(j, f->temporary_allocations);
+}
+
+/* One side: [figures (6, as the report page's cells), [name ids, outermost
+ * first]] per stack; the stacks past the first DIFF_HTML_STACKS summed
+ * into one path, "[other stacks]". */
+static int flame_side(struct json_out *j, const struct analysis *a, struct strtab *names)
+{
+	const struct analysis_site *sites;
+	const struct analysis_stack **by;
+	struct analysis_figures other = { 0 };
+	size_t nsites, n = 0;
+	char buf[64];
+	int64_t id;
+
+	sites = analysis__sites(a, &nsites);
+	for (size_t i = 0; i < nsites; i++)
+		n += sites[i].nstacks;
+	by = calloc(n ? n : 1, sizeof(*by));
+	if (!by)
+		return -ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < nsites; i++) {
+		for (size_t k = 0; k < sites[i].nstacks; k++)
+			by[n++] = sites[i].stacks[k];
+	}
+	qsort(by, n, sizeof(*by), by_bytes);
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < n; i++) {
+		const struct analysis_stack *s = by[i];
+
+		if (i >= DIFF_HTML_STACKS) {
+			analysis_figures__add(&other, &s->figures);
+			continue;
+		}
+		json_out__begin_array(j, true);
+		json_out__begin_array(j, true);
+		figures_out(j, &s->figures);
+		json_out__end_array(j);
+		json_out__begin_array(j, true);
+		for (size_t f = s->nframes; f-- > 0;) {
+			id = strtab__intern(names, export_frame_name(&s->frames[f], buf, sizeof(buf)));
+			if (id < 0)
+				goto nomem;
+			json_out__u64(j, (uint64_t)id);
+		}
+		if (!s->nframes) {
+			if ((id = strtab__intern(names, "[no stack]")) < 0)
+				goto nomem;
+			json_out__u64(j, (uint64_t)id);
+		}
+		json_out__end_array(j);
+		json_out__end_array(j);
+	}
+	if (n > DIFF_HTML_STACKS) {
+		if ((id = strtab__intern(names, "[other stacks]")) < 0)
+			goto nomem;
+		json_out__begin_array(j, true);
+		json_out__begin_array(j, true);
+		figures_out(j, &other);
+		json_out__end_array(j);
+		json_out__begin_array(j, true);
+		json_out__u64(j, (uint64_t)id);
+		json_out__end_array(j);
+		json_out__end_array(j);
+	}
+	json_out__end_array(j);
+	free(by);
+	return 0;
+nomem:
+	free(by);
+	return -ENOMEM;
+}
+
+static int flame_write(FILE *f, const struct analysis *base, const struct analysis *new_)
+{
+	struct strtab names;
+	struct json_out j;
+	int err;
+
+	strtab__init(&names);
+	json_out__init(&j, f);
+	json_out__begin_object(&j, false);
+	json_out__key(&j, "base");
+	json_out__begin_object(&j, false);
+	report_json__trace(&j, analysis__trace(base));
+	json_out__end_object(&j);
+	json_out__key(&j, "new");
+	json_out__begin_object(&j, false);
+	report_json__trace(&j, analysis__trace(new_));
+	json_out__end_object(&j);
+	json_out__key(&j, "a");
+	err = flame_side(&j, base, &names);
+	if (!err) {
+		json_out__key(&j, "b");
+		err = flame_side(&j, new_, &names);
+	}
+	if (!err) {
+		json_out__key(&j, "names");
+		json_out__begin_array(&j, false);
+		for (size_t i = 0; i < names.nr; i++)
+			json_out__string(&j, names.strs[i]);
+		json_out__end_array(&j);
+		json_out__end_object(&j);
+		err = json_out__finish(&j);
+	}
+	strtab__free(&names);
+	return err;
+}
+
+static int data_write(FILE *f, const struct analysis *base, const struct analysis *new_,
+		      const struct diff *d)
+{
+	int err;
+
+	fputs("{\"diff\": ", f);
+	err = diff_print__json(f, d);
+	if (err)
+		return err;
+	fputs(", \"flame\": ", f);
+	err = flame_write(f, base, new_);
+	fputs("}\n", f);
+	return err;
+}
+
+int diff_html__write(FILE *f, const struct analysis *base, const struct analysis *new_,
+		     const struct diff *d)
+{
+	char *json = NULL;
+	size_t len = 0;
+	FILE *mem;
+	int err;
+
+	mem = open_memstream(&json, &len);
+	if (!mem)
+		return -ENOMEM;
+	err = data_write(mem, base, new_, d);
+	if (fclose(mem) && !err)
+		err = -ENOMEM;
+	if (err) {
+		free(json);
+		return err == -EIO ? -ENOMEM : err; /* a memory stream fails only for want of memory */
+	}
+	fputs(diff_html_head, f);
+	fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
+	report_html__put_json(f, json, len);
+	fputs("</script>\n", f);
+	fputs(report_html_script, f);
+	fputs(diff_html_script, f);
+	fputs(report_html_end, f);
+	free(json);
+	return fflush(f) || ferror(f) ? -EIO : 0;
+}
