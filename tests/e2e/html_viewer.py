@@ -3,10 +3,11 @@
 """The HTML viewer driven in Debian's headless Chromium through
 chromium-driver, as a user drives it (tests/e2e/html_viewer.sh runs it).
 
-usage: html_viewer.py REPORT.html REPORT.json DIFF.html ARTIFACTS_DIR
+usage: html_viewer.py REPORT.html REPORT.json MARKS.html MARKS.json DIFF.html ARTIFACTS_DIR
 
 REPORT is tests/progs/threads (4 workers, known sites and sizes, see
-threads.c), REPORT.json its report --json; DIFF is memtrace diff --html of
+threads.c), REPORT.json its report --json; MARKS the same of tests/progs/marks
+(zones on three named threads); DIFF is memtrace diff --html of
 diff_growth 1 against diff_growth 5. Prints TAP lines (ok / not ok) and saves
 screenshots at 800 and 1920 px into ARTIFACTS_DIR.
 """
@@ -201,6 +202,34 @@ def test_report(d, page, rep, out):
     d.set_window_size(1920, 1400)
 
 
+def test_zones(d, page, rep):
+    """tests/progs/marks: its zones against report --json's exclusive zone
+    figures, and one worker's part of zone job (marks.c: 3 x 32(w+1) B in
+    each of 4 frames)."""
+    data = page_data(page)
+    d.get("file://" + page)
+    zones = Select(d.find_element(By.ID, "zone"))
+    check("zone selector: all, outside any zone, then each zone",
+          [o.text for o in zones.options], ["all zones", "outside any zone"] + data["view"]["zones"])
+    check("zone selector: the zones that allocated, as report --json has them",
+          sorted(data["view"]["zones"]), sorted(z["name"] for z in rep["zones"] if z["allocations"]))
+    for z in [z for z in rep["zones"] if z["allocations"]]:
+        zones.select_by_visible_text(z["name"])
+        got = totals(d)
+        check("zone %s: allocations and bytes are report --json's" % z["name"],
+              (got["allocations"], got["allocated_bytes"], got["leaked_bytes"]),
+              (z["allocations"], z["allocated_bytes"], z["leaked_bytes"]))
+    zones.select_by_visible_text("job")
+    check("zone job: histogram (worker-0's 32 B, worker-1's 64 B)", histogram(d), {5: 12, 6: 12})
+    threads = Select(d.find_element(By.ID, "thread"))
+    w1 = [o.text for o in threads.options if o.text.startswith("worker-1 (")]
+    check("thread selector names worker-1", len(w1), 1)
+    threads.select_by_visible_text(w1[0])
+    got = totals(d)
+    check("zone job and thread worker-1", (got["allocations"], got["allocated_bytes"]), (12, 768))
+    check("zone job and thread worker-1: the site table", site_rows(d), ["site_job"])
+
+
 def test_diff(d, page, out):
     d.get("file://" + page)
     check("diff: the script ran", d.find_element(By.TAG_NAME, "html").get_attribute("data-status"), "ok")
@@ -221,13 +250,15 @@ def test_diff(d, page, out):
 
 
 def main():
-    page, rep, diff, out = sys.argv[1:5]
+    page, rep, marks, marks_rep, diff, out = sys.argv[1:7]
     os.makedirs(out, exist_ok=True)
     d = browser()
     try:
         test_report(d, page, json.load(open(rep)), out)
+        test_zones(d, marks, json.load(open(marks_rep)))
         if diff != "-":
             test_diff(d, diff, out)
+        print("# html_viewer.py: every check ran")
     finally:
         d.quit()
     return 1 if FAILS else 0
