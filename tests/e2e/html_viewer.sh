@@ -34,6 +34,22 @@ report_json "$TMP/marks.mtrace" "$TMP/marks.json"
 timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/marks.html" "$TMP/marks.mtrace" 2>/dev/null
 expect_eq "marks: report --html exit status" "$?" 0
 
+# bounded: 131072 distinct stacks, 2000 kept by bytes (and the one that
+# leaks: the last block), the rest folded, every one of them still counted
+record_cmd "$TMP/many.mtrace" "$PROGS/many_stacks" 17
+expect_eq "many_stacks 17: record exit status" "$?" 0
+report_json "$TMP/many.mtrace" "$TMP/many.json"
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/many.html" "$TMP/many.mtrace" 2>/dev/null
+expect_eq "many_stacks 17: report --html exit status" "$?" 0
+size=$(stat -c %s "$TMP/many.html")
+if [ "$size" -lt 5000000 ]; then ok "many_stacks 17: the page is $size bytes (< 5 MB)"; else not_ok "many_stacks 17: the page is $size bytes"; fi
+sed -n '/<script type="application\/json" id="memtrace-data">/,/<\/script>/p' "$TMP/many.html" | sed '1d;$d' >"$TMP/many.data"
+expect_eq "many_stacks 17: kept and folded stacks are every stack" \
+	"$(jq '.view.folded.stacks + (.view.stacks | length)' "$TMP/many.data")" "$(jq '.stacks | length' "$TMP/many.json")"
+expect_eq "many_stacks 17: 2001 stacks kept" "$(jq '.view.stacks | length' "$TMP/many.data")" 2001
+expect_eq "many_stacks 17: the cells still count every allocation" \
+	"$(jq '.view.cells as $c | [range(5; $c | length; 11) | $c[.]] | add' "$TMP/many.data")" "$(jqr "$TMP/many.json" .totals.allocations)"
+
 diff_page=-
 if timeout -k 5 "$LIMIT" "$MEMTRACE" diff --help 2>&1 | grep -q -- --html; then
 	record_cmd "$TMP/base.mtrace" "$PROGS/diff_growth" 1

@@ -4,6 +4,9 @@
  * made at the bottom of a 14-level walk through left() and right() chosen
  * by the bits of i, so 16384 allocations have 16384 different stacks of 17
  * frames or more, all ending in the same few functions.
+ *
+ * usage: many_stacks [DEPTH]   DEPTH levels (1..20, default 14): 2^DEPTH
+ * stacks (tests/e2e/html_viewer.sh takes 19: 524288, for the page's bound).
  */
 #include <stdlib.h>
 
@@ -40,9 +43,13 @@ __attribute__((noinline)) void walk(int depth, unsigned path)
 	__asm__ volatile("" ::: "memory");
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-	for (unsigned i = 0; i < 1u << DEPTH; i++)
-		walk(DEPTH, i);
+	int depth = argc > 1 ? atoi(argv[1]) : DEPTH;
+
+	if (depth < 1 || depth > 20)
+		return 2;
+	for (unsigned i = 0; i < 1u << depth; i++)
+		walk(depth, i);
 	return 0;
 }
