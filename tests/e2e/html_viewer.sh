@@ -56,7 +56,14 @@ if timeout -k 5 "$LIMIT" "$MEMTRACE" diff --help 2>&1 | grep -q -- --html; then
 	record_cmd "$TMP/new.mtrace" "$PROGS/diff_growth" 5
 	timeout -k 5 "$LIMIT" "$MEMTRACE" diff --html "$TMP/diff.html" "$TMP/base.mtrace" "$TMP/new.mtrace" 2>/dev/null
 	expect_eq "diff --html exit status" "$?" 0
+	expect_eq "diff --html: the page is created 0600" "$(stat -c %a "$TMP/diff.html")" 600
 	diff_page=$TMP/diff.html
+	timeout -k 5 "$LIMIT" "$MEMTRACE" diff --html "$TMP/diff.html" "$TMP/base.mtrace" "$TMP/new.mtrace" 2>"$TMP/diff.err"
+	expect_one_error "diff --html over an existing file" "$?" "$TMP/diff.err"
+	timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json --html "$TMP/other.html" "$TMP/base.mtrace" "$TMP/new.mtrace" 2>"$TMP/diff.err"
+	expect_one_error "diff --json --html" "$?" "$TMP/diff.err"
+	timeout -k 5 "$LIMIT" "$MEMTRACE" diff --html "$TMP/grew.html" --fail-on-growth=1K "$TMP/base.mtrace" "$TMP/new.mtrace" 2>/dev/null
+	expect_eq "diff --html --fail-on-growth=1K: exit 3 (grew by 4016 bytes), the page written" "$? $(test -s "$TMP/grew.html" && echo written)" "3 written"
 fi
 
 timeout -k 5 120 /usr/bin/python3 "$TOP/tests/e2e/html_viewer.py" "$TMP/threads.html" "$TMP/threads.json" \
