@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import time
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -75,6 +76,36 @@ def histogram(d):
             if b.get_attribute("data-count") != "0"}
 
 
+def shot(d, width, path):
+    """A screenshot WIDTH px wide, once the page has redrawn its charts for
+    that width (it does 100 ms after the last resize)."""
+    d.set_window_size(width, 1400)
+    for _ in range(50):
+        widest = d.execute_script("return Math.max.apply(null, Array.from("
+                                  "document.querySelectorAll('.chart svg'), function (e) { return +e.getAttribute('width'); }).concat([0]));")
+        if widest <= width:
+            break
+        time.sleep(0.05)
+    d.save_screenshot(path)
+
+
+SMALLEST_TEXT = """
+var min = 1e9, where = '';
+document.querySelectorAll('body *').forEach(function (e) {
+  var own = Array.from(e.childNodes).some(function (n) { return n.nodeType === 3 && n.textContent.trim(); });
+  if (!own || !e.getClientRects().length) return;
+  var px = parseFloat(getComputedStyle(e).fontSize), svg = e.closest('svg');
+  if (svg) px *= svg.getBoundingClientRect().width / svg.viewBox.baseVal.width; /* drawn scaled? */
+  if (px < min) { min = px; where = e.tagName + ' ' + e.textContent.slice(0, 30); }
+});
+return [Math.round(min * 100) / 100, where];
+"""
+
+
+def smallest_text(d):
+    return d.execute_script(SMALLEST_TEXT)
+
+
 def search(d, text):
     box = d.find_element(By.ID, "search")
     # as typed: select what is there, type over it (clear() fires no input event)
@@ -126,10 +157,10 @@ def test_report(d, page, rep, out):
                              "temporary_allocations")})
     check("report: histogram of the whole trace (threads.c's sizes; 4 DTV callocs of 272 B)", histogram(d),
           {4: 200, 5: 1000, 6: 2040, 7: 1000, 8: 4})
-    d.set_window_size(800, 1400)
-    d.save_screenshot(os.path.join(out, "report-800.png"))
-    d.set_window_size(1920, 1400)
-    d.save_screenshot(os.path.join(out, "report-1920.png"))
+    shot(d, 800, os.path.join(out, "report-800.png"))
+    px, where = smallest_text(d)
+    check("at 800 px no text is under 12 px (smallest: %s px, %s)" % (px, where), px >= 12, True)
+    shot(d, 1920, os.path.join(out, "report-1920.png"))
 
     search(d, "site_thread_temp")
     check("search 'site_thread_temp': the site table", site_rows(d), ["site_thread_temp"])
@@ -197,8 +228,7 @@ def test_report(d, page, rep, out):
           ["site_thread_leak", "site_thread_temp", "site_thread_work"])
     row2 = sorted({n.text for n in nodes if n.value_of_css_property("top") == "40px"})
     check("bottom-up: their caller below them, merged", row2, ["thread_main"])
-    d.set_window_size(800, 1400)
-    d.save_screenshot(os.path.join(out, "report-bottom-up-800.png"))
+    shot(d, 800, os.path.join(out, "report-bottom-up-800.png"))
     d.set_window_size(1920, 1400)
 
 
@@ -243,10 +273,10 @@ def test_diff(d, page, out):
         rows[tr.find_element(By.CSS_SELECTOR, "td.fn").text.split("\n")[0]] = tr.get_attribute("data-delta")
     check("diff: site deltas of allocated bytes", {k: rows.get(k) for k in ("site_grow", "site_only_base", "site_only_new", "site_steady")},
           {"site_grow": "4000", "site_only_base": "-32", "site_only_new": "48", "site_steady": "0"})
-    d.set_window_size(800, 1400)
-    d.save_screenshot(os.path.join(out, "diff-800.png"))
-    d.set_window_size(1920, 1400)
-    d.save_screenshot(os.path.join(out, "diff-1920.png"))
+    shot(d, 800, os.path.join(out, "diff-800.png"))
+    px, where = smallest_text(d)
+    check("diff at 800 px: no text under 12 px (smallest: %s px, %s)" % (px, where), px >= 12, True)
+    shot(d, 1920, os.path.join(out, "diff-1920.png"))
 
 
 def main():
