@@ -38,16 +38,26 @@ static uint8_t *file;
 static size_t size;
 static size_t program_at; /* file offset of level2's CFA program */
 
+/* NAME under $TOP (tests/run.sh sets it), else under the working directory. */
+static FILE *open_in_tree(const char *name)
+{
+	char path[4096];
+	const char *top = getenv("TOP");
+
+	snprintf(path, sizeof(path), "%s/%s", top && *top ? top : ".", name);
+	return fopen(path, "rb");
+}
+
 static int setup(void **state)
 {
-	FILE *f = fopen(PROGRAM, "rb");
+	FILE *f = open_in_tree(PROGRAM);
 	Elf *elf;
 	Elf_Scn *scn = NULL;
 	GElf_Shdr sh;
 	size_t shstrndx;
 
 	if (!f)
-		return -1; /* run from the top of the tree */
+		return -1; /* not in the tree: set TOP */
 	fseek(f, 0, SEEK_END);
 	size = (size_t)ftell(f);
 	fseek(f, 0, SEEK_SET);
@@ -209,7 +219,7 @@ static void test_huge_register(void **state)
 {
 	static const uint8_t level3_program[] = { 0x41, 0x0e, 0x10, 0x83, 0x02, 0x59, 0x0e, 0x08 };
 	static const uint8_t undefined_huge[] = { 0x07, 0xff, 0xff, 0x7f };
-	FILE *f = fopen(PROGRAM_DEBUG_FRAME, "rb");
+	FILE *f = open_in_tree(PROGRAM_DEBUG_FRAME);
 	struct unwind_table t;
 	const struct mt_unwind_row *row;
 	uint8_t *buf;
