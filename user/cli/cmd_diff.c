@@ -169,7 +169,7 @@ int cmd_diff(int argc, char **argv)
 
 	err = diff_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	base = diff_load(args.base);
 	if (!base)

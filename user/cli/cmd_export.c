@@ -322,7 +322,7 @@ int cmd_export(int argc, char **argv)
 
 	err = export_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	a = analysis__new();
 	if (!a) {

@@ -4,6 +4,7 @@
  * attach, stream events to the trace until the target exits, a signal, or
  * the duration; then symbolize every distinct address once and close.
  */
+#include "commands.h"
 #include "drain.h"
 #include "elf_util.h"
 #include "launcher.h"
@@ -942,12 +943,12 @@ int cmd_record(int argc, char **argv)
 {
 	struct recording r = { .pidfd = -1, .rootfd = -1, .exit_status = -1,
 			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
-	int err;
+	int err = 0;
 
-	err = parse_opts(&r.o, argc, argv);
-	if (!err)
-		install_signals(r.o.cmd != NULL);
-	if (!err && r.o.supervisor)
+	if (parse_opts(&r.o, argc, argv))
+		return MEMTRACE_EXIT_USAGE;
+	install_signals(r.o.cmd != NULL);
+	if (r.o.supervisor)
 		err = watch_supervisor(&r);
 	if (!err)
 		err = check_system();

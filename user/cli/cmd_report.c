@@ -227,7 +227,7 @@ int cmd_report(int argc, char **argv)
 
 	err = report_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	a = analysis__new();
 	if (!a) {

@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 {
 	if (argc < 2) {
 		usage(stderr);
-		return 2;
+		return MEMTRACE_EXIT_USAGE;
 	}
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
 		usage(stdout);
@@ -45,5 +45,5 @@ int main(int argc, char **argv)
 	if (argv[1][0] == '-')
 		return cmd_record(argc, argv); /* memtrace -p PID: record is the default */
 	fprintf(stderr, "memtrace: unknown command '%s'; see memtrace --help\n", argv[1]);
-	return 2;
+	return MEMTRACE_EXIT_USAGE;
 }
