@@ -310,6 +310,29 @@ void record_warn_held_at_entry(const char *prog)
 		prog);
 }
 
+/* The kernel refused us PID's files (PATH, error ERR): say why, as far as
+ * we can tell, and what would help. */
+static int access_denied(int pid, const char *path, int err)
+{
+	int yama = -1;
+	FILE *f;
+
+	if (!(effective_caps() & (1ULL << CAP_SYS_PTRACE_BIT)))
+		return fail("cannot read the files of PID %d (%s: %s): memtrace lacks CAP_SYS_PTRACE, which tracing another user's process needs; run it as root (sudo) or give it cap_sys_ptrace",
+			    pid, path, strerror(err));
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &yama) != 1)
+			yama = -1;
+		fclose(f);
+	}
+	if (yama == 3)
+		return fail("cannot read the files of PID %d (%s: %s): Yama's ptrace_scope is 3, which forbids tracing any process, even as root; memtrace cannot trace here until a reboot",
+			    pid, path, strerror(err));
+	return fail("cannot read the files of PID %d (%s: %s) although memtrace has CAP_SYS_PTRACE: a security policy protects that process (a security module, or a sandbox's init); memtrace cannot trace it",
+		    pid, path, strerror(err));
+}
+
 static int watch_target(struct recording *r)
 {
 	char path[64];
@@ -322,8 +345,7 @@ static int watch_target(struct recording *r)
 	snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
 	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
-		return fail("cannot read the files of PID %d (%s: %s); tracing another user's process needs root or CAP_SYS_PTRACE",
-			    r->pid, path, strerror(errno));
+		return access_denied(r->pid, path, errno);
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
 	return 0;
@@ -828,6 +850,26 @@ static int write_symbols(struct recording *r)
 	return err;
 }
 
+/* Whether PATH can go into a shell command as it is. */
+static bool shell_safe(const char *path)
+{
+	return *path && strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+,:=@-") ==
+				strlen(path);
+}
+
+/* The one line that ends a recording: where the trace is, how big, and
+ * what to run next. */
+static void announce_trace(const char *path, uint64_t events)
+{
+	struct stat st;
+	char size[32] = "?";
+
+	if (!stat(path, &st))
+		format_bytes((uint64_t)st.st_size, size, sizeof(size));
+	fprintf(stderr, "memtrace: wrote %s (%s, %llu events); next: memtrace report %s%s%s\n", path, size,
+		(unsigned long long)events, shell_safe(path) ? "" : "'", path, shell_safe(path) ? "" : "'");
+}
+
 /* Stop the probes, take what is still in the rings, then close the trace
  * with its drops, symbols and END chunk. */
 static int finish(struct recording *r)
@@ -874,7 +916,7 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
-	fprintf(stderr, "memtrace: wrote %llu events to %s\n", (unsigned long long)end.events, r->output);
+	announce_trace(r->output, end.events);
 	return 0;
 }
 

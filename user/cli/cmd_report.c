@@ -27,9 +27,11 @@ struct report_args {
 	const char *path;
 };
 
+#define REPORT_USAGE "usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] FILE"
+
 static void report_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] [--strict] FILE\n"
+	fprintf(f, "%s\n"
 		   "  --json       print every site as JSON (the shape scripts rely on)\n"
 		   "  --html OUT   write one self-contained HTML page (memory over time, flame\n"
 		   "               graph, site, leak, zone and frame tables) to OUT, which must\n"
@@ -37,7 +39,7 @@ static void report_usage(FILE *f)
 		   "  --top N      entries per ranked list in the text report (default %d)\n"
 		   "  --strict     a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help   show this help\n",
-		REPORT_DEFAULT_TOP);
+		REPORT_USAGE, REPORT_DEFAULT_TOP);
 }
 
 /* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
@@ -90,8 +92,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		return -EINVAL;
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "memtrace: failed to start report: it takes exactly one trace file; "
-				"usage: memtrace report [--json | --html OUT] [--top N] FILE\n");
+		fprintf(stderr, "%s\n", REPORT_USAGE); /* no file, or more than one */
 		return -EINVAL;
 	}
 	args->path = argv[optind];
