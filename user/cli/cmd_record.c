@@ -555,6 +555,20 @@ static int check_output_early(struct recording *r)
 	return 0;
 }
 
+/* Under sudo (running as root, SUDO_UID and SUDO_GID set), the trace
+ * belongs to the user who asked for it, still mode 0600: they can report
+ * on it without sudo, and nobody else can read it. 0, or -1 with errno. */
+static int give_to_sudo_user(const char *path)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	uint64_t uid, gid;
+
+	if (geteuid() != 0 || !u || !g || parse_u64(u, &uid) || parse_u64(g, &gid) || uid > UINT32_MAX - 1 ||
+	    gid > UINT32_MAX - 1)
+		return 0;
+	return fchownat(AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW);
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -577,6 +591,9 @@ static int open_output(struct recording *r)
 	r->w = trace_writer__open(r->output, &m);
 	if (!r->w)
 		return output_error(r, errno);
+	if (give_to_sudo_user(r->output))
+		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
+			    r->output, strerror(errno));
 	if (module_set__merge(&r->modules, &r->maps, write_module, r->w) || trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	drain__set_writer(r->drain, r->w);
