@@ -15,7 +15,7 @@ pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-d
 libiberty-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libcap2-bin \
-redis-server redis-tools sqlite3 debuginfod zstd python3"
+redis-server redis-tools sqlite3 debuginfod zstd python3 zsh groff-base man-db bsdextrautils"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

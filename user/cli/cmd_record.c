@@ -91,14 +91,15 @@ static void usage(FILE *f)
 		"      --lib PATH       probe the allocator in PATH instead of the one the linker binds\n"
 		"      --stack-depth N  frames per stack, 0 for none (default %d, max %d)\n"
 		"      --unwind-rows N  room for the unwind tables of code without frame pointers,\n"
-		"                       12 bytes a row (default 1M); 0: walk frame pointers only\n"
+		"                       16 bytes a row (default 1M); 0: walk frame pointers only\n"
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
 		"                       program they exec, each into its own FILE.PID[.N].mtrace\n"
-		"  -v, --verbose        list every probe\n",
+		"  -v, --verbose        list every probe\n"
+		"  -h, --help           show this help\n",
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
 }
 

@@ -15,5 +15,6 @@ int cmd_record(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_version(int argc, char **argv);
 
 #endif /* MEMTRACE_COMMANDS_H */
