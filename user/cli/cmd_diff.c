@@ -105,6 +105,10 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 	}
 	args->base = argv[optind];
 	args->new_ = argv[optind + 1];
+	if (!strcmp(args->base, "-") && !strcmp(args->new_, "-")) {
+		fprintf(stderr, "memtrace: failed to start diff: only one of BASE and NEW can be - (stdin)\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 

@@ -103,6 +103,12 @@ static void usage(FILE *f)
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
 }
 
+/* -o -: the trace streams to stdout (the format is written front to back). */
+static bool to_stdout(const char *output)
+{
+	return !strcmp(output, "-");
+}
+
 static int parse_opts(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -181,6 +187,10 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
+	if (o->output && to_stdout(o->output) && o->cmd)
+		return fail("-o - writes the trace to stdout, where the command's output goes too; give -o FILE, or record it with -p");
+	if (o->output && to_stdout(o->output) && o->follow)
+		return fail("-o - is one stream and --follow-children writes a trace per process; give -o FILE");
 	return 0;
 }
 
@@ -536,6 +546,11 @@ static int check_output(struct recording *r)
 	int fd;
 
 	default_output(r);
+	if (to_stdout(r->output)) {
+		if (isatty(STDOUT_FILENO))
+			return fail("failed to write the trace to stdout: it is a terminal; redirect it (-o - > FILE) or give -o FILE");
+		return 0;
+	}
 	fd = open(r->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return output_error(r, errno);
@@ -589,10 +604,16 @@ static int open_output(struct recording *r)
 	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
 	m.start_real_ns = now_ns(CLOCK_REALTIME);
 	r->start_ns = m.start_mono_ns;
-	r->w = trace_writer__open(r->output, &m);
-	if (!r->w)
+	if (to_stdout(r->output)) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, &m);
+		if (!r->w)
+			return fail("failed to write the trace to stdout: %s", strerror(errno));
+	} else if (!(r->w = trace_writer__open(r->output, &m))) {
 		return output_error(r, errno);
-	if (give_to_sudo_user(r->output))
+	}
+	if (!to_stdout(r->output) && give_to_sudo_user(r->output))
 		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
 			    r->output, strerror(errno));
 	if (module_set__merge(&r->modules, &r->maps, write_module, r->w) || trace_writer__flush(r->w))
@@ -739,7 +760,7 @@ static void announce(struct recording *r)
 	if (mark_finder__count(r->marks))
 		fprintf(stderr, ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
 			mark_finder__count(r->marks) == 1 ? "" : "s");
-	fprintf(stderr, ", writing %s\n", r->output);
+	fprintf(stderr, ", writing %s\n", to_stdout(r->output) ? "to stdout" : r->output);
 }
 
 /* What the target did, in words, from what changed and its name then. */
@@ -877,13 +898,16 @@ static bool shell_safe(const char *path)
 
 /* The one line that ends a recording: where the trace is, how big, and
  * what to run next. */
-static void announce_trace(const char *path, uint64_t events)
+static void announce_trace(const char *path, uint64_t events, uint64_t bytes)
 {
-	struct stat st;
-	char size[32] = "?";
+	char size[32];
 
-	if (!stat(path, &st))
-		format_bytes((uint64_t)st.st_size, size, sizeof(size));
+	format_bytes(bytes, size, sizeof(size));
+	if (to_stdout(path)) {
+		fprintf(stderr, "memtrace: wrote the trace to stdout (%s, %llu events); next: memtrace report FILE, with the file it went to\n",
+			size, (unsigned long long)events);
+		return;
+	}
 	fprintf(stderr, "memtrace: wrote %s (%s, %llu events); next: memtrace report %s%s%s\n", path, size,
 		(unsigned long long)events, shell_safe(path) ? "" : "'", path, shell_safe(path) ? "" : "'");
 }
@@ -893,6 +917,7 @@ static void announce_trace(const char *path, uint64_t events)
 static int finish(struct recording *r)
 {
 	struct trace_end end = { .exit_status = -1 };
+	uint64_t bytes = 0;
 	int err;
 
 	loader__set_recording(r->loader, false);
@@ -927,14 +952,14 @@ static int finish(struct recording *r)
 		return fail("failed to write %s: %s; the trace is readable up to the last complete chunk",
 			    r->output, strerror(-err));
 	}
-	err = trace_writer__close(r->w, &end);
+	err = trace_writer__close_sized(r->w, &end, &bytes);
 	r->w = NULL;
 	if (err)
 		return fail("failed to finish %s: %s", r->output, strerror(-err));
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
-	announce_trace(r->output, end.events);
+	announce_trace(r->output, end.events, bytes);
 	return 0;
 }
 
@@ -979,7 +1004,8 @@ static void cleanup(struct recording *r, bool failed)
 {
 	if (r->w) {
 		trace_writer__abort(r->w);
-		unlink(r->output); /* nothing was recorded: leave nothing behind */
+		if (!to_stdout(r->output))
+			unlink(r->output); /* nothing was recorded: leave nothing behind */
 	}
 	loader__close(r->loader);
 	drain__free(r->drain);
