@@ -6,7 +6,11 @@
  * frame is one to go on with. Included by the BPF walker (bpf/unwind.bpf.h)
  * and by the user-space model the fuzz test walks real stacks with
  * (tests/fuzz/fuzz_unwind_walk.c), so the two follow the same rules; each
- * reads memory its own way.
+ * reads memory its own way. The loop around them is not shared: in BPF it
+ * is a bpf_loop callback over map lookups with bounded binary searches and
+ * a frame count kept where the verifier converges, none of which compiles
+ * or means anything in user space; the model's loop is a dozen lines that
+ * mirror unwind_step one for one.
  */
 #ifndef MEMTRACE_UNWIND_RULE_H
 #define MEMTRACE_UNWIND_RULE_H
