@@ -18,7 +18,7 @@ pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-d
 libiberty-dev libcapstone-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libcap2-bin \
-redis-server redis-tools sqlite3 debuginfod libncurses-dev tmux zstd python3"
+redis-server redis-tools sqlite3 debuginfod libncurses-dev tmux zstd python3 zsh groff-base man-db bsdextrautils"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

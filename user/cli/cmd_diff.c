@@ -33,9 +33,11 @@ struct diff_args {
 	const char *new_;
 };
 
+#define DIFF_USAGE "usage: memtrace diff [--json] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] BASE NEW"
+
 static void diff_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace diff [--json] [--top N] [--fail-on-growth=SIZE] BASE NEW\n"
+	fprintf(f, "%s\n"
 		   "  --json                 every site and total as {\"a\", \"b\", \"delta\"}\n"
 		   "  --top N                sites per list in the text output (default %d)\n"
 		   "  --fail-on-growth=SIZE  exit 3 if total leaked or peak bytes grew by more\n"
@@ -45,7 +47,7 @@ static void diff_usage(FILE *f)
 		   "Sites match by function, file, line and module name, not by address; they\n"
 		   "are listed by growth of allocated bytes, largest first.\n"
 		   "Exit status: 0; 1 a trace could not be read; 2 bad options; 3 grew too much.\n",
-		DIFF_DEFAULT_TOP);
+		DIFF_USAGE, DIFF_DEFAULT_TOP);
 }
 
 /* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
@@ -98,12 +100,15 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 		}
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "memtrace: failed to start diff: it takes two trace files; usage: "
-				"memtrace diff [--json] [--fail-on-growth=SIZE] BASE NEW\n");
+		fprintf(stderr, "%s\n", DIFF_USAGE); /* not two files */
 		return -EINVAL;
 	}
 	args->base = argv[optind];
 	args->new_ = argv[optind + 1];
+	if (!strcmp(args->base, "-") && !strcmp(args->new_, "-")) {
+		fprintf(stderr, "memtrace: failed to start diff: only one of BASE and NEW can be - (stdin)\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -169,7 +174,7 @@ int cmd_diff(int argc, char **argv)
 
 	err = diff_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	base = diff_load(args.base);
 	if (!base)

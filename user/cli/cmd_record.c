@@ -4,6 +4,7 @@
  * attach, stream events to the trace until the target exits, a signal, or
  * the duration; then symbolize every distinct address once and close.
  */
+#include "commands.h"
 #include "drain.h"
 #include "elf_util.h"
 #include "launcher.h"
@@ -94,15 +95,22 @@ static void usage(FILE *f)
 		"      --lib PATH       probe the allocator in PATH instead of the one the linker binds\n"
 		"      --stack-depth N  frames per stack, 0 for none (default %d, max %d)\n"
 		"      --unwind-rows N  room for the unwind tables of code without frame pointers,\n"
-		"                       12 bytes a row (default 1M); 0: walk frame pointers only\n"
+		"                       16 bytes a row (default 1M); 0: walk frame pointers only\n"
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
 		"                       program they exec, each into its own FILE.PID[.N].mtrace\n"
-		"  -v, --verbose        list every probe\n",
+		"  -v, --verbose        list every probe\n"
+		"  -h, --help           show this help\n",
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
+}
+
+/* -o -: the trace streams to stdout (the format is written front to back). */
+static bool to_stdout(const char *output)
+{
+	return !strcmp(output, "-");
 }
 
 static int parse_opts(struct record_opts *o, int argc, char **argv)
@@ -182,6 +190,10 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
+	if (o->output && to_stdout(o->output) && o->cmd)
+		return fail("-o - writes the trace to stdout, where the command's output goes too; give -o FILE, or record it with -p");
+	if (o->output && to_stdout(o->output) && o->follow)
+		return fail("-o - is one stream and --follow-children writes a trace per process; give -o FILE");
 	return 0;
 }
 
@@ -312,6 +324,29 @@ void record_warn_held_at_entry(const char *prog)
 		prog);
 }
 
+/* The kernel refused us PID's files (PATH, error ERR): say why, as far as
+ * we can tell, and what would help. */
+static int access_denied(int pid, const char *path, int err)
+{
+	int yama = -1;
+	FILE *f;
+
+	if (!(effective_caps() & (1ULL << CAP_SYS_PTRACE_BIT)))
+		return fail("cannot read the files of PID %d (%s: %s): memtrace lacks CAP_SYS_PTRACE, which tracing another user's process needs; run it as root (sudo) or give it cap_sys_ptrace",
+			    pid, path, strerror(err));
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &yama) != 1)
+			yama = -1;
+		fclose(f);
+	}
+	if (yama == 3)
+		return fail("cannot read the files of PID %d (%s: %s): Yama's ptrace_scope is 3, which forbids tracing any process, even as root; memtrace cannot trace here until a reboot",
+			    pid, path, strerror(err));
+	return fail("cannot read the files of PID %d (%s: %s) although memtrace has CAP_SYS_PTRACE: a security policy protects that process (a security module, or a sandbox's init); memtrace cannot trace it",
+		    pid, path, strerror(err));
+}
+
 static int watch_target(struct recording *r)
 {
 	char path[64];
@@ -324,8 +359,7 @@ static int watch_target(struct recording *r)
 	snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
 	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
-		return fail("cannot read the files of PID %d (%s: %s); tracing another user's process needs root or CAP_SYS_PTRACE",
-			    r->pid, path, strerror(errno));
+		return access_denied(r->pid, path, errno);
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
 	return 0;
@@ -586,6 +620,11 @@ static int check_output(struct recording *r)
 	int fd;
 
 	default_output(r);
+	if (to_stdout(r->output)) {
+		if (isatty(STDOUT_FILENO))
+			return fail("failed to write the trace to stdout: it is a terminal; redirect it (-o - > FILE) or give -o FILE");
+		return 0;
+	}
 	fd = open(r->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return output_error(r, errno);
@@ -636,6 +675,20 @@ static int write_threads(struct recording *r)
 	return err;
 }
 
+/* Under sudo (running as root, SUDO_UID and SUDO_GID set), the trace
+ * belongs to the user who asked for it, still mode 0600: they can report
+ * on it without sudo, and nobody else can read it. 0, or -1 with errno. */
+static int give_to_sudo_user(const char *path)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	uint64_t uid, gid;
+
+	if (geteuid() != 0 || !u || !g || parse_u64(u, &uid) || parse_u64(g, &gid) || uid > UINT32_MAX - 1 ||
+	    gid > UINT32_MAX - 1)
+		return 0;
+	return fchownat(AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW);
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -655,11 +708,20 @@ static int open_output(struct recording *r)
 	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
 	m.start_real_ns = now_ns(CLOCK_REALTIME);
 	r->start_ns = m.start_mono_ns;
-	r->w = trace_writer__open(r->output, &m);
-	if (!r->w)
+	if (to_stdout(r->output)) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, &m);
+		if (!r->w)
+			return fail("failed to write the trace to stdout: %s", strerror(errno));
+	} else if (!(r->w = trace_writer__open(r->output, &m))) {
 		return output_error(r, errno);
+	}
 	if (r->o.discard_output)
 		unlink(r->output); /* written on, gone at the close */
+	else if (!to_stdout(r->output) && give_to_sudo_user(r->output))
+		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
+			    r->output, strerror(errno));
 	if (r->view) {
 		if (r->view->tap->meta && r->view->tap->meta(r->view->ctx, &m))
 			return fail("failed to start the live view: out of memory");
@@ -834,7 +896,7 @@ static void announce(struct recording *r)
 	if (r->o.discard_output)
 		fprintf(stderr, "\n");
 	else
-		fprintf(stderr, ", writing %s\n", r->output);
+		fprintf(stderr, ", writing %s\n", to_stdout(r->output) ? "to stdout" : r->output);
 }
 
 /* What the target did, in words, from what changed and its name then. */
@@ -994,11 +1056,35 @@ static int write_symbols(struct recording *r)
 	return err;
 }
 
+/* Whether PATH can go into a shell command as it is. */
+static bool shell_safe(const char *path)
+{
+	return *path && strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+,:=@-") ==
+				strlen(path);
+}
+
+/* The one line that ends a recording: where the trace is, how big, and
+ * what to run next. */
+static void announce_trace(const char *path, uint64_t events, uint64_t bytes)
+{
+	char size[32];
+
+	format_bytes(bytes, size, sizeof(size));
+	if (to_stdout(path)) {
+		fprintf(stderr, "memtrace: wrote the trace to stdout (%s, %llu events); next: memtrace report FILE, with the file it went to\n",
+			size, (unsigned long long)events);
+		return;
+	}
+	fprintf(stderr, "memtrace: wrote %s (%s, %llu events); next: memtrace report %s%s%s\n", path, size,
+		(unsigned long long)events, shell_safe(path) ? "" : "'", path, shell_safe(path) ? "" : "'");
+}
+
 /* Stop the probes, take what is still in the rings, then close the trace
  * with its drops, symbols and END chunk. */
 static int finish(struct recording *r)
 {
 	struct trace_end end = { .exit_status = -1 };
+	uint64_t bytes = 0;
 	int err;
 
 	loader__set_recording(r->loader, false);
@@ -1033,7 +1119,7 @@ static int finish(struct recording *r)
 		return fail("failed to write %s: %s; the trace is readable up to the last complete chunk",
 			    r->output, strerror(-err));
 	}
-	err = trace_writer__close(r->w, &end);
+	err = trace_writer__close_sized(r->w, &end, &bytes);
 	r->w = NULL;
 	if (err)
 		return fail("failed to finish %s: %s", r->output, strerror(-err));
@@ -1041,7 +1127,7 @@ static int finish(struct recording *r)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
 	if (!r->o.discard_output)
-		fprintf(stderr, "memtrace: wrote %llu events to %s\n", (unsigned long long)end.events, r->output);
+		announce_trace(r->output, end.events, bytes);
 	return 0;
 }
 
@@ -1086,7 +1172,8 @@ static void cleanup(struct recording *r, bool failed)
 {
 	if (r->w) {
 		trace_writer__abort(r->w);
-		unlink(r->output); /* nothing was recorded: leave nothing behind */
+		if (!to_stdout(r->output))
+			unlink(r->output); /* nothing was recorded: leave nothing behind */
 	}
 	loader__close(r->loader);
 	drain__free(r->drain);
@@ -1111,7 +1198,7 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o = { 0 };
 
 	if (parse_opts(&o, argc, argv))
-		return 1;
+		return MEMTRACE_EXIT_USAGE;
 	return record_run(&o, NULL);
 }
 
@@ -1122,7 +1209,7 @@ int record_run(struct record_opts *o, const struct record_view *view)
 	int err = 0;
 
 	install_signals(r.o.cmd != NULL);
-	if (!err && r.o.supervisor)
+	if (r.o.supervisor)
 		err = watch_supervisor(&r);
 	if (!err)
 		err = check_system();

@@ -28,9 +28,11 @@ struct report_args {
 	const char *path;
 };
 
+#define REPORT_USAGE "usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] FILE"
+
 static void report_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] [--strict] FILE\n"
+	fprintf(f, "%s\n"
 		   "  --json       print the sites as JSON (the shape scripts rely on): every\n"
 		   "               site, or the first N with --top N\n"
 		   "  --html OUT   write one self-contained HTML page (memory over time, flame\n"
@@ -39,7 +41,7 @@ static void report_usage(FILE *f)
 		   "  --top N      entries per ranked list (text default %d; JSON default all)\n"
 		   "  --strict     a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help   show this help\n",
-		REPORT_DEFAULT_TOP);
+		REPORT_USAGE, REPORT_DEFAULT_TOP);
 }
 
 /* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
@@ -93,8 +95,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		return -EINVAL;
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "memtrace: failed to start report: it takes exactly one trace file; "
-				"usage: memtrace report [--json | --html OUT] [--top N] FILE\n");
+		fprintf(stderr, "%s\n", REPORT_USAGE); /* no file, or more than one */
 		return -EINVAL;
 	}
 	args->path = argv[optind];
@@ -206,7 +207,7 @@ int cmd_report(int argc, char **argv)
 
 	err = report_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	a = analysis__new();
 	if (!a) {
