@@ -41,7 +41,7 @@ expect_eq "-o: report's leak_step leaked bytes = the last snapshot's live bytes"
 	"$(site "$TMP/top.json" leak_step leaked_bytes)" "$(tail -1 "$TMP/top.jsonl" | jq '.sites[] | select(.function == "leak_step") | .live_bytes')"
 
 # --- batch JSON of a running process, --alloc-fn -------------------------------------
-"$LEAK" 6 & # bounded by its argument; no timeout wrapper, whose PID $! would be
+"$LEAK" 15 & # bounded by its argument, killed below; no timeout wrapper: $! must be the program
 target=$!
 wait_exec "$target" "$LEAK"
 sleep 0.5
@@ -59,6 +59,7 @@ expect_eq "top -p: live bytes count only what was allocated since attach (within
 timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json -i 0.5 -d 1.2 --alloc-fn leak_step -p "$target" \
 	>"$TMP/fn.jsonl" 2>/dev/null
 expect_eq "top --alloc-fn leak_step: the site is its caller" "$(tail -1 "$TMP/fn.jsonl" | jq -r '.sites[0].function')" main
+kill "$target" 2>/dev/null
 wait "$target"
 
 # --- batch text ------------------------------------------------------------------------
