@@ -14,6 +14,7 @@
 #include "memtrace_abi.h"
 #include "probes.h"
 #include "record.h"
+#include "replay.h"
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
@@ -73,6 +74,11 @@ struct recording {
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
 	bool view_quit; /* the live view was told to quit */
+	/* what sees every record the trace gets: the view's tap, or on a
+	 * terminal the replay behind the status line's live heap */
+	const struct trace_reader_ops *tap;
+	void *tap_ctx;
+	struct replay *status;
 	uint64_t end_ns; /* when recording stopped */
 	char stop_reason[256]; /* set when the target crossed the privilege boundary */
 };
@@ -517,8 +523,8 @@ static int write_module(void *ctx, const struct trace_module *m)
 {
 	struct recording *r = ctx;
 
-	if (r->view && r->view->tap->module) {
-		int err = r->view->tap->module(r->view->ctx, m);
+	if (r->tap && r->tap->module) {
+		int err = r->tap->module(r->tap_ctx, m);
 
 		if (err)
 			return err;
@@ -666,8 +672,8 @@ static int write_threads(struct recording *r)
 		t.tid = (uint32_t)strtoul(e->d_name, NULL, 10);
 		snprintf(path, sizeof(path), "task/%u/comm", t.tid);
 		read_proc_string(r->pid, path, comm, sizeof(comm));
-		if (r->view && r->view->tap->thread)
-			err = r->view->tap->thread(r->view->ctx, &t);
+		if (r->tap && r->tap->thread)
+			err = r->tap->thread(r->tap_ctx, &t);
 		if (!err)
 			err = trace_writer__add_thread(r->w, &t);
 	}
@@ -722,10 +728,10 @@ static int open_output(struct recording *r)
 	else if (!to_stdout(r->output) && give_to_sudo_user(r->output))
 		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
 			    r->output, strerror(errno));
-	if (r->view) {
-		if (r->view->tap->meta && r->view->tap->meta(r->view->ctx, &m))
+	if (r->tap) {
+		if (r->tap->meta && r->tap->meta(r->tap_ctx, &m))
 			return fail("failed to start the live view: out of memory");
-		drain__set_tap(r->drain, r->view->tap, r->view->ctx);
+		drain__set_tap(r->drain, r->tap, r->tap_ctx);
 	}
 	if (module_set__merge(&r->modules, &r->maps, write_module, r) || write_threads(r) ||
 	    trace_writer__flush(r->w))
@@ -947,14 +953,15 @@ static bool target_gone(struct recording *r)
 static void show_status(struct recording *r, uint64_t now, uint64_t *last_events)
 {
 	uint64_t events = drain__events(r->drain), drops = 0;
-	char written[32];
+	char written[32], live[32];
 
 	for (int cpu = 0; cpu < loader__nr_cpus(r->loader); cpu++)
 		drops += loader__drops(r->loader, cpu);
 	format_bytes(trace_writer__bytes(r->w), written, sizeof(written));
-	fprintf(stderr, "\rmemtrace: %llu events (%llu/s), %s written, %llu dropped  ",
-		(unsigned long long)events,
-		(unsigned long long)((events - *last_events) * 1000000000ULL / STATUS_NS), written,
+	format_bytes(replay__live_bytes(r->status), live, sizeof(live));
+	fprintf(stderr, "\rmemtrace: %.1f s, %llu events (%llu/s), live %s, %s written, %llu dropped  ",
+		(now - r->start_ns) / 1e9, (unsigned long long)events,
+		(unsigned long long)((events - *last_events) * 1000000000ULL / STATUS_NS), live, written,
 		(unsigned long long)drops);
 	*last_events = events;
 }
@@ -983,7 +990,7 @@ static struct record_live live_of(struct recording *r)
 static int record_loop(struct recording *r)
 {
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
-	bool status_line = isatty(STDERR_FILENO) && !r->view;
+	bool status_line = r->status != NULL;
 	uint64_t next_status = r->start_ns + STATUS_NS, last_events = 0;
 	uint64_t next_flush = r->start_ns + FLUSH_NS;
 	int err = 0;
@@ -1191,6 +1198,7 @@ static void cleanup(struct recording *r, bool failed)
 	if (r->rootfd >= 0)
 		close(r->rootfd);
 	free(r->cmdline);
+	replay__free(r->status);
 }
 
 int cmd_record(int argc, char **argv)
@@ -1209,6 +1217,15 @@ int record_run(struct record_opts *o, const struct record_view *view)
 	int err = 0;
 
 	install_signals(r.o.cmd != NULL);
+	if (view) {
+		r.tap = view->tap;
+		r.tap_ctx = view->ctx;
+	} else if (isatty(STDERR_FILENO) && !r.o.follow && !to_stdout(r.o.output ? r.o.output : "") &&
+		   (r.status = replay__new())) {
+		/* the status line's live heap, replayed as the trace gets it */
+		r.tap = &replay_reader_ops;
+		r.tap_ctx = r.status;
+	}
 	if (r.o.supervisor)
 		err = watch_supervisor(&r);
 	if (!err)
