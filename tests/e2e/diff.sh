@@ -21,7 +21,7 @@ diff_cmd --json "$base" "$new" >"$json" 2>"$TMP/err"
 expect_eq "diff --json exit status" "$?" 0
 expect_eq "the largest growth is site_grow" "$(jqr "$json" '.sites[0].function')" site_grow
 expect_eq "site_grow's file and line" "$(jqr "$json" '.sites[0] | "\(.file):\(.line)"')" \
-	"tests/progs/diff_growth.c:$(grep -n 'site_grow(void)' "${TOP:-.}/tests/progs/diff_growth.c" | cut -d: -f1)"
+	"$TOP/tests/progs/diff_growth.c:$(grep -n 'site_grow(void)' "$TOP/tests/progs/diff_growth.c" | cut -d: -f1)"
 expect_eq "site_grow allocated_bytes a, b, delta" \
 	"$(jqr "$json" '.sites[0].allocated_bytes | "\(.a) \(.b) \(.delta)"')" "1000 5000 4000"
 expect_eq "site_grow leaked_bytes delta" "$(jqr "$json" '.sites[0].leaked_bytes.delta')" 4000
