@@ -65,15 +65,9 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 
 	memset(args, 0, sizeof(*args));
 	args->top = DIFF_DEFAULT_TOP;
-	optind = 0; /* glibc: start afresh even if main parsed options already */
-	opterr = 0; /* our one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		int taken = trace_load_option(c, optarg);
-
-		if (taken < 0)
+	while ((c = trace_load_getopt(argc, argv, "h", longopts)) != -1) {
+		if (c == TRACE_LOAD_BAD_OPTION)
 			return -EINVAL;
-		if (taken)
-			continue;
 		switch (c) {
 		case 'j':
 			args->json = true;
@@ -94,9 +88,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 			diff_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "memtrace: failed to parse diff options: '%s' is unknown or "
-					"lacks its value; see memtrace diff --help\n", argv[optind - 1]);
-			return -EINVAL;
+			return trace_load_unknown_option("diff", argv);
 		}
 	}
 	if (argc - optind != 2) {

@@ -123,15 +123,9 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 	int c;
 
 	memset(args, 0, sizeof(*args));
-	optind = 0; /* glibc: start afresh even if main parsed options already */
-	opterr = 0; /* our one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
-		int taken = trace_load_option(c, optarg);
-
-		if (taken < 0)
+	while ((c = trace_load_getopt(argc, argv, "f:o:h", longopts)) != -1) {
+		if (c == TRACE_LOAD_BAD_OPTION)
 			return -EINVAL;
-		if (taken)
-			continue;
 		switch (c) {
 		case 'f':
 			args->format = export_find_format(optarg);
@@ -156,9 +150,7 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 			export_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "memtrace: failed to parse export options: '%s' is unknown or "
-					"lacks its value; see memtrace export --help\n", argv[optind - 1]);
-			return -EINVAL;
+			return trace_load_unknown_option("export", argv);
 		}
 	}
 	problem = export_check_args(argc, argv, args);

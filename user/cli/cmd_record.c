@@ -119,6 +119,28 @@ static bool to_stdout(const char *output)
 	return !strcmp(output, "-");
 }
 
+void record_opts__defaults(struct record_opts *o)
+{
+	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
+	o->unwind_rows = 1 << 20;
+	o->ring_bytes = 8 << 20;
+}
+
+int record_option(int c, const char *arg, struct record_opts *o)
+{
+	switch (c) {
+	case 'p':
+		return parse_pid(arg, &o->pid) ? -EINVAL : 1;
+	case 'o':
+		o->output = arg;
+		return 1;
+	case 'd':
+		return parse_seconds(arg, &o->duration) ? -EINVAL : 1;
+	default:
+		return 0;
+	}
+}
+
 static int parse_opts(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -140,20 +162,15 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
-	o->unwind_rows = 1 << 20;
-	o->ring_bytes = 8 << 20;
+	record_opts__defaults(o);
 	while ((c = getopt_long(argc, argv, "+p:o:d:vh", longopts, NULL)) != -1) {
+		int taken = record_option(c, optarg, o);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken)
+			continue;
 		switch (c) {
-		case 'p':
-			if (parse_pid(optarg, &o->pid))
-				return -EINVAL;
-			break;
-		case 'o': o->output = optarg; break;
-		case 'd':
-			if (parse_seconds(optarg, &o->duration))
-				return -EINVAL;
-			break;
 		case 'L': o->lib = optarg; break;
 		case 'S':
 			if (parse_u64(optarg, &v) || v > MT_MAX_STACK_DEPTH)

@@ -59,15 +59,9 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 
 	memset(args, 0, sizeof(*args));
 	args->opts.top = REPORT_DEFAULT_TOP;
-	optind = 0; /* glibc: start afresh even if main parsed options already */
-	opterr = 0; /* our one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		int taken = trace_load_option(c, optarg);
-
-		if (taken < 0)
+	while ((c = trace_load_getopt(argc, argv, "h", longopts)) != -1) {
+		if (c == TRACE_LOAD_BAD_OPTION)
 			return -EINVAL;
-		if (taken)
-			continue;
 		switch (c) {
 		case 'j':
 			args->json = true;
@@ -84,9 +78,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 			report_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "memtrace: failed to parse report options: '%s' is unknown or "
-					"lacks its value; see memtrace report --help\n", argv[optind - 1]);
-			return -EINVAL;
+			return trace_load_unknown_option("report", argv);
 		}
 	}
 	if (args->json && args->html) {

@@ -16,6 +16,14 @@ int cmd_report(int argc, char **argv);
 int cmd_diff(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_top(int argc, char **argv);
+
+/* What record and top share of their command line. */
+struct record_opts;
+/* Depth, unwind rows and ring size as record has them by default. */
+void record_opts__defaults(struct record_opts *o);
+/* -p PID, -o FILE, -d SEC: 1 if getopt's C was one of them, 0 if not,
+ * -EINVAL after printing why its ARG is wrong. */
+int record_option(int c, const char *arg, struct record_opts *o);
 int cmd_version(int argc, char **argv);
 
 #endif /* MEMTRACE_COMMANDS_H */

@@ -11,6 +11,7 @@
 #include <limits.h>
 
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +66,34 @@ int trace_load_add_alloc_fn(const char *glob)
 		return -E2BIG;
 	alloc_fns[nr_alloc_fns++] = glob;
 	return 0;
+}
+
+int trace_load_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	static char **started;
+	int c;
+
+	if (started != argv) {
+		started = argv;
+		optind = 0; /* glibc: start afresh even if main parsed options already */
+		opterr = 0; /* our one-line message instead of getopt's */
+	}
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		int taken = trace_load_option(c, optarg);
+
+		if (taken < 0)
+			return TRACE_LOAD_BAD_OPTION;
+		if (!taken)
+			return c;
+	}
+	return -1;
+}
+
+int trace_load_unknown_option(const char *command, char **argv)
+{
+	fprintf(stderr, "memtrace: failed to parse %s options: '%s' is unknown or lacks its value; see memtrace %s --help\n",
+		command, argv[optind - 1], command);
+	return -EINVAL;
 }
 
 int trace_load_option(int c, const char *arg)
