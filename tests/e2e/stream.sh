@@ -14,11 +14,13 @@ cd "$TMP" || exit 1
 # straight into direct.mtrace without one.
 record_stream() {
 	local target pid rec
+	rm -f target.err err # a line left by the call before must not count as this one's
 	timeout -k 5 "$LIMIT" "$PROGS/alloc_patterns" wait >out 2>target.err &
 	target=$!
 	wait_for_line target.err "alloc_patterns: waiting for SIGUSR1" 10
 	# timeout runs the program as its child: trace the program
 	pid=$(pgrep -P "$target" | head -n1)
+	wait_exec "$pid" "$PROGS/alloc_patterns"
 	if [ $# -gt 0 ]; then
 		(timeout -k 5 "$LIMIT" "$MEMTRACE" record -o - -p "$pid" 2>err | "$@") &
 	else
@@ -51,7 +53,7 @@ expect_alloc_patterns direct.json 4 "-o - > FILE, no pipe"
 
 # Through a pipe (no fsync there, no seek anywhere).
 record_stream cat >piped.mtrace
-report_json piped.mtrace piped.json
+report_json piped.mtrace piped.json || { echo "# memtrace said: $(tr '\n' '|' <err)"; echo "# report said: $(cat "$TMP/report.err")"; ls -la piped.mtrace | sed 's/^/# /'; }
 expect_alloc_patterns piped.json 4 "-o - | cat > FILE"
 
 # Reading - from stdin gives what the file gives.
