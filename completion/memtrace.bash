@@ -7,13 +7,13 @@ _memtrace()
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local commands="record report diff export help"
+	local commands="record report diff export top help"
 
 	# the command: the first word after memtrace that is one
 	cmd=""
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		record | report | diff | export | help) cmd=${COMP_WORDS[i]}; break ;;
+		record | report | diff | export | top | help) cmd=${COMP_WORDS[i]}; break ;;
 		--) cmd=record; break ;;
 		esac
 	done
@@ -42,7 +42,7 @@ _memtrace()
 	-o | --output | --html | --lib)
 		COMPREPLY=($(compgen -f -- "$cur"))
 		return ;;
-	-d | --duration | --stack-depth | --unwind-rows | --buffer-size | --top | --alloc-fn)
+	-d | --duration | --stack-depth | --unwind-rows | --buffer-size | --top | --alloc-fn | -i | --interval)
 		return ;;
 	esac
 
@@ -54,10 +54,13 @@ _memtrace()
 			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
 		fi ;;
 	help)
-		COMPREPLY=($(compgen -W "record report diff export" -- "$cur")) ;;
+		COMPREPLY=($(compgen -W "record report diff export top" -- "$cur")) ;;
 	record)
 		COMPREPLY=($(compgen -W "-p --pid -o --output -d --duration --lib --stack-depth --unwind-rows
 			--sample= --buffer-size --follow-children -v --verbose -h --help --" -- "$cur")) ;;
+	top)
+		COMPREPLY=($(compgen -W "-p --pid -i --interval -o --output -d --duration --batch --json --top
+			--alloc-fn -h --help --" -- "$cur")) ;;
 	report)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict -h --help" -- "$cur"))
