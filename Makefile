@@ -2,7 +2,8 @@
 # make            build build/memtrace
 # make test       (as root) install missing Debian packages, build, run every test tier
 # make demo       build, record the bundled demo program, print its report
-# make install    put memtrace in $(PREFIX)/bin
+# make install    put memtrace in $(PREFIX)/bin, its man pages in $(PREFIX)/share/man/man1,
+#                 bash and zsh completion in $(PREFIX)/share (DESTDIR=DIR to stage elsewhere)
 # make STATIC=0  link build/memtrace against the shared libraries instead (rm build/memtrace first)
 
 PREFIX  ?= /usr/local
@@ -78,6 +79,17 @@ $(BUILD)/user/%.o: user/%.c | $(SKEL) $(BUILD)
 	$(CC) $(CPPFLAGS) $(call inc_dirs,$(INC_$(patsubst %/,%,$(dir $*)))) $(CFLAGS) -MMD -MP -c $< -o $@
 
 -include $(USER_OBJ:.o=.d)
+
+# What memtrace --version says about this build: rewritten only when it
+# changes (a new commit, another compiler), so only cmd_version.o follows.
+VERSION := 0.1.0
+$(BUILD)/version.h: FORCE | $(BUILD)
+	@v='#define MEMTRACE_VERSION "$(VERSION)"'; \
+	b="#define MEMTRACE_BUILD \"commit $$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)$$(git diff --quiet HEAD 2>/dev/null || echo +changes), $$($(CC) -dumpfullversion 2>/dev/null | sed 's/^/gcc /'), $(if $(filter 1,$(STATIC)),static,dynamic)\""; \
+	printf '%s\n%s\n' "$$v" "$$b" | cmp -s - $@ || printf '%s\n%s\n' "$$v" "$$b" > $@
+$(BUILD)/user/cli/cmd_version.o: $(BUILD)/version.h
+.PHONY: FORCE
+FORCE:
 
 $(BUILD)/libmemtrace.a: $(LIB_OBJ)
 	rm -f $@; ar rcs $@ $^
@@ -171,6 +183,10 @@ demo: deps all
 
 install: all
 	install -D -m 0755 $(BUILD)/memtrace $(DESTDIR)$(PREFIX)/bin/memtrace
+	install -d $(DESTDIR)$(PREFIX)/share/man/man1
+	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -D -m 0644 completion/memtrace.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/memtrace
+	install -D -m 0644 completion/_memtrace $(DESTDIR)$(PREFIX)/share/zsh/vendor-completions/_memtrace
 
 clean:
 	rm -rf $(BUILD)

@@ -152,8 +152,14 @@ struct mt_unwind_row {
 	__u8 rbp_rule; /* enum mt_rbp_rule */
 	__s16 rbp_off; /* MT_RBP_AT_CFA: bytes from the CFA */
 	__s32 cfa_off; /* MT_CFA_RSP, MT_CFA_RBP: bytes added to the register; PLT: the pc & 15 threshold */
-	__u32 pad;     /* zero: BPF arrays keep 8-byte aligned elements, so 16 bytes a row */
+	__u32 flags;   /* MT_ROW_*; also pads the row to 16 bytes (BPF arrays keep 8-byte aligned elements) */
 };
+
+/* A row whose CFA offset the builder could not check against the code (the
+ * first row of a function's cold part, a block after a ret or jmp): the
+ * walker keeps the return address it reads there only if the instruction
+ * before it is a call. */
+#define MT_ROW_CHECK_RA 1u
 
 #define MT_UNWIND_MAPS 512        /* executable mappings per process with a table */
 #define MT_STACK_TRUNCATED 1ULL   /* last frame of a stack: no unwind table for the next frame */

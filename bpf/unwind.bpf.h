@@ -43,12 +43,7 @@ volatile __u32 unwind_nr[2];  /* mappings in each half */
 #define UNWIND_MAP_STEPS 10   /* binary search over at most 512 mappings */
 #define UNWIND_ROW_STEPS 27   /* ... over at most 2^27 rows */
 
-/* Offsets in the kernel's rt_sigframe, from the handler's CFA (&uc):
- * uc_flags, uc_link, uc_stack (8 + 8 + 24), then struct sigcontext. */
-#define SIGFRAME_MCONTEXT 40
-#define SIGCONTEXT_RBP (10 * 8)
-#define SIGCONTEXT_RSP (15 * 8)
-#define SIGCONTEXT_RIP (16 * 8)
+#include "unwind_rule.h"
 
 struct unwind_walk {
 	__u64 pc, sp, bp;
@@ -136,29 +131,26 @@ static int unwind_step(__u32 i, void *ctx)
 	}
 	m = unwind_find_map(w->gen, w->pc);
 	if (!m) {
-		w->cut = MT_STACK_TRUNCATED; /* code without a table (JIT, vdso, unknown) */
+		/* Code without a table (JIT, vdso, unknown). The frame just
+		 * taken is dropped: see mt_unwind_keep_unmapped. */
+		if (nr && !mt_unwind_keep_unmapped)
+			ev->nr = nr - 1;
+		w->cut = MT_STACK_TRUNCATED;
 		return 1;
 	}
-	row = unwind_find_row(m, w->pc - m->bias - (w->exact_pc ? 0 : 1));
+	row = unwind_find_row(m, mt_unwind_lookup_addr(w->pc, m->bias, w->exact_pc));
 	if (!row) {
 		w->cut = MT_STACK_TRUNCATED;
 		return 1;
 	}
-	switch (row->cfa_kind) {
-	case MT_CFA_RSP:
-		cfa = w->sp + row->cfa_off;
+	switch (mt_unwind_cfa(row, w->pc, w->sp, w->bp, &cfa)) {
+	case MT_NEXT_CALLER:
 		break;
-	case MT_CFA_RBP:
-		cfa = w->bp + row->cfa_off;
-		break;
-	case MT_CFA_PLT:
-		cfa = w->sp + 8 + ((w->pc & 15) >= (__u64)row->cfa_off ? 8 : 0);
-		break;
-	case MT_CFA_SIGNAL:
+	case MT_NEXT_SIGNAL:
 		/* The interrupted state is in the signal frame's ucontext. */
-		if (bpf_probe_read_user(&sig[0], 8, (void *)(w->sp + SIGFRAME_MCONTEXT + SIGCONTEXT_RBP)) ||
-		    bpf_probe_read_user(&sig[1], 8, (void *)(w->sp + SIGFRAME_MCONTEXT + SIGCONTEXT_RSP)) ||
-		    bpf_probe_read_user(&sig[2], 8, (void *)(w->sp + SIGFRAME_MCONTEXT + SIGCONTEXT_RIP)))
+		if (bpf_probe_read_user(&sig[0], 8, (void *)(w->sp + MT_SIGCONTEXT_RBP)) ||
+		    bpf_probe_read_user(&sig[1], 8, (void *)(w->sp + MT_SIGCONTEXT_RSP)) ||
+		    bpf_probe_read_user(&sig[2], 8, (void *)(w->sp + MT_SIGCONTEXT_RIP)))
 			return 1;
 		if (!sig[2])
 			return 1;
@@ -169,7 +161,7 @@ static int unwind_step(__u32 i, void *ctx)
 		w->pc = sig[2];
 		w->exact_pc = true;
 		return 0;
-	case MT_CFA_END:
+	case MT_NEXT_END:
 		return 1; /* the outermost frame: the stack is whole */
 	default:
 		w->cut = MT_STACK_TRUNCATED;
@@ -180,8 +172,16 @@ static int unwind_step(__u32 i, void *ctx)
 	if (row->rbp_rule == MT_RBP_AT_CFA &&
 	    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + row->rbp_off)))
 		return 1;
-	if (!ra || cfa <= w->sp)
+	if (!mt_unwind_caller_ok(ra, cfa, w->sp))
 		return 1; /* the end of the stack, or a frame that does not climb it */
+	if (row->flags & MT_ROW_CHECK_RA) {
+		__u8 code[8];
+
+		if (bpf_probe_read_user(code, sizeof(code), (void *)(ra - 8)) || !mt_unwind_after_call(code)) {
+			w->cut = MT_STACK_TRUNCATED; /* an unchecked rule gave no return address */
+			return 1;
+		}
+	}
 	ev->frames[nr] = ra;
 	ev->nr = nr + 1;
 	w->sp = cfa;

@@ -21,7 +21,7 @@ diff_cmd --json "$base" "$new" >"$json" 2>"$TMP/err"
 expect_eq "diff --json exit status" "$?" 0
 expect_eq "the largest growth is site_grow" "$(jqr "$json" '.sites[0].function')" site_grow
 expect_eq "site_grow's file and line" "$(jqr "$json" '.sites[0] | "\(.file):\(.line)"')" \
-	"tests/progs/diff_growth.c:$(grep -n 'site_grow(void)' "${TOP:-.}/tests/progs/diff_growth.c" | cut -d: -f1)"
+	"$TOP/tests/progs/diff_growth.c:$(grep -n 'site_grow(void)' "$TOP/tests/progs/diff_growth.c" | cut -d: -f1)"
 expect_eq "site_grow allocated_bytes a, b, delta" \
 	"$(jqr "$json" '.sites[0].allocated_bytes | "\(.a) \(.b) \(.delta)"')" "1000 5000 4000"
 expect_eq "site_grow leaked_bytes delta" "$(jqr "$json" '.sites[0].leaked_bytes.delta')" 4000
@@ -72,7 +72,9 @@ expect_one_error "diff against a non-trace file" "$?" "$TMP/err"
 diff_cmd "$TMP/missing.mtrace" "$new" >/dev/null 2>"$TMP/err"
 expect_one_error "diff of a missing file" "$?" "$TMP/err"
 diff_cmd "$base" >/dev/null 2>"$TMP/err"
-expect_one_error "diff with one trace" "$?" "$TMP/err"
+expect_eq "diff with one trace: exit status (usage error)" "$?" 2
+expect_eq "diff with one trace: its usage line" "$(cat "$TMP/err")" \
+	"usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] BASE NEW"
 diff_cmd --fail-on-growth=lots "$base" "$new" >/dev/null 2>"$TMP/err"
 expect_one_error "--fail-on-growth=lots" "$?" "$TMP/err"
 finish

@@ -13,7 +13,7 @@ expect_site "$TMP/dl.json" plugin_work allocated_bytes 770
 expect_site "$TMP/dl.json" plugin_work leaked_bytes 770
 expect_eq "plugin_work: source file" \
 	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .file] | first' "$TMP/dl.json")" \
-	"tests/progs/plugin/plugin.c"
+	"$TOP/tests/progs/plugin/plugin.c" # absolute: gcc's relative name joined to its compilation directory
 expect_eq "plugin_work: module" \
 	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .module] | first' "$TMP/dl.json" | xargs basename)" \
 	"libplugin.so"
@@ -31,7 +31,7 @@ expect_eq "50 ms after dlopen: plugin_zone entered" \
 expect_site "$TMP/fast.json" plugin_work allocations 10
 expect_eq "50 ms after dlopen: plugin_work symbolized from its file" \
 	"$(jq -r '[.sites[] | select(.function == "plugin_work") | .file] | first' "$TMP/fast.json")" \
-	"tests/progs/plugin/plugin.c"
+	"$TOP/tests/progs/plugin/plugin.c"
 
 # A library loaded later with an allocator of its own, which its code is
 # bound to: that allocator gets probed when the library appears.

@@ -12,7 +12,7 @@ expect_eq "tiny buffers: target finished its work" "$(cat "$TMP/out")" "heap_wor
 expect_eq "tiny buffers: recorder warns about drops" "$(grep -c 'events dropped; use a larger --buffer-size' "$TMP/err")" 1
 report_json "$TMP/d.mtrace" "$TMP/d.json"
 dropped=$(jqr "$TMP/d.json" .totals.dropped_events)
-written=$(sed -n 's/^memtrace: wrote \([0-9]*\) events.*/\1/p' "$TMP/err")
+written=$(sed -n 's/^memtrace: wrote .* (.*, \([0-9]*\) events); next: .*/\1/p' "$TMP/err")
 if [ "$dropped" -gt 0 ] && [ $((dropped + written)) -ge 400000 ]; then
 	ok "tiny buffers: $dropped dropped + $written written cover the 400000 allocation and free events"
 else

@@ -29,7 +29,7 @@ done < <(jq -r '"\(.time_ns) \(.sites[0].live_bytes)"' <<<"$late")
 expect_eq "leak_step live bytes within 5% of 100000 B/s x time, every late snapshot" "$bad" 0
 expect_eq "churn: never live" "$(jq -r '.sites[] | select(.function == "churn") | .live_bytes' "$TMP/top.jsonl" | sort -u)" 0
 expect_eq "a site names its file and line" "$(jq -r '.sites[0] | "\(.file):\(.line)"' <<<"$(tail -1 "$TMP/top.jsonl")")" \
-	"tests/progs/leak_rate.c:19"
+	"$TOP/tests/progs/leak_rate.c:19"
 expect_eq "totals.live_bytes is leak_step's" "$(jq -r '.totals.live_bytes == .sites[0].live_bytes' <<<"$late" | sort -u)" true
 expect_eq "no drops" "$(jq -r '.totals.dropped_events' "$TMP/top.jsonl" | sort -u)" 0
 # -o: the trace is what record writes, and its report agrees with the last snapshot
@@ -41,7 +41,7 @@ expect_eq "-o: report's leak_step leaked bytes = the last snapshot's live bytes"
 	"$(site "$TMP/top.json" leak_step leaked_bytes)" "$(tail -1 "$TMP/top.jsonl" | jq '.sites[] | select(.function == "leak_step") | .live_bytes')"
 
 # --- batch JSON of a running process, --alloc-fn -------------------------------------
-"$LEAK" 6 & # bounded by its argument; no timeout wrapper, whose PID $! would be
+"$LEAK" 15 & # bounded by its argument, killed below; no timeout wrapper: $! must be the program
 target=$!
 wait_exec "$target" "$LEAK"
 sleep 0.5
@@ -59,6 +59,7 @@ expect_eq "top -p: live bytes count only what was allocated since attach (within
 timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json -i 0.5 -d 1.2 --alloc-fn leak_step -p "$target" \
 	>"$TMP/fn.jsonl" 2>/dev/null
 expect_eq "top --alloc-fn leak_step: the site is its caller" "$(tail -1 "$TMP/fn.jsonl" | jq -r '.sites[0].function')" main
+kill "$target" 2>/dev/null
 wait "$target"
 
 # --- batch text ------------------------------------------------------------------------
@@ -66,8 +67,8 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch -i 0.5 -d 1.2 -- "$LEAK" 2 >"$TMP/
 expect_eq "top --batch: a header per snapshot" "$(grep -c '^memtrace top: PID [0-9]* (leak_rate), ' "$TMP/top.txt")" \
 	"$(grep -c '^  *LIVE BYTES' "$TMP/top.txt")"
 expect_eq "top --batch: leak_step's row names its file and module" \
-	"$(grep -m1 -o 'leak_step  tests/progs/leak_rate.c:19  \[leak_rate\]' "$TMP/top.txt")" \
-	"leak_step  tests/progs/leak_rate.c:19  [leak_rate]"
+	"$(grep -m1 -o "leak_step  $TOP/tests/progs/leak_rate.c:19  \\[leak_rate\\]" "$TMP/top.txt")" \
+	"leak_step  $TOP/tests/progs/leak_rate.c:19  [leak_rate]"
 
 # --- wrong use: one line each, exit status 2 ------------------------------------------------
 check_usage() { # DESCRIPTION EXPECTED-LINE ARGS...

@@ -14,7 +14,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
 out=$build/fuzz
 crashes=$out/crashes
-harnesses="fuzz_trace_file fuzz_trace_records fuzz_usdt fuzz_unwind_table"
+harnesses="fuzz_trace_file fuzz_trace_records fuzz_usdt fuzz_unwind_table fuzz_unwind_walk"
 work=${2:-}
 tmp=""
 if [ -z "$work" ]; then

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Many distinct deep stacks, for tests/e2e/json_size.sh: allocation i is
- * made at the bottom of a 14-level walk through left() and right() chosen
- * by the bits of i, so 16384 allocations have 16384 different stacks of 17
- * frames or more, all ending in the same few functions.
- *
- * usage: many_stacks [DEPTH]   DEPTH levels (1..20, default 14): 2^DEPTH
- * stacks (tests/e2e/html_viewer.sh takes 19: 524288, for the page's bound).
+ * made at the bottom of a DEPTH-level walk through left() and right() chosen
+ * by the bits of i, so 2^DEPTH allocations have 2^DEPTH different stacks of
+ * DEPTH + 3 frames or more, all ending in the same few functions.
+ * usage: many_stacks [DEPTH]  (default 17: 131072 stacks)
  */
 #include <stdlib.h>
 
-#define DEPTH 14
+#define DEFAULT_DEPTH 17
 
 /* The pointers escape through this, so every malloc stays. */
 void *volatile sink;
@@ -45,9 +43,9 @@ __attribute__((noinline)) void walk(int depth, unsigned path)
 
 int main(int argc, char **argv)
 {
-	int depth = argc > 1 ? atoi(argv[1]) : DEPTH;
+	int depth = argc > 1 ? atoi(argv[1]) : DEFAULT_DEPTH;
 
-	if (depth < 1 || depth > 20)
+	if (depth < 1 || depth > 24)
 		return 2;
 	for (unsigned i = 0; i < 1u << depth; i++)
 		walk(depth, i);

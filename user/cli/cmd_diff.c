@@ -36,9 +36,11 @@ struct diff_args {
 	const char *new_;
 };
 
+#define DIFF_USAGE "usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] BASE NEW"
+
 static void diff_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] BASE NEW\n"
+	fprintf(f, "%s\n"
 		   "  --json                 every site and total as {\"a\", \"b\", \"delta\"}\n"
 		   "  --html OUT             write one self-contained HTML page (a differential\n"
 		   "                         flame graph, the sites with their changes) to OUT,\n"
@@ -51,7 +53,7 @@ static void diff_usage(FILE *f)
 		   "Sites match by function, file, line and module name, not by address; they\n"
 		   "are listed by growth of allocated bytes, largest first.\n"
 		   "Exit status: 0; 1 a trace could not be read; 2 bad options; 3 grew too much.\n",
-		DIFF_DEFAULT_TOP);
+		DIFF_USAGE, DIFF_DEFAULT_TOP);
 }
 
 /* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
@@ -70,15 +72,9 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 
 	memset(args, 0, sizeof(*args));
 	args->top = DIFF_DEFAULT_TOP;
-	optind = 0; /* glibc: start afresh even if main parsed options already */
-	opterr = 0; /* our one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		int taken = trace_load_option(c, optarg);
-
-		if (taken < 0)
+	while ((c = trace_load_getopt(argc, argv, "h", longopts)) != -1) {
+		if (c == TRACE_LOAD_BAD_OPTION)
 			return -EINVAL;
-		if (taken)
-			continue;
 		switch (c) {
 		case 'j':
 			args->json = true;
@@ -102,9 +98,7 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 			diff_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "memtrace: failed to parse diff options: '%s' is unknown or "
-					"lacks its value; see memtrace diff --help\n", argv[optind - 1]);
-			return -EINVAL;
+			return trace_load_unknown_option("diff", argv);
 		}
 	}
 	if (args->json && args->html) {
@@ -113,12 +107,15 @@ static int diff_parse_args(int argc, char **argv, struct diff_args *args)
 		return -EINVAL;
 	}
 	if (argc - optind != 2) {
-		fprintf(stderr, "memtrace: failed to start diff: it takes two trace files; usage: "
-				"memtrace diff [--json] [--fail-on-growth=SIZE] BASE NEW\n");
+		fprintf(stderr, "%s\n", DIFF_USAGE); /* not two files */
 		return -EINVAL;
 	}
 	args->base = argv[optind];
 	args->new_ = argv[optind + 1];
+	if (!strcmp(args->base, "-") && !strcmp(args->new_, "-")) {
+		fprintf(stderr, "memtrace: failed to start diff: only one of BASE and NEW can be - (stdin)\n");
+		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -213,7 +210,7 @@ int cmd_diff(int argc, char **argv)
 
 	err = diff_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	base = diff_load(args.base);
 	if (!base)

@@ -95,7 +95,7 @@ static const struct export_format *export_find_format(const char *name)
 }
 
 /* What parsing found wrong, after the options were read; NULL if nothing. */
-static const char *export_check_args(int argc, const struct export_args *args)
+static const char *export_check_args(int argc, char **argv, const struct export_args *args)
 {
 	if (!args->format)
 		return "--format is required; usage: memtrace export --format pprof|folded|chrome [-o OUT] FILE";
@@ -103,6 +103,8 @@ static const char *export_check_args(int argc, const struct export_args *args)
 		return "--metric applies to --format folded only (pprof carries every metric)";
 	if (argc - optind != 1)
 		return "it takes exactly one trace file; usage: memtrace export --format pprof|folded|chrome [-o OUT] FILE";
+	if (!strcmp(argv[optind], "-") && args->format->suffix && !args->output)
+		return "the trace comes from stdin (-), so there is no FILE to name the output after; give -o OUT";
 	return NULL;
 }
 
@@ -121,15 +123,9 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 	int c;
 
 	memset(args, 0, sizeof(*args));
-	optind = 0; /* glibc: start afresh even if main parsed options already */
-	opterr = 0; /* our one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, "f:o:h", longopts, NULL)) != -1) {
-		int taken = trace_load_option(c, optarg);
-
-		if (taken < 0)
+	while ((c = trace_load_getopt(argc, argv, "f:o:h", longopts)) != -1) {
+		if (c == TRACE_LOAD_BAD_OPTION)
 			return -EINVAL;
-		if (taken)
-			continue;
 		switch (c) {
 		case 'f':
 			args->format = export_find_format(optarg);
@@ -154,12 +150,10 @@ static int export_parse_args(int argc, char **argv, struct export_args *args)
 			export_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "memtrace: failed to parse export options: '%s' is unknown or "
-					"lacks its value; see memtrace export --help\n", argv[optind - 1]);
-			return -EINVAL;
+			return trace_load_unknown_option("export", argv);
 		}
 	}
-	problem = export_check_args(argc, args);
+	problem = export_check_args(argc, argv, args);
 	if (problem) {
 		fprintf(stderr, "memtrace: failed to start export: %s\n", problem);
 		return -EINVAL;
@@ -338,7 +332,7 @@ int cmd_export(int argc, char **argv)
 
 	err = export_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	a = analysis__new();
 	if (!a) {

@@ -4,6 +4,7 @@
  * attach, stream events to the trace until the target exits, a signal, or
  * the duration; then symbolize every distinct address once and close.
  */
+#include "commands.h"
 #include "drain.h"
 #include "elf_util.h"
 #include "launcher.h"
@@ -13,6 +14,7 @@
 #include "memtrace_abi.h"
 #include "probes.h"
 #include "record.h"
+#include "replay.h"
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
@@ -72,6 +74,11 @@ struct recording {
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
 	bool view_quit; /* the live view was told to quit */
+	/* what sees every record the trace gets: the view's tap, or on a
+	 * terminal the replay behind the status line's live heap */
+	const struct trace_reader_ops *tap;
+	void *tap_ctx;
+	struct replay *status;
 	uint64_t end_ns; /* when recording stopped */
 	char stop_reason[256]; /* set when the target crossed the privilege boundary */
 };
@@ -94,15 +101,44 @@ static void usage(FILE *f)
 		"      --lib PATH       probe the allocator in PATH instead of the one the linker binds\n"
 		"      --stack-depth N  frames per stack, 0 for none (default %d, max %d)\n"
 		"      --unwind-rows N  room for the unwind tables of code without frame pointers,\n"
-		"                       12 bytes a row (default 1M); 0: walk frame pointers only\n"
+		"                       16 bytes a row (default 1M); 0: walk frame pointers only\n"
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
 		"                       program they exec, each into its own FILE.PID[.N].mtrace\n"
-		"  -v, --verbose        list every probe\n",
+		"  -v, --verbose        list every probe\n"
+		"  -h, --help           show this help\n",
 		MT_DEFAULT_STACK_DEPTH, MT_MAX_STACK_DEPTH);
+}
+
+/* -o -: the trace streams to stdout (the format is written front to back). */
+static bool to_stdout(const char *output)
+{
+	return !strcmp(output, "-");
+}
+
+void record_opts__defaults(struct record_opts *o)
+{
+	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
+	o->unwind_rows = 1 << 20;
+	o->ring_bytes = 8 << 20;
+}
+
+int record_option(int c, const char *arg, struct record_opts *o)
+{
+	switch (c) {
+	case 'p':
+		return parse_pid(arg, &o->pid) ? -EINVAL : 1;
+	case 'o':
+		o->output = arg;
+		return 1;
+	case 'd':
+		return parse_seconds(arg, &o->duration) ? -EINVAL : 1;
+	default:
+		return 0;
+	}
 }
 
 static int parse_opts(struct record_opts *o, int argc, char **argv)
@@ -126,20 +162,15 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 	uint64_t v;
 	int c;
 
-	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
-	o->unwind_rows = 1 << 20;
-	o->ring_bytes = 8 << 20;
+	record_opts__defaults(o);
 	while ((c = getopt_long(argc, argv, "+p:o:d:vh", longopts, NULL)) != -1) {
+		int taken = record_option(c, optarg, o);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken)
+			continue;
 		switch (c) {
-		case 'p':
-			if (parse_pid(optarg, &o->pid))
-				return -EINVAL;
-			break;
-		case 'o': o->output = optarg; break;
-		case 'd':
-			if (parse_seconds(optarg, &o->duration))
-				return -EINVAL;
-			break;
 		case 'L': o->lib = optarg; break;
 		case 'S':
 			if (parse_u64(optarg, &v) || v > MT_MAX_STACK_DEPTH)
@@ -182,6 +213,10 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
+	if (o->output && to_stdout(o->output) && o->cmd)
+		return fail("-o - writes the trace to stdout, where the command's output goes too; give -o FILE, or record it with -p");
+	if (o->output && to_stdout(o->output) && o->follow)
+		return fail("-o - is one stream and --follow-children writes a trace per process; give -o FILE");
 	return 0;
 }
 
@@ -312,6 +347,29 @@ void record_warn_held_at_entry(const char *prog)
 		prog);
 }
 
+/* The kernel refused us PID's files (PATH, error ERR): say why, as far as
+ * we can tell, and what would help. */
+static int access_denied(int pid, const char *path, int err)
+{
+	int yama = -1;
+	FILE *f;
+
+	if (!(effective_caps() & (1ULL << CAP_SYS_PTRACE_BIT)))
+		return fail("cannot read the files of PID %d (%s: %s): memtrace lacks CAP_SYS_PTRACE, which tracing another user's process needs; run it as root (sudo) or give it cap_sys_ptrace",
+			    pid, path, strerror(err));
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &yama) != 1)
+			yama = -1;
+		fclose(f);
+	}
+	if (yama == 3)
+		return fail("cannot read the files of PID %d (%s: %s): Yama's ptrace_scope is 3, which forbids tracing any process, even as root; memtrace cannot trace here until a reboot",
+			    pid, path, strerror(err));
+	return fail("cannot read the files of PID %d (%s: %s) although memtrace has CAP_SYS_PTRACE: a security policy protects that process (a security module, or a sandbox's init); memtrace cannot trace it",
+		    pid, path, strerror(err));
+}
+
 static int watch_target(struct recording *r)
 {
 	char path[64];
@@ -324,8 +382,7 @@ static int watch_target(struct recording *r)
 	snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
 	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
-		return fail("cannot read the files of PID %d (%s: %s); tracing another user's process needs root or CAP_SYS_PTRACE",
-			    r->pid, path, strerror(errno));
+		return access_denied(r->pid, path, errno);
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
 	return 0;
@@ -483,8 +540,8 @@ static int write_module(void *ctx, const struct trace_module *m)
 {
 	struct recording *r = ctx;
 
-	if (r->view && r->view->tap->module) {
-		int err = r->view->tap->module(r->view->ctx, m);
+	if (r->tap && r->tap->module) {
+		int err = r->tap->module(r->tap_ctx, m);
 
 		if (err)
 			return err;
@@ -586,6 +643,11 @@ static int check_output(struct recording *r)
 	int fd;
 
 	default_output(r);
+	if (to_stdout(r->output)) {
+		if (isatty(STDOUT_FILENO))
+			return fail("failed to write the trace to stdout: it is a terminal; redirect it (-o - > FILE) or give -o FILE");
+		return 0;
+	}
 	fd = open(r->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return output_error(r, errno);
@@ -627,13 +689,27 @@ static int write_threads(struct recording *r)
 		t.tid = (uint32_t)strtoul(e->d_name, NULL, 10);
 		snprintf(path, sizeof(path), "task/%u/comm", t.tid);
 		read_proc_string(r->pid, path, comm, sizeof(comm));
-		if (r->view && r->view->tap->thread)
-			err = r->view->tap->thread(r->view->ctx, &t);
+		if (r->tap && r->tap->thread)
+			err = r->tap->thread(r->tap_ctx, &t);
 		if (!err)
 			err = trace_writer__add_thread(r->w, &t);
 	}
 	closedir(d);
 	return err;
+}
+
+/* Under sudo (running as root, SUDO_UID and SUDO_GID set), the trace
+ * belongs to the user who asked for it, still mode 0600: they can report
+ * on it without sudo, and nobody else can read it. 0, or -1 with errno. */
+static int give_to_sudo_user(const char *path)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	uint64_t uid, gid;
+
+	if (geteuid() != 0 || !u || !g || parse_u64(u, &uid) || parse_u64(g, &gid) || uid > UINT32_MAX - 1 ||
+	    gid > UINT32_MAX - 1)
+		return 0;
+	return fchownat(AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW);
 }
 
 static int open_output(struct recording *r)
@@ -655,15 +731,24 @@ static int open_output(struct recording *r)
 	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
 	m.start_real_ns = now_ns(CLOCK_REALTIME);
 	r->start_ns = m.start_mono_ns;
-	r->w = trace_writer__open(r->output, &m);
-	if (!r->w)
+	if (to_stdout(r->output)) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, &m);
+		if (!r->w)
+			return fail("failed to write the trace to stdout: %s", strerror(errno));
+	} else if (!(r->w = trace_writer__open(r->output, &m))) {
 		return output_error(r, errno);
+	}
 	if (r->o.discard_output)
 		unlink(r->output); /* written on, gone at the close */
-	if (r->view) {
-		if (r->view->tap->meta && r->view->tap->meta(r->view->ctx, &m))
+	else if (!to_stdout(r->output) && give_to_sudo_user(r->output))
+		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
+			    r->output, strerror(errno));
+	if (r->tap) {
+		if (r->tap->meta && r->tap->meta(r->tap_ctx, &m))
 			return fail("failed to start the live view: out of memory");
-		drain__set_tap(r->drain, r->view->tap, r->view->ctx);
+		drain__set_tap(r->drain, r->tap, r->tap_ctx);
 	}
 	if (module_set__merge(&r->modules, &r->maps, write_module, r) || write_threads(r) ||
 	    trace_writer__flush(r->w))
@@ -834,7 +919,7 @@ static void announce(struct recording *r)
 	if (r->o.discard_output)
 		fprintf(stderr, "\n");
 	else
-		fprintf(stderr, ", writing %s\n", r->output);
+		fprintf(stderr, ", writing %s\n", to_stdout(r->output) ? "to stdout" : r->output);
 }
 
 /* What the target did, in words, from what changed and its name then. */
@@ -885,14 +970,15 @@ static bool target_gone(struct recording *r)
 static void show_status(struct recording *r, uint64_t now, uint64_t *last_events)
 {
 	uint64_t events = drain__events(r->drain), drops = 0;
-	char written[32];
+	char written[32], live[32];
 
 	for (int cpu = 0; cpu < loader__nr_cpus(r->loader); cpu++)
 		drops += loader__drops(r->loader, cpu);
 	format_bytes(trace_writer__bytes(r->w), written, sizeof(written));
-	fprintf(stderr, "\rmemtrace: %llu events (%llu/s), %s written, %llu dropped  ",
-		(unsigned long long)events,
-		(unsigned long long)((events - *last_events) * 1000000000ULL / STATUS_NS), written,
+	format_bytes(replay__live_bytes(r->status), live, sizeof(live));
+	fprintf(stderr, "\rmemtrace: %.1f s, %llu events (%llu/s), live %s, %s written, %llu dropped  ",
+		(now - r->start_ns) / 1e9, (unsigned long long)events,
+		(unsigned long long)((events - *last_events) * 1000000000ULL / STATUS_NS), live, written,
 		(unsigned long long)drops);
 	*last_events = events;
 }
@@ -921,7 +1007,7 @@ static struct record_live live_of(struct recording *r)
 static int record_loop(struct recording *r)
 {
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
-	bool status_line = isatty(STDERR_FILENO) && !r->view;
+	bool status_line = r->status != NULL;
 	uint64_t next_status = r->start_ns + STATUS_NS, last_events = 0;
 	uint64_t next_flush = r->start_ns + FLUSH_NS;
 	int err = 0;
@@ -994,11 +1080,35 @@ static int write_symbols(struct recording *r)
 	return err;
 }
 
+/* Whether PATH can go into a shell command as it is. */
+static bool shell_safe(const char *path)
+{
+	return *path && strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+,:=@-") ==
+				strlen(path);
+}
+
+/* The one line that ends a recording: where the trace is, how big, and
+ * what to run next. */
+static void announce_trace(const char *path, uint64_t events, uint64_t bytes)
+{
+	char size[32];
+
+	format_bytes(bytes, size, sizeof(size));
+	if (to_stdout(path)) {
+		fprintf(stderr, "memtrace: wrote the trace to stdout (%s, %llu events); next: memtrace report FILE, with the file it went to\n",
+			size, (unsigned long long)events);
+		return;
+	}
+	fprintf(stderr, "memtrace: wrote %s (%s, %llu events); next: memtrace report %s%s%s\n", path, size,
+		(unsigned long long)events, shell_safe(path) ? "" : "'", path, shell_safe(path) ? "" : "'");
+}
+
 /* Stop the probes, take what is still in the rings, then close the trace
  * with its drops, symbols and END chunk. */
 static int finish(struct recording *r)
 {
 	struct trace_end end = { .exit_status = -1 };
+	uint64_t bytes = 0;
 	int err;
 
 	loader__set_recording(r->loader, false);
@@ -1033,7 +1143,7 @@ static int finish(struct recording *r)
 		return fail("failed to write %s: %s; the trace is readable up to the last complete chunk",
 			    r->output, strerror(-err));
 	}
-	err = trace_writer__close(r->w, &end);
+	err = trace_writer__close_sized(r->w, &end, &bytes);
 	r->w = NULL;
 	if (err)
 		return fail("failed to finish %s: %s", r->output, strerror(-err));
@@ -1041,7 +1151,7 @@ static int finish(struct recording *r)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
 	if (!r->o.discard_output)
-		fprintf(stderr, "memtrace: wrote %llu events to %s\n", (unsigned long long)end.events, r->output);
+		announce_trace(r->output, end.events, bytes);
 	return 0;
 }
 
@@ -1086,7 +1196,8 @@ static void cleanup(struct recording *r, bool failed)
 {
 	if (r->w) {
 		trace_writer__abort(r->w);
-		unlink(r->output); /* nothing was recorded: leave nothing behind */
+		if (!to_stdout(r->output))
+			unlink(r->output); /* nothing was recorded: leave nothing behind */
 	}
 	loader__close(r->loader);
 	drain__free(r->drain);
@@ -1104,6 +1215,7 @@ static void cleanup(struct recording *r, bool failed)
 	if (r->rootfd >= 0)
 		close(r->rootfd);
 	free(r->cmdline);
+	replay__free(r->status);
 }
 
 int cmd_record(int argc, char **argv)
@@ -1111,7 +1223,7 @@ int cmd_record(int argc, char **argv)
 	struct record_opts o = { 0 };
 
 	if (parse_opts(&o, argc, argv))
-		return 1;
+		return MEMTRACE_EXIT_USAGE;
 	return record_run(&o, NULL);
 }
 
@@ -1122,7 +1234,16 @@ int record_run(struct record_opts *o, const struct record_view *view)
 	int err = 0;
 
 	install_signals(r.o.cmd != NULL);
-	if (!err && r.o.supervisor)
+	if (view) {
+		r.tap = view->tap;
+		r.tap_ctx = view->ctx;
+	} else if (isatty(STDERR_FILENO) && !r.o.follow && !to_stdout(r.o.output ? r.o.output : "") &&
+		   (r.status = replay__new())) {
+		/* the status line's live heap, replayed as the trace gets it */
+		r.tap = &replay_reader_ops;
+		r.tap_ctx = r.status;
+	}
+	if (r.o.supervisor)
 		err = watch_supervisor(&r);
 	if (!err)
 		err = check_system();

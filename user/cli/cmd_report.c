@@ -29,18 +29,20 @@ struct report_args {
 	const char *path;
 };
 
+#define REPORT_USAGE "usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] FILE"
+
 static void report_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace report [--json | --html OUT] [--top N] [--strict] FILE\n"
+	fprintf(f, "%s\n"
 		   "  --json       print the sites as JSON (the shape scripts rely on): every\n"
 		   "               site, or the first N with --top N\n"
-		   "  --html OUT   write one self-contained HTML page (memory over time, flame\n"
-		   "               graph, site, leak, zone and frame tables) to OUT, which must\n"
-		   "               not exist yet\n"
+		   "  --html OUT   write one self-contained HTML page to OUT, which must not\n"
+		   "               exist yet: memory over time, flame graph (top-down, bottom-up),\n"
+		   "               sites and sizes for a chosen thread, zone, time range, search\n"
 		   "  --top N      entries per ranked list (text default %d; JSON default all)\n"
 		   "  --strict     a partial or damaged trace is an error, not a warning\n"
 		   "  -h, --help   show this help\n",
-		REPORT_DEFAULT_TOP);
+		REPORT_USAGE, REPORT_DEFAULT_TOP);
 }
 
 /* 0 to go on, 1 when --help was served, -EINVAL after printing why not. */
@@ -58,15 +60,9 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 
 	memset(args, 0, sizeof(*args));
 	args->opts.top = REPORT_DEFAULT_TOP;
-	optind = 0; /* glibc: start afresh even if main parsed options already */
-	opterr = 0; /* our one-line message instead of getopt's */
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		int taken = trace_load_option(c, optarg);
-
-		if (taken < 0)
+	while ((c = trace_load_getopt(argc, argv, "h", longopts)) != -1) {
+		if (c == TRACE_LOAD_BAD_OPTION)
 			return -EINVAL;
-		if (taken)
-			continue;
 		switch (c) {
 		case 'j':
 			args->json = true;
@@ -83,9 +79,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 			report_usage(stdout);
 			return 1;
 		default:
-			fprintf(stderr, "memtrace: failed to parse report options: '%s' is unknown or "
-					"lacks its value; see memtrace report --help\n", argv[optind - 1]);
-			return -EINVAL;
+			return trace_load_unknown_option("report", argv);
 		}
 	}
 	if (args->json && args->html) {
@@ -94,8 +88,7 @@ static int report_parse_args(int argc, char **argv, struct report_args *args)
 		return -EINVAL;
 	}
 	if (argc - optind != 1) {
-		fprintf(stderr, "memtrace: failed to start report: it takes exactly one trace file; "
-				"usage: memtrace report [--json | --html OUT] [--top N] FILE\n");
+		fprintf(stderr, "%s\n", REPORT_USAGE); /* no file, or more than one */
 		return -EINVAL;
 	}
 	args->path = argv[optind];
@@ -179,7 +172,7 @@ int cmd_report(int argc, char **argv)
 
 	err = report_parse_args(argc, argv, &args);
 	if (err)
-		return err > 0 ? 0 : 2;
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 
 	a = analysis__new();
 	if (!a) {

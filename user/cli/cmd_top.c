@@ -109,27 +109,22 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 	uint64_t v;
 	int c;
 
-	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
-	o->unwind_rows = 1 << 20;
-	o->ring_bytes = 8 << 20;
+	record_opts__defaults(o);
 	t->top = TOP_BATCH_ROWS;
 	optind = 0;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+p:i:o:d:h", longopts, NULL)) != -1) {
+		int taken = record_option(c, optarg, o);
+
+		if (taken < 0)
+			return -EINVAL;
+		if (taken)
+			continue;
 		switch (c) {
-		case 'p':
-			if (parse_pid(optarg, &o->pid))
-				return -EINVAL;
-			break;
 		case 'i':
 			interval = strtod(optarg, NULL);
 			if (!(interval >= 0.05 && interval <= 3600))
 				return fail("invalid interval '%s'; give seconds from 0.05 to 3600, e.g. -i 2", optarg);
-			break;
-		case 'o': o->output = optarg; break;
-		case 'd':
-			if (parse_seconds(optarg, &o->duration))
-				return -EINVAL;
 			break;
 		case 'b': t->batch = true; break;
 		case 'j': t->json = true; break;

@@ -11,9 +11,12 @@
 #include <limits.h>
 
 #include <errno.h>
+#include <getopt.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* What to do about a trace that cannot be read, after "<why>; ". */
 static const char *load_advice(int err)
@@ -21,6 +24,8 @@ static const char *load_advice(int err)
 	switch (err) {
 	case ENOENT:
 		return "check the path";
+	case ENOTTY:
+		return "- reads the trace from stdin: pipe or redirect one in (memtrace report - < FILE)";
 	case EACCES:
 	case EPERM:
 		return "traces are created 0600: run as the user who recorded it, or root";
@@ -44,6 +49,8 @@ static const char *load_reason(int err)
 		return "not a memtrace trace file";
 	case ENOTSUP:
 		return "written by a newer memtrace (unknown trace format version)";
+	case ENOTTY:
+		return "stdin is a terminal";
 	default:
 		return strerror(err);
 	}
@@ -59,6 +66,34 @@ int trace_load_add_alloc_fn(const char *glob)
 		return -E2BIG;
 	alloc_fns[nr_alloc_fns++] = glob;
 	return 0;
+}
+
+int trace_load_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts)
+{
+	static char **started;
+	int c;
+
+	if (started != argv) {
+		started = argv;
+		optind = 0; /* glibc: start afresh even if main parsed options already */
+		opterr = 0; /* our one-line message instead of getopt's */
+	}
+	while ((c = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+		int taken = trace_load_option(c, optarg);
+
+		if (taken < 0)
+			return TRACE_LOAD_BAD_OPTION;
+		if (!taken)
+			return c;
+	}
+	return -1;
+}
+
+int trace_load_unknown_option(const char *command, char **argv)
+{
+	fprintf(stderr, "memtrace: failed to parse %s options: '%s' is unknown or lacks its value; see memtrace %s --help\n",
+		command, argv[optind - 1], command);
+	return -EINVAL;
 }
 
 int trace_load_option(int c, const char *arg)
@@ -106,6 +141,45 @@ static void load_error(const char *path, int err, const char *problem)
 		problem ? problem : load_reason(err), load_advice(err));
 }
 
+/* The trace "-" is stdin, copied once into an unlinked temporary file in
+ * $TMPDIR (else /tmp): the reader seeks, and report --html and export read a
+ * trace in more than one pass. What to open for PATH; NULL with errno set
+ * (ENOTTY: stdin is a terminal, with no trace to read). */
+static const char *source_path(const char *path)
+{
+	static char spooled[32];
+	static int fd = -1;
+	const char *dir = getenv("TMPDIR");
+	char buf[65536];
+	ssize_t n;
+
+	if (strcmp(path, "-"))
+		return path;
+	if (fd >= 0)
+		return spooled;
+	if (isatty(STDIN_FILENO)) {
+		errno = ENOTTY;
+		return NULL;
+	}
+	fd = open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(fd, buf, (size_t)n) != n) {
+			int err = n < 0 ? errno : errno ? errno : EIO;
+
+			close(fd);
+			fd = -1;
+			errno = err;
+			return NULL;
+		}
+	}
+	snprintf(spooled, sizeof(spooled), "/proc/self/fd/%d", fd);
+	return spooled;
+}
+
 /* One pass of OPS over PATH; PARTIAL (if not NULL) learns whether the trace
  * was cut short and why. 0, or -errno after printing why. */
 static int load_read(const char *path, const struct trace_reader_ops *ops, void *ctx,
@@ -114,7 +188,9 @@ static int load_read(const char *path, const struct trace_reader_ops *ops, void 
 	struct trace_reader *r;
 	int err;
 
-	r = trace_reader__open(path);
+	const char *source = source_path(path);
+
+	r = source ? trace_reader__open(source) : NULL;
 	if (!r) {
 		err = errno ? errno : EINVAL;
 		load_error(path, err, NULL);

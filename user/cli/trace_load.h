@@ -30,6 +30,17 @@ int trace_load_add_alloc_fn(const char *glob);
 	{ "strict", no_argument, NULL, 'S' }, { "alloc-fn", required_argument, NULL, 'A' }
 int trace_load_option(int c, const char *arg);
 
+/* getopt_long over ARGV for a command that reads traces, with the options
+ * above handled here: the next other option (getopt_long's value), -1 at
+ * the end, or TRACE_LOAD_BAD_OPTION after printing why one of them was
+ * wrong. A new ARGV starts afresh. */
+#define TRACE_LOAD_BAD_OPTION (-2)
+struct option;
+int trace_load_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+
+/* The line for an option COMMAND does not know (argv[optind - 1]); -EINVAL. */
+int trace_load_unknown_option(const char *command, char **argv);
+
 /* Read the trace at PATH into A (fresh from analysis__new, with any other
  * observers already on its engine) in one pass, and finish it.
  * A partial trace loads (marked partial). 0, or -errno after printing

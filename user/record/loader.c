@@ -282,6 +282,24 @@ static int attach_one(struct loader *l, struct bpf_program *prog, const struct p
 	return 0;
 }
 
+/* Keep LINK (what a libbpf attach returned: NULL with errno set on failure)
+ * with the others, to be destroyed at detach. 0 or -errno. */
+static int remember_link(struct loader *l, struct bpf_link *link)
+{
+	struct bpf_link **v;
+
+	if (!link)
+		return -errno;
+	v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
+	if (!v) {
+		bpf_link__destroy(link);
+		return -ENOMEM;
+	}
+	l->links = v;
+	l->links[l->nr_links++] = link;
+	return 0;
+}
+
 static int remember_link_fd(struct loader *l, int fd)
 {
 	if (l->nr_link_fds == l->link_fds_cap) {
@@ -419,19 +437,11 @@ static int attach_marks_classic(struct loader *l, const char *path, uint64_t *of
 {
 	for (uint32_t i = 0; i < n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookies[i], .ref_ctr_offset = ref_ctrs[i]);
-		struct bpf_link *link, **v;
+		int err = remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.mark_hit,
+									   l->opts.pid, path, offsets[i], &uo));
 
-		link = bpf_program__attach_uprobe_opts(l->skel->progs.mark_hit, l->opts.pid, path,
-						       offsets[i], &uo);
-		if (!link)
-			return -errno;
-		v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
-		if (!v) {
-			bpf_link__destroy(link);
-			return -ENOMEM;
-		}
-		l->links = v;
-		l->links[l->nr_links++] = link;
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -480,48 +490,21 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 		.pid = l->opts.pid,
 	};
 	LIBBPF_OPTS(bpf_uprobe_opts, uo);
-	struct bpf_link *link, **v;
 	int fd;
 
 	if (l->mode != LOADER_CLASSIC) {
 		fd = uprobe_multi__attach(&req);
 		return fd < 0 ? fd : remember_link_fd(l, fd);
 	}
-	link = bpf_program__attach_uprobe_opts(l->skel->progs.link_map_hit, l->opts.pid, path, offset, &uo);
-	if (!link)
-		return -errno;
-	v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
-	if (!v) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
-	}
-	l->links = v;
-	l->links[l->nr_links++] = link;
-	return 0;
-}
-
-/* A tracing program attached by libbpf, kept with the others. */
-static int attach_tracing(struct loader *l, struct bpf_program *prog)
-{
-	struct bpf_link *link = bpf_program__attach(prog), **v;
-
-	if (!link)
-		return -errno;
-	v = realloc(l->links, (l->nr_links + 1) * sizeof(*v));
-	if (!v) {
-		bpf_link__destroy(link);
-		return -ENOMEM;
-	}
-	l->links = v;
-	l->links[l->nr_links++] = link;
-	return 0;
+	return remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.link_map_hit, l->opts.pid,
+								path, offset, &uo));
 }
 
 int loader__attach_thread_names(struct loader *l)
 {
-	int err = attach_tracing(l, l->skel->progs.thread_new);
+	int err = remember_link(l, bpf_program__attach(l->skel->progs.thread_new));
 
-	return err ? err : attach_tracing(l, l->skel->progs.thread_rename);
+	return err ? err : remember_link(l, bpf_program__attach(l->skel->progs.thread_rename));
 }
 
 bool loader__link_map_changed(struct loader *l)

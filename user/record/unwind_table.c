@@ -5,6 +5,7 @@
  * table saying where each FDE starts. See unwind_table.h for the rules.
  */
 #include "unwind_table.h"
+#include "cfi_check.h"
 #include "elf_util.h"
 #include "util.h"
 
@@ -33,7 +34,7 @@ static int push_row(struct unwind_table *t, const struct mt_unwind_row *row)
 	if (last && last->pc >= row->pc)
 		return 0; /* out of order (overlapping FDEs): the earlier one wins */
 	if (last && last->cfa_kind == row->cfa_kind && last->cfa_off == row->cfa_off &&
-	    last->rbp_rule == row->rbp_rule && last->rbp_off == row->rbp_off)
+	    last->rbp_rule == row->rbp_rule && last->rbp_off == row->rbp_off && last->flags == row->flags)
 		return 0; /* same rule: the earlier row covers it */
 	if (array_reserve((void **)&t->rows, &t->cap, t->nr + 1, sizeof(*t->rows)))
 		return -ENOMEM;
@@ -255,8 +256,9 @@ static int fde_starts(Elf *elf, uint64_t **out, size_t *n)
 }
 
 /* The rows of the FDE that starts at START, up to NEXT at most. */
-static int fde_rows(struct unwind_table *t, Dwarf_CFI *cfi, uint64_t start, uint64_t next)
+static int fde_rows(struct unwind_table *t, Elf *elf, Dwarf_CFI *cfi, uint64_t start, uint64_t next)
 {
+	struct cfi_fde_state st = { .first = true };
 	uint64_t pc = start;
 	int err = 0;
 
@@ -273,6 +275,24 @@ static int fde_rows(struct unwind_table *t, Dwarf_CFI *cfi, uint64_t start, uint
 		}
 		make_row(fr, pc, signal, &row);
 		free(fr);
+		if (!i && lo != start) {
+			/* The FDE libdw found for the start .eh_frame_hdr gives
+			 * begins elsewhere: one of the two is damaged. */
+			t->implausible++;
+			break;
+		}
+		if (hi > next || !cfi_row_plausible(elf, &row, &st, hi)) {
+			/* the next row's change is judged against what CFI said, unchecked */
+			st.prev = row;
+			st.prev.flags = MT_ROW_CHECK_RA;
+			row.cfa_kind = MT_CFA_NONE;
+			row.flags = 0;
+			t->implausible++;
+		} else {
+			st.prev = row;
+			cfi_fde_state_add(&st, &row);
+		}
+		st.first = false;
 		t->unsupported += row.cfa_kind == MT_CFA_NONE;
 		err = push_row(t, &row);
 		pc = hi;
@@ -351,6 +371,17 @@ static int debug_frame_spans(Elf *elf, struct fde_span **v, size_t *n, size_t *c
 	return 0;
 }
 
+/* Whether libdw may run the CFA programs of section NAME (cfi_check.h).
+ * An .eh_frame found only through its program header (section headers
+ * gone) is not checked. */
+static bool section_sane(Elf *elf, const char *name, bool eh_frame)
+{
+	GElf_Shdr sh;
+	Elf_Data *d = section_data(elf, name, &sh);
+
+	return !d || cfi_programs_sane(elf, d, eh_frame);
+}
+
 int unwind_table__build(Elf *elf, struct unwind_table *t)
 {
 	Dwarf_CFI *eh = NULL, *dbg = NULL;
@@ -374,9 +405,9 @@ int unwind_table__build(Elf *elf, struct unwind_table *t)
 		return -ENOMEM;
 	err = debug_frame_spans(elf, &spans, &nspans, &cap);
 	if (!err && nspans) {
-		eh = dwarf_getcfi_elf(elf);
+		eh = section_sane(elf, ".eh_frame", true) ? dwarf_getcfi_elf(elf) : NULL;
 		dwarf = dwarf_begin_elf(elf, DWARF_C_READ, NULL);
-		dbg = dwarf ? dwarf_getcfi(dwarf) : NULL;
+		dbg = dwarf && section_sane(elf, ".debug_frame", false) ? dwarf_getcfi(dwarf) : NULL;
 		qsort(spans, nspans, sizeof(*spans), span_cmp);
 	}
 	for (size_t i = 0; !err && i < nspans; i++) {
@@ -391,12 +422,12 @@ int unwind_table__build(Elf *elf, struct unwind_table *t)
 			/* Its range is known: rows up to its end, no table after. */
 			struct mt_unwind_row gap = { .pc = (uint32_t)spans[i].end, .cfa_kind = MT_CFA_NONE };
 
-			err = fde_rows(t, cfi, spans[i].start, spans[i].end);
+			err = fde_rows(t, elf, cfi, spans[i].start, spans[i].end);
 			if (!err)
 				err = push_row(t, &gap);
 			continue;
 		}
-		err = fde_rows(t, cfi, spans[i].start, next);
+		err = fde_rows(t, elf, cfi, spans[i].start, next);
 	}
 	t->fdes = nspans;
 	if (eh)
@@ -435,7 +466,7 @@ void unwind_table__free(struct unwind_table *t)
 
 /* Bumped whenever the builder changes what it makes: a cached table of an
  * older builder is then rebuilt, not trusted. */
-#define CACHE_MAGIC 0x33574e554d544dULL /* "MTMUNW3" */
+#define CACHE_MAGIC 0x34574e554d544dULL /* "MTMUNW4" */
 
 _Static_assert(sizeof(struct mt_unwind_row) == 16, "ABI: unwind row, the BPF array's element size");
 _Static_assert(sizeof(struct mt_unwind_map) == 40, "ABI: unwind map");

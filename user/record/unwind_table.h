@@ -16,6 +16,8 @@
  *   pc up to the next row's; an address before the first row or in a gap
  *   between FDEs (a MT_CFA_NONE row) has no table;
  * - adjacent rows with identical rules are merged;
+ * - a rule that looks like damage stops the walk too, and one the code
+ *   cannot confirm is flagged MT_ROW_CHECK_RA (cfi_check.h has the checks);
  * - only x86-64 (DWARF registers 6 rbp, 7 rsp, 16 return address).
  */
 #include <linux/types.h>
@@ -32,6 +34,7 @@ struct unwind_table {
 	bool frame_pointers; /* most code keeps rbp as the frame pointer (CFA = rbp + 16) */
 	size_t fdes;         /* FDEs read */
 	size_t unsupported;  /* rows whose rule the walker cannot follow */
+	size_t implausible;  /* rows whose rule looked like damage (cfi_check.h) */
 };
 
 /* Build the table of the ELF file ELF. 0, -ENODATA if it has no usable CFI,

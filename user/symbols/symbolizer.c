@@ -463,8 +463,30 @@ static uint32_t die_udata(Dwarf_Die *die, int at)
 	return (uint32_t)v;
 }
 
+/* FILE as DWARF names it, made absolute with the compilation directory of
+ * CU when it is relative (gcc records "tests/progs/x.c" for a file it was
+ * given so): pprof -list, editors and a report read on another machine's
+ * checkout then find it. */
+static const char *source_path(struct symbolizer *s, Dwarf_Die *cu, const char *file)
+{
+	Dwarf_Attribute attr;
+	const char *dir;
+	char buf[4096];
+
+	if (!file || file[0] == '/' || !cu)
+		return str_intern(s, file);
+	dir = dwarf_formstring(dwarf_attr(cu, DW_AT_comp_dir, &attr));
+	if (!dir || dir[0] != '/')
+		return str_intern(s, file);
+	while (file[0] == '.' && file[1] == '/')
+		file += 2;
+	if (snprintf(buf, sizeof(buf), "%s/%s", dir, file) >= (int)sizeof(buf))
+		return str_intern(s, file);
+	return str_intern(s, buf);
+}
+
 /* Where an inlined call was made: the location of the next outer frame. */
-static void call_site(struct symbolizer *s, Dwarf_Die *die, Dwarf_Files *files,
+static void call_site(struct symbolizer *s, Dwarf_Die *cu, Dwarf_Die *die, Dwarf_Files *files,
 		      struct trace_frame *fr)
 {
 	Dwarf_Attribute attr;
@@ -472,7 +494,7 @@ static void call_site(struct symbolizer *s, Dwarf_Die *die, Dwarf_Files *files,
 
 	fr->file = NULL;
 	if (files && dwarf_formudata(dwarf_attr(die, DW_AT_call_file, &attr), &idx) == 0)
-		fr->file = str_intern(s, dwarf_filesrc(files, idx, NULL, NULL));
+		fr->file = source_path(s, cu, dwarf_filesrc(files, idx, NULL, NULL));
 	fr->line = die_udata(die, DW_AT_call_line);
 	fr->column = die_udata(die, DW_AT_call_column);
 }
@@ -561,7 +583,7 @@ static void line_of(struct symbolizer *s, Dwarf_Die *cu, uint64_t dw_pc, struct 
 
 	if (!line)
 		return;
-	fr->file = str_intern(s, dwarf_linesrc(line, NULL, NULL));
+	fr->file = source_path(s, cu, dwarf_linesrc(line, NULL, NULL));
 	if (dwarf_lineno(line, &l) == 0 && l > 0)
 		fr->line = (uint32_t)l;
 	if (dwarf_linecol(line, &c) == 0 && c > 0)
@@ -634,7 +656,7 @@ static uint32_t dwarf_frames(struct symbolizer *s, struct sym_file *f, uint64_t 
 		fr[nf++].function = die_name(s, &c.die[i]);
 		if (dwarf_tag(&c.die[i]) != DW_TAG_inlined_subroutine)
 			break;
-		call_site(s, &c.die[i], files, &fr[nf]);
+		call_site(s, cudie, &c.die[i], files, &fr[nf]);
 	}
 	return nf;
 }

@@ -443,8 +443,9 @@ static void writer_stop_thread(struct trace_writer *w)
 }
 
 /* The META chunk is written with the first record that is not a MODULE (or
- * the first flush), so the modules listed at attach travel with the meta. */
-struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta)
+ * the first flush), so the modules listed at attach travel with the meta.
+ * FD is written from its current position, never seeked: a pipe will do. */
+static struct trace_writer *writer_open(int fd, const struct trace_meta *meta)
 {
 	struct trace_writer *w;
 	int err;
@@ -452,29 +453,49 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 	w = writer_alloc();
 	if (!w)
 		return NULL;
+	w->fd = fd;
 	err = writer_add_meta(w, meta);
-	if (err)
-		goto err_free;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (w->fd < 0) {
-		err = -errno;
-		goto err_free;
+	if (!err)
+		err = writer_write_header(w);
+	if (!err)
+		err = writer_start_thread(w);
+	if (err) {
+		writer_free(w);
+		errno = -err;
+		return NULL;
 	}
-	err = writer_write_header(w);
-	if (err)
-		goto err_unlink;
-	err = writer_start_thread(w);
-	if (err)
-		goto err_unlink;
 	return w;
+}
 
-err_unlink:
-	close(w->fd);
-	unlink(path);
-err_free:
-	writer_free(w);
-	errno = -err;
-	return NULL;
+struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta)
+{
+	struct trace_writer *w;
+	int fd, err;
+
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	w = writer_open(fd, meta);
+	if (!w) {
+		err = errno;
+		close(fd);
+		unlink(path);
+		errno = err;
+	}
+	return w;
+}
+
+struct trace_writer *trace_writer__open_fd(int fd, const struct trace_meta *meta)
+{
+	struct trace_writer *w = writer_open(fd, meta);
+
+	if (!w) {
+		int err = errno;
+
+		close(fd);
+		errno = err;
+	}
+	return w;
 }
 
 int trace_writer__add_module(struct trace_writer *w, const struct trace_module *m)
@@ -701,6 +722,11 @@ static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
 
 int trace_writer__close(struct trace_writer *w, const struct trace_end *end)
 {
+	return trace_writer__close_sized(w, end, NULL);
+}
+
+int trace_writer__close_sized(struct trace_writer *w, const struct trace_end *end, uint64_t *bytes)
+{
 	const struct trace_end unknown = { .exit_status = -1 };
 	int err;
 
@@ -708,7 +734,9 @@ int trace_writer__close(struct trace_writer *w, const struct trace_end *end)
 		return -EINVAL;
 	err = writer_add_end(w, end ? end : &unknown);
 	writer_stop_thread(w);
-	if (!err && fsync(w->fd) < 0)
+	if (bytes)
+		*bytes = w->bytes; /* all of it: the writer thread is done */
+	if (!err && fsync(w->fd) < 0 && errno != EINVAL) /* EINVAL: a pipe, nothing to sync */
 		err = -errno;
 	if (close(w->fd) < 0 && !err)
 		err = -errno;

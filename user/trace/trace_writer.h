@@ -11,6 +11,10 @@ struct trace_writer;
  * chunk. NULL with errno set on failure; nothing is left behind then. */
 struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta);
 
+/* The same on FD (a pipe, stdout), which it then owns: the format is
+ * written front to back, never seeked. NULL with errno set, FD closed. */
+struct trace_writer *trace_writer__open_fd(int fd, const struct trace_meta *meta);
+
 /* Each adds one record to the current chunk; a chunk is compressed and
  * written when it holds enough. 0 or -errno (I/O errors are sticky). */
 int trace_writer__add_module(struct trace_writer *w, const struct trace_module *m);
@@ -32,6 +36,10 @@ uint64_t trace_writer__bytes(const struct trace_writer *w);
 
 /* Flush, write the END chunk, fsync and close. Frees W in every case. */
 int trace_writer__close(struct trace_writer *w, const struct trace_end *end);
+
+/* trace_writer__close, and the bytes the trace came to into *BYTES (if
+ * not NULL): the size of the file, or of what went down the pipe. */
+int trace_writer__close_sized(struct trace_writer *w, const struct trace_end *end, uint64_t *bytes);
 
 /* Close and free without an END chunk (the trace reads as partial). */
 void trace_writer__abort(struct trace_writer *w);
