@@ -129,7 +129,7 @@ run_once() {
 	if [ -s "$out.mtrace" ] && [ "$row" != F ] && [ "$row" != E ]; then
 		"$MEMTRACE" report --json "$out.mtrace" >"$out.json" 2>/dev/null &&
 			total dropped_events "$out.json" >"$out.drops" &&
-			jq '.sites[0].stacks[0].frames | length' "$out.json" >"$out.frames"
+			jq '.stacks[.sites[0].stacks[0]].frames | length' "$out.json" >"$out.frames"
 	fi
 	rm -f "$out.mtrace"
 	field ns_per_pair "$line"
