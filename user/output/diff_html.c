@@ -162,31 +162,22 @@ static int data_write(FILE *f, const struct analysis *base, const struct analysi
 	return err;
 }
 
+struct diff_page {
+	const struct analysis *base, *new_;
+	const struct diff *d;
+};
+
+static int diff_page_data(FILE *f, void *ctx)
+{
+	struct diff_page *p = ctx;
+
+	return data_write(f, p->base, p->new_, p->d);
+}
+
 int diff_html__write(FILE *f, const struct analysis *base, const struct analysis *new_,
 		     const struct diff *d)
 {
-	char *json = NULL;
-	size_t len = 0;
-	FILE *mem;
-	int err;
+	struct diff_page p = { base, new_, d };
 
-	mem = open_memstream(&json, &len);
-	if (!mem)
-		return -ENOMEM;
-	err = data_write(mem, base, new_, d);
-	if (fclose(mem) && !err)
-		err = -ENOMEM;
-	if (err) {
-		free(json);
-		return err == -EIO ? -ENOMEM : err; /* a memory stream fails only for want of memory */
-	}
-	fputs(diff_html_head, f);
-	fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
-	report_html__put_json(f, json, len);
-	fputs("</script>\n", f);
-	fputs(report_html_script, f);
-	fputs(diff_html_script, f);
-	fputs(report_html_end, f);
-	free(json);
-	return fflush(f) || ferror(f) ? -EIO : 0;
+	return report_html__page(f, diff_html_head, diff_page_data, &p, diff_html_script);
 }

@@ -168,8 +168,8 @@ void report_html__put_json(FILE *f, const char *json, size_t len)
 	}
 }
 
-int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
-		       const struct view_cells *v)
+int report_html__page(FILE *f, const char *head, int (*write_data)(FILE *, void *), void *ctx,
+		      const char *script)
 {
 	char *json = NULL;
 	size_t len = 0;
@@ -179,22 +179,41 @@ int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
 	mem = open_memstream(&json, &len);
 	if (!mem)
 		return -ENOMEM;
-	err = data_write(mem, a, s, v);
+	err = write_data(mem, ctx);
 	if (fclose(mem) && !err)
 		err = -ENOMEM;
-	if (err == -EIO)
-		err = -ENOMEM; /* a memory stream fails only for want of memory */
 	if (err) {
 		free(json);
-		return err;
+		return err == -EIO ? -ENOMEM : err; /* a memory stream fails only for want of memory */
 	}
-	fputs(report_html_head, f);
+	fputs(head, f);
 	fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
 	report_html__put_json(f, json, len);
 	fputs("</script>\n", f);
 	fputs(report_html_script, f);
-	fputs(report_view_script, f);
+	fputs(script, f);
 	fputs(report_html_end, f);
 	free(json);
 	return fflush(f) || ferror(f) ? -EIO : 0;
+}
+
+struct report_page {
+	struct analysis *a;
+	const struct heap_series *s;
+	const struct view_cells *v;
+};
+
+static int report_page_data(FILE *f, void *ctx)
+{
+	struct report_page *p = ctx;
+
+	return data_write(f, p->a, p->s, p->v);
+}
+
+int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
+		       const struct view_cells *v)
+{
+	struct report_page p = { a, s, v };
+
+	return report_html__page(f, report_html_head, report_page_data, &p, report_view_script);
 }

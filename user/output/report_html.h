@@ -31,6 +31,12 @@ int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
  * it can end the element. */
 void report_html__put_json(FILE *f, const char *json, size_t len);
 
+/* A page to F: HEAD, the data WRITE_DATA(CTX) renders (as JSON, rendered in
+ * memory first), the script both pages share, then SCRIPT. 0, -ENOMEM, the
+ * error WRITE_DATA returned, or -EIO if writing to F failed. */
+int report_html__page(FILE *f, const char *head, int (*write_data)(FILE *, void *), void *ctx,
+		      const char *script);
+
 /* The viewer's data, key "view" (report_html_view.c). 0 or -ENOMEM. */
 int report_html__view(struct json_out *j, struct replay *r, const struct analysis *a,
 		      const struct view_cells *v);

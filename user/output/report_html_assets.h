@@ -15,6 +15,78 @@
 #ifndef MEMTRACE_REPORT_HTML_ASSETS_H
 #define MEMTRACE_REPORT_HTML_ASSETS_H
 
+/* The style both pages share (the report and the diff). */
+#define HTML_STYLE_COMMON \
+	"<style>\n" \
+	":root { --fg: #1d2330; --muted: #545d6e; --line: #d9dee7; --bg: #ffffff; --panel: #f5f7fa; --accent: #b8420f; --match: #0b5fa5; }\n" \
+	"* { box-sizing: border-box; }\n" \
+	"body { margin: 0; font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; color: var(--fg); background: var(--bg); }\n" \
+	"header { padding: 14px 24px; background: #1d2330; color: #fff; }\n" \
+	"header h1 { margin: 0; font-size: 20px; font-weight: 600; }\n" \
+	"header .sub { color: #c9d0dc; font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; margin-top: 2px; overflow-wrap: anywhere; }\n" \
+	"main { max-width: 2400px; margin: 0 auto; padding: 8px 24px 40px; }\n" \
+	"section { margin-top: 22px; }\n" \
+	"h2 { font-size: 16px; margin: 0 0 8px; font-weight: 600; }\n" \
+	".note { color: var(--muted); font-size: 12px; margin: 4px 0 8px; }\n" \
+	".warn { background: #fff3cd; border: 1px solid #e8c860; padding: 8px 12px; border-radius: 4px; margin-top: 12px; }\n" \
+	".controls { position: sticky; top: 0; z-index: 5; background: var(--bg); border-bottom: 1px solid var(--line); padding: 8px 0; margin-top: 8px; display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; }\n" \
+	".controls label { display: inline-flex; gap: 6px; align-items: center; }\n" \
+	".controls input, .controls select, .controls button { font: inherit; font-size: 14px; padding: 3px 6px; }\n" \
+	".controls #search { width: 22em; max-width: 70vw; }\n" \
+	"#range { color: var(--muted); }\n" \
+	"#search-note { color: #8c1c00; }\n" \
+	".cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 8px; }\n" \
+	".card { background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: 8px 10px; }\n" \
+	".card .k { color: var(--muted); font-size: 12px; }\n" \
+	".card .v { font-size: 18px; font-weight: 600; font-variant-numeric: tabular-nums; }\n" \
+	".card .d { color: var(--muted); font-size: 12px; }\n" \
+	".grid2 { display: grid; grid-template-columns: minmax(0, 1fr); gap: 0 24px; }\n" \
+	"@media (min-width: 1800px) { .grid2 { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); } }\n" \
+	".chart { border: 1px solid var(--line); border-radius: 4px; background: #fff; user-select: none; }\n" \
+	".chart svg { display: block; }\n" \
+	".chart text { font-size: 12px; fill: var(--muted); }\n" \
+	".chart .axis-title { fill: var(--fg); }\n" \
+	".chart .grid { stroke: #eceff4; }\n" \
+	".chart .axis { stroke: #9aa3b2; }\n" \
+	".chart .chart-area { fill: rgba(184, 66, 15, 0.14); }\n" \
+	".chart .chart-line { fill: none; stroke: var(--accent); stroke-width: 1.5; }\n" \
+	".chart .chart-sel { fill: rgba(11, 95, 165, 0.16); stroke: var(--match); }\n" \
+	".chart .peak-marker { fill: #fff; stroke: #8c1c00; stroke-width: 2.5; }\n" \
+	".chart .peak-label { fill: #8c1c00; font-weight: 600; }\n" \
+	".chart .hover-line { stroke: #1d2330; stroke-dasharray: 3 3; }\n" \
+	".chart .hover-label { fill: var(--fg); }\n" \
+	".chart .hist-bar { fill: var(--match); }\n" \
+	".fg-controls { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; margin-bottom: 6px; }\n" \
+	".fg-controls label { cursor: pointer; }\n" \
+	".fg-controls button { font: inherit; padding: 2px 10px; cursor: pointer; }\n" \
+	".fg-path { color: var(--muted); font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; overflow-wrap: anywhere; }\n" \
+	"#flamegraph { position: relative; border: 1px solid var(--line); border-radius: 4px; overflow: hidden; min-height: 40px; }\n" \
+	".fg-node { position: absolute; height: 19px; padding: 1px 4px; border-right: 1px solid #fff; border-bottom: 1px solid #fff; font: 12px/17px 'DejaVu Sans Mono', monospace; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #1d2330; }\n" \
+	".fg-node:hover { outline: 1px solid #1d2330; z-index: 1; }\n" \
+	".fg-dim { opacity: 0.55; }\n" \
+	".fg-match { background: var(--match); color: #fff; font-weight: 600; }\n" \
+	".fg-grow { background: #d55e00; color: #fff; }\n" \
+	".fg-shrink { background: #0072b2; color: #fff; }\n" \
+	".fg-same { background: #d9dee7; }\n" \
+	".legend { display: inline-flex; gap: 12px; align-items: center; }\n" \
+	".legend i { display: inline-block; width: 14px; height: 14px; vertical-align: -2px; margin-right: 4px; border-radius: 2px; }\n" \
+	".tip { position: fixed; z-index: 10; max-width: 560px; pointer-events: none; background: #1d2330; color: #fff; padding: 6px 9px; border-radius: 4px; font-size: 12px; box-shadow: 0 2px 8px rgba(0,0,0,0.25); }\n" \
+	".tip .n { font-family: 'DejaVu Sans Mono', monospace; overflow-wrap: anywhere; margin-bottom: 3px; }\n" \
+	"table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\n" \
+	"th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }\n" \
+	"th { background: var(--panel); font-weight: 600; cursor: pointer; user-select: none; white-space: nowrap; }\n" \
+	"th.num, td.num { text-align: right; white-space: nowrap; }\n" \
+	"tbody tr:nth-child(even) { background: #fafbfc; }\n" \
+	"td.fn { font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; overflow-wrap: anywhere; }\n" \
+	"td.fn .loc { display: block; color: var(--muted); }\n" \
+	"td.up { color: #a8430a; } td.down { color: #005a8c; }\n" \
+	".empty { color: var(--muted); padding: 8px; margin: 0; }\n" \
+	".scroll { overflow-x: auto; }\n" \
+	"#sites td.fn:first-child { min-width: 16em; }\n" \
+	"</style>\n" \
+	"</head>\n" \
+	"<body>\n"
+
 static const char report_html_head[] =
 	"<!DOCTYPE html>\n"
 	"<html lang=\"en\" data-status=\"loading\">\n"
@@ -22,75 +94,7 @@ static const char report_html_head[] =
 	"<meta charset=\"utf-8\">\n"
 	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	"<title>memtrace report</title>\n"
-	"<style>\n"
-	":root { --fg: #1d2330; --muted: #545d6e; --line: #d9dee7; --bg: #ffffff; --panel: #f5f7fa; --accent: #b8420f; --match: #0b5fa5; }\n"
-	"* { box-sizing: border-box; }\n"
-	"body { margin: 0; font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; color: var(--fg); background: var(--bg); }\n"
-	"header { padding: 14px 24px; background: #1d2330; color: #fff; }\n"
-	"header h1 { margin: 0; font-size: 20px; font-weight: 600; }\n"
-	"header .sub { color: #c9d0dc; font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; margin-top: 2px; overflow-wrap: anywhere; }\n"
-	"main { max-width: 2400px; margin: 0 auto; padding: 8px 24px 40px; }\n"
-	"section { margin-top: 22px; }\n"
-	"h2 { font-size: 16px; margin: 0 0 8px; font-weight: 600; }\n"
-	".note { color: var(--muted); font-size: 12px; margin: 4px 0 8px; }\n"
-	".warn { background: #fff3cd; border: 1px solid #e8c860; padding: 8px 12px; border-radius: 4px; margin-top: 12px; }\n"
-	".controls { position: sticky; top: 0; z-index: 5; background: var(--bg); border-bottom: 1px solid var(--line); padding: 8px 0; margin-top: 8px; display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; }\n"
-	".controls label { display: inline-flex; gap: 6px; align-items: center; }\n"
-	".controls input, .controls select, .controls button { font: inherit; font-size: 14px; padding: 3px 6px; }\n"
-	".controls #search { width: 22em; max-width: 70vw; }\n"
-	"#range { color: var(--muted); }\n"
-	"#search-note { color: #8c1c00; }\n"
-	".cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 8px; }\n"
-	".card { background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: 8px 10px; }\n"
-	".card .k { color: var(--muted); font-size: 12px; }\n"
-	".card .v { font-size: 18px; font-weight: 600; font-variant-numeric: tabular-nums; }\n"
-	".card .d { color: var(--muted); font-size: 12px; }\n"
-	".grid2 { display: grid; grid-template-columns: minmax(0, 1fr); gap: 0 24px; }\n"
-	"@media (min-width: 1800px) { .grid2 { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); } }\n"
-	".chart { border: 1px solid var(--line); border-radius: 4px; background: #fff; user-select: none; }\n"
-	".chart svg { display: block; }\n"
-	".chart text { font-size: 12px; fill: var(--muted); }\n"
-	".chart .axis-title { fill: var(--fg); }\n"
-	".chart .grid { stroke: #eceff4; }\n"
-	".chart .axis { stroke: #9aa3b2; }\n"
-	".chart .chart-area { fill: rgba(184, 66, 15, 0.14); }\n"
-	".chart .chart-line { fill: none; stroke: var(--accent); stroke-width: 1.5; }\n"
-	".chart .chart-sel { fill: rgba(11, 95, 165, 0.16); stroke: var(--match); }\n"
-	".chart .peak-marker { fill: #fff; stroke: #8c1c00; stroke-width: 2.5; }\n"
-	".chart .peak-label { fill: #8c1c00; font-weight: 600; }\n"
-	".chart .hover-line { stroke: #1d2330; stroke-dasharray: 3 3; }\n"
-	".chart .hover-label { fill: var(--fg); }\n"
-	".chart .hist-bar { fill: var(--match); }\n"
-	".fg-controls { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; margin-bottom: 6px; }\n"
-	".fg-controls label { cursor: pointer; }\n"
-	".fg-controls button { font: inherit; padding: 2px 10px; cursor: pointer; }\n"
-	".fg-path { color: var(--muted); font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; overflow-wrap: anywhere; }\n"
-	"#flamegraph { position: relative; border: 1px solid var(--line); border-radius: 4px; overflow: hidden; min-height: 40px; }\n"
-	".fg-node { position: absolute; height: 19px; padding: 1px 4px; border-right: 1px solid #fff; border-bottom: 1px solid #fff; font: 12px/17px 'DejaVu Sans Mono', monospace; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #1d2330; }\n"
-	".fg-node:hover { outline: 1px solid #1d2330; z-index: 1; }\n"
-	".fg-dim { opacity: 0.55; }\n"
-	".fg-match { background: var(--match); color: #fff; font-weight: 600; }\n"
-	".fg-grow { background: #d55e00; color: #fff; }\n"
-	".fg-shrink { background: #0072b2; color: #fff; }\n"
-	".fg-same { background: #d9dee7; }\n"
-	".legend { display: inline-flex; gap: 12px; align-items: center; }\n"
-	".legend i { display: inline-block; width: 14px; height: 14px; vertical-align: -2px; margin-right: 4px; border-radius: 2px; }\n"
-	".tip { position: fixed; z-index: 10; max-width: 560px; pointer-events: none; background: #1d2330; color: #fff; padding: 6px 9px; border-radius: 4px; font-size: 12px; box-shadow: 0 2px 8px rgba(0,0,0,0.25); }\n"
-	".tip .n { font-family: 'DejaVu Sans Mono', monospace; overflow-wrap: anywhere; margin-bottom: 3px; }\n"
-	"table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\n"
-	"th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }\n"
-	"th { background: var(--panel); font-weight: 600; cursor: pointer; user-select: none; white-space: nowrap; }\n"
-	"th.num, td.num { text-align: right; white-space: nowrap; }\n"
-	"tbody tr:nth-child(even) { background: #fafbfc; }\n"
-	"td.fn { font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; overflow-wrap: anywhere; }\n"
-	"td.fn .loc { display: block; color: var(--muted); }\n"
-	"td.up { color: #a8430a; } td.down { color: #005a8c; }\n"
-	".empty { color: var(--muted); padding: 8px; margin: 0; }\n"
-	".scroll { overflow-x: auto; }\n"
-	"#sites td.fn:first-child { min-width: 16em; }\n"
-	"</style>\n"
-	"</head>\n"
-	"<body>\n"
+	HTML_STYLE_COMMON
 	"<header><h1>memtrace report</h1><div class=\"sub\" id=\"subtitle\"></div></header>\n"
 	"<main>\n"
 	"<noscript><p class=\"warn\">This report draws its charts and tables with JavaScript: allow scripts for this file.</p></noscript>\n"
@@ -138,75 +142,7 @@ static const char diff_html_head[] =
 	"<meta charset=\"utf-8\">\n"
 	"<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
 	"<title>memtrace diff</title>\n"
-	"<style>\n"
-	":root { --fg: #1d2330; --muted: #545d6e; --line: #d9dee7; --bg: #ffffff; --panel: #f5f7fa; --accent: #b8420f; --match: #0b5fa5; }\n"
-	"* { box-sizing: border-box; }\n"
-	"body { margin: 0; font: 14px/1.45 system-ui, -apple-system, 'Segoe UI', 'DejaVu Sans', sans-serif; color: var(--fg); background: var(--bg); }\n"
-	"header { padding: 14px 24px; background: #1d2330; color: #fff; }\n"
-	"header h1 { margin: 0; font-size: 20px; font-weight: 600; }\n"
-	"header .sub { color: #c9d0dc; font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; margin-top: 2px; overflow-wrap: anywhere; }\n"
-	"main { max-width: 2400px; margin: 0 auto; padding: 8px 24px 40px; }\n"
-	"section { margin-top: 22px; }\n"
-	"h2 { font-size: 16px; margin: 0 0 8px; font-weight: 600; }\n"
-	".note { color: var(--muted); font-size: 12px; margin: 4px 0 8px; }\n"
-	".warn { background: #fff3cd; border: 1px solid #e8c860; padding: 8px 12px; border-radius: 4px; margin-top: 12px; }\n"
-	".controls { position: sticky; top: 0; z-index: 5; background: var(--bg); border-bottom: 1px solid var(--line); padding: 8px 0; margin-top: 8px; display: flex; flex-wrap: wrap; gap: 8px 16px; align-items: center; }\n"
-	".controls label { display: inline-flex; gap: 6px; align-items: center; }\n"
-	".controls input, .controls select, .controls button { font: inherit; font-size: 14px; padding: 3px 6px; }\n"
-	".controls #search { width: 22em; max-width: 70vw; }\n"
-	"#range { color: var(--muted); }\n"
-	"#search-note { color: #8c1c00; }\n"
-	".cards { display: grid; grid-template-columns: repeat(auto-fill, minmax(170px, 1fr)); gap: 8px; }\n"
-	".card { background: var(--panel); border: 1px solid var(--line); border-radius: 4px; padding: 8px 10px; }\n"
-	".card .k { color: var(--muted); font-size: 12px; }\n"
-	".card .v { font-size: 18px; font-weight: 600; font-variant-numeric: tabular-nums; }\n"
-	".card .d { color: var(--muted); font-size: 12px; }\n"
-	".grid2 { display: grid; grid-template-columns: minmax(0, 1fr); gap: 0 24px; }\n"
-	"@media (min-width: 1800px) { .grid2 { grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); } }\n"
-	".chart { border: 1px solid var(--line); border-radius: 4px; background: #fff; user-select: none; }\n"
-	".chart svg { display: block; }\n"
-	".chart text { font-size: 12px; fill: var(--muted); }\n"
-	".chart .axis-title { fill: var(--fg); }\n"
-	".chart .grid { stroke: #eceff4; }\n"
-	".chart .axis { stroke: #9aa3b2; }\n"
-	".chart .chart-area { fill: rgba(184, 66, 15, 0.14); }\n"
-	".chart .chart-line { fill: none; stroke: var(--accent); stroke-width: 1.5; }\n"
-	".chart .chart-sel { fill: rgba(11, 95, 165, 0.16); stroke: var(--match); }\n"
-	".chart .peak-marker { fill: #fff; stroke: #8c1c00; stroke-width: 2.5; }\n"
-	".chart .peak-label { fill: #8c1c00; font-weight: 600; }\n"
-	".chart .hover-line { stroke: #1d2330; stroke-dasharray: 3 3; }\n"
-	".chart .hover-label { fill: var(--fg); }\n"
-	".chart .hist-bar { fill: var(--match); }\n"
-	".fg-controls { display: flex; flex-wrap: wrap; gap: 6px 14px; align-items: center; margin-bottom: 6px; }\n"
-	".fg-controls label { cursor: pointer; }\n"
-	".fg-controls button { font: inherit; padding: 2px 10px; cursor: pointer; }\n"
-	".fg-path { color: var(--muted); font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; overflow-wrap: anywhere; }\n"
-	"#flamegraph { position: relative; border: 1px solid var(--line); border-radius: 4px; overflow: hidden; min-height: 40px; }\n"
-	".fg-node { position: absolute; height: 19px; padding: 1px 4px; border-right: 1px solid #fff; border-bottom: 1px solid #fff; font: 12px/17px 'DejaVu Sans Mono', monospace; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; cursor: pointer; color: #1d2330; }\n"
-	".fg-node:hover { outline: 1px solid #1d2330; z-index: 1; }\n"
-	".fg-dim { opacity: 0.55; }\n"
-	".fg-match { background: var(--match); color: #fff; font-weight: 600; }\n"
-	".fg-grow { background: #d55e00; color: #fff; }\n"
-	".fg-shrink { background: #0072b2; color: #fff; }\n"
-	".fg-same { background: #d9dee7; }\n"
-	".legend { display: inline-flex; gap: 12px; align-items: center; }\n"
-	".legend i { display: inline-block; width: 14px; height: 14px; vertical-align: -2px; margin-right: 4px; border-radius: 2px; }\n"
-	".tip { position: fixed; z-index: 10; max-width: 560px; pointer-events: none; background: #1d2330; color: #fff; padding: 6px 9px; border-radius: 4px; font-size: 12px; box-shadow: 0 2px 8px rgba(0,0,0,0.25); }\n"
-	".tip .n { font-family: 'DejaVu Sans Mono', monospace; overflow-wrap: anywhere; margin-bottom: 3px; }\n"
-	"table { border-collapse: collapse; width: 100%; font-variant-numeric: tabular-nums; }\n"
-	"th, td { padding: 4px 8px; border-bottom: 1px solid var(--line); text-align: left; vertical-align: top; }\n"
-	"th { background: var(--panel); font-weight: 600; cursor: pointer; user-select: none; white-space: nowrap; }\n"
-	"th.num, td.num { text-align: right; white-space: nowrap; }\n"
-	"tbody tr:nth-child(even) { background: #fafbfc; }\n"
-	"td.fn { font-family: 'DejaVu Sans Mono', monospace; font-size: 12px; overflow-wrap: anywhere; }\n"
-	"td.fn .loc { display: block; color: var(--muted); }\n"
-	"td.up { color: #a8430a; } td.down { color: #005a8c; }\n"
-	".empty { color: var(--muted); padding: 8px; margin: 0; }\n"
-	".scroll { overflow-x: auto; }\n"
-	"#sites td.fn:first-child { min-width: 16em; }\n"
-	"</style>\n"
-	"</head>\n"
-	"<body>\n"
+	HTML_STYLE_COMMON
 	"<header><h1>memtrace diff</h1><div class=\"sub\" id=\"subtitle\"></div></header>\n"
 	"<main>\n"
 	"<noscript><p class=\"warn\">This report draws its charts and tables with JavaScript: allow scripts for this file.</p></noscript>\n"
