@@ -138,28 +138,29 @@ static struct analysis *diff_load(const char *path)
 
 /* The page, rendered in memory first so that a failure leaves no half
  * file, then saved. 0 or -errno after printing why. */
+struct diff_page {
+	const struct analysis *base, *new_;
+	const struct diff *d;
+};
+
+static int diff_page_write(FILE *f, void *ctx)
+{
+	struct diff_page *p = ctx;
+
+	return diff_html__write(f, p->base, p->new_, p->d);
+}
+
 static int diff_write_html(const struct diff_args *args, const struct analysis *base,
 			   const struct analysis *new_, const struct diff *d)
 {
-	char *data = NULL;
-	size_t len = 0;
-	FILE *f;
+	struct diff_page p = { base, new_, d };
+	char *data;
+	size_t len;
 	int err;
 
-	f = open_memstream(&data, &len);
-	if (!f) {
-		err = -ENOMEM;
-	} else {
-		err = diff_html__write(f, base, new_, d);
-		if (fclose(f) && !err)
-			err = -ENOMEM;
-	}
-	if (err) {
-		fprintf(stderr, "memtrace: failed to render the HTML diff: %s; free some memory\n",
-			strerror(-err));
-		free(data);
+	err = render_in_memory("the HTML diff", diff_page_write, &p, &data, &len);
+	if (err)
 		return err;
-	}
 	err = html_file_save(args->html, data, len);
 	free(data);
 	return err;

@@ -2,6 +2,7 @@
 /* memtrace export --format pprof|folded|chrome [--metric M] [-o OUT] FILE */
 #include "analysis.h"
 #include "commands.h"
+#include "html_file.h"
 #include "export.h"
 #include "export_chrome.h"
 #include "live_sites.h"
@@ -197,29 +198,28 @@ static int export_render_pprof(const struct export_args *args, const struct anal
 	return 0;
 }
 
+struct folded_job {
+	const struct analysis *a;
+	enum export_metric metric;
+};
+
+static int folded_write(FILE *f, void *ctx)
+{
+	struct folded_job *job = ctx;
+
+	return export_folded__write(f, job->a, job->metric);
+}
+
 static int export_render_folded(const struct export_args *args, const struct analysis *a,
 				struct export_content *out)
 {
-	char *data = NULL;
-	size_t len = 0;
-	FILE *f;
-	int err;
+	struct folded_job job = { a, args->metric };
+	char *data;
+	size_t len;
+	int err = render_in_memory("folded stacks", folded_write, &job, &data, &len);
 
-	f = open_memstream(&data, &len);
-	if (!f) {
-		fprintf(stderr, "memtrace: failed to render folded stacks: %s; free some memory\n",
-			strerror(errno));
-		return -ENOMEM;
-	}
-	err = export_folded__write(f, a, args->metric);
-	if (fclose(f) && !err)
-		err = -ENOMEM;
-	if (err) {
-		fprintf(stderr, "memtrace: failed to render folded stacks: %s; free some memory\n",
-			strerror(-err));
-		free(data);
+	if (err)
 		return err;
-	}
 	out->data = data;
 	out->len = len;
 	return 0;

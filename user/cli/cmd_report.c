@@ -115,30 +115,27 @@ static int report_print(const struct report_args *args, const struct analysis *a
 	return err;
 }
 
+struct report_page {
+	struct analysis *a;
+	const struct heap_series *s;
+	const struct view_cells *v;
+};
+
+static int report_page_write(FILE *f, void *ctx)
+{
+	struct report_page *p = ctx;
+
+	return report_html__write(f, p->a, p->s, p->v);
+}
+
 /* The page, rendered in memory first so that a failure leaves no half
  * file. Malloc'ed into *DATA, *LEN; 0 or -errno after printing why. */
 static int report_render_html(struct analysis *a, const struct heap_series *s,
 			      const struct view_cells *v, char **data, size_t *len)
 {
-	FILE *f;
-	int err;
+	struct report_page p = { a, s, v };
 
-	*data = NULL;
-	f = open_memstream(data, len);
-	if (!f) {
-		err = -ENOMEM;
-	} else {
-		err = report_html__write(f, a, s, v);
-		if (fclose(f) && !err)
-			err = -ENOMEM;
-	}
-	if (err) {
-		fprintf(stderr, "memtrace: failed to render the HTML report: %s; free some memory\n",
-			strerror(-err));
-		free(*data);
-		*data = NULL;
-	}
-	return err;
+	return render_in_memory("the HTML report", report_page_write, &p, data, len);
 }
 
 /* S and V, fed by the same pass as A, settled and drawn into the page. */

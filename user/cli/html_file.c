@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,4 +37,28 @@ int html_file_save(const char *path, const char *data, size_t len)
 	}
 	fprintf(stderr, "memtrace: wrote %s\n", path);
 	return 0;
+}
+
+int render_in_memory(const char *what, int (*write)(FILE *f, void *ctx), void *ctx, char **data,
+		     size_t *len)
+{
+	FILE *f;
+	int err;
+
+	*data = NULL;
+	*len = 0;
+	f = open_memstream(data, len);
+	if (!f) {
+		err = -ENOMEM;
+	} else {
+		err = write(f, ctx);
+		if (fclose(f) && !err)
+			err = -ENOMEM;
+	}
+	if (err) {
+		fprintf(stderr, "memtrace: failed to render %s: %s; free some memory\n", what, strerror(-err));
+		free(*data);
+		*data = NULL;
+	}
+	return err;
 }

@@ -30,16 +30,6 @@ static int by_bytes(const void *x, const void *y)
 	return a->id < b->id ? -1 : a->id > b->id;
 }
 
-static void figures_out(struct json_out *j, const struct analysis_figures *f)
-{
-	json_out__u64(j, f->allocations);
-	json_out__u64(j, f->allocated_bytes);
-	json_out__u64(j, f->leaked_allocations);
-	json_out__u64(j, f->leaked_bytes);
-	json_out__u64(j, f->peak_bytes);
-	json_out__u64(j, f->temporary_allocations);
-}
-
 /* One side: [figures (6, as the report page's cells), [name ids, outermost
  * first]] per stack; the stacks past the first DIFF_HTML_STACKS summed
  * into one path, "[other stacks]". */
@@ -74,7 +64,7 @@ static int flame_side(struct json_out *j, const struct analysis *a, struct strta
 		}
 		json_out__begin_array(j, true);
 		json_out__begin_array(j, true);
-		figures_out(j, &s->figures);
+		report_html__figures(j, &s->figures);
 		json_out__end_array(j);
 		json_out__begin_array(j, true);
 		for (size_t f = s->nframes; f-- > 0;) {
@@ -96,7 +86,7 @@ static int flame_side(struct json_out *j, const struct analysis *a, struct strta
 			goto nomem;
 		json_out__begin_array(j, true);
 		json_out__begin_array(j, true);
-		figures_out(j, &other);
+		report_html__figures(j, &other);
 		json_out__end_array(j);
 		json_out__begin_array(j, true);
 		json_out__u64(j, (uint64_t)id);

@@ -30,6 +30,8 @@ void report_json__totals(struct json_out *j, const struct analysis_totals *t);
 void report_json__zones(struct json_out *j, const struct marks *m);
 void report_json__pools(struct json_out *j, const struct marks *m);
 void report_json__threads(struct json_out *j, const struct marks *m);
+/* The figures' keys (allocations ... temporary_allocations). */
+void report_json__figures(struct json_out *j, const struct analysis_figures *f);
 /* A site's identity keys (name, function, file, line, module). */
 void report_json__site_keys(struct json_out *j, const char *name, const char *function,
 			    const char *file, uint32_t line, const char *module);

@@ -30,21 +30,12 @@ static void data_series(struct json_out *j, const struct heap_series *s)
 	json_out__end_array(j);
 }
 
+/* A site as report --json writes it, without its stacks. */
 static void data_site(struct json_out *j, const struct analysis_site *s)
 {
-	const struct analysis_figures *f = &s->figures;
-
 	json_out__begin_object(j, true);
-	json_out__key_string(j, "name", s->name);
-	json_out__key_string(j, "file", s->file);
-	json_out__key_u64(j, "line", s->line);
-	json_out__key_string(j, "module", s->module);
-	json_out__key_u64(j, "allocations", f->allocations);
-	json_out__key_u64(j, "allocated_bytes", f->allocated_bytes);
-	json_out__key_u64(j, "peak_bytes", f->peak_bytes);
-	json_out__key_u64(j, "leaked_allocations", f->leaked_allocations);
-	json_out__key_u64(j, "leaked_bytes", f->leaked_bytes);
-	json_out__key_u64(j, "temporary_allocations", f->temporary_allocations);
+	report_json__site_keys(j, s->name, s->function, s->file, s->line, s->module);
+	report_json__figures(j, &s->figures);
 	json_out__end_object(j);
 }
 

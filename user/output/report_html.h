@@ -37,6 +37,10 @@ void report_html__put_json(FILE *f, const char *json, size_t len);
 int report_html__page(FILE *f, const char *head, int (*write_data)(FILE *, void *), void *ctx,
 		      const char *script);
 
+/* A's figures as the pages' scripts read them: allocations, allocated,
+ * leaked allocations, leaked bytes, peak, temporary (numbers in order). */
+void report_html__figures(struct json_out *j, const struct analysis_figures *f);
+
 /* The viewer's data, key "view" (report_html_view.c). 0 or -ENOMEM. */
 int report_html__view(struct json_out *j, struct replay *r, const struct analysis *a,
 		      const struct view_cells *v);

@@ -297,21 +297,24 @@ static void view_threads(struct json_out *j, const struct replay *r)
 	json_out__end_array(j);
 }
 
-static void view_cell_out(struct json_out *j, uint32_t stack, const struct view_cell *c, int64_t zone)
+void report_html__figures(struct json_out *j, const struct analysis_figures *f)
 {
-	const struct analysis_figures *f = &c->figures;
-
-	json_out__u64(j, stack);
-	json_out__u64(j, c->thread);
-	json_out__i64(j, zone);
-	json_out__u64(j, c->bucket);
-	json_out__u64(j, c->size_class);
 	json_out__u64(j, f->allocations);
 	json_out__u64(j, f->allocated_bytes);
 	json_out__u64(j, f->leaked_allocations);
 	json_out__u64(j, f->leaked_bytes);
 	json_out__u64(j, f->peak_bytes);
 	json_out__u64(j, f->temporary_allocations);
+}
+
+static void view_cell_out(struct json_out *j, uint32_t stack, const struct view_cell *c, int64_t zone)
+{
+	json_out__u64(j, stack);
+	json_out__u64(j, c->thread);
+	json_out__i64(j, zone);
+	json_out__u64(j, c->bucket);
+	json_out__u64(j, c->size_class);
+	report_html__figures(j, &c->figures);
 }
 
 /* "zones" (names) and "cells", 11 numbers each (see the page's script);

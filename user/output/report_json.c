@@ -47,7 +47,7 @@ void report_json__totals(struct json_out *j, const struct analysis_totals *t)
 	json_out__end_object(j);
 }
 
-static void report_json__figures(struct json_out *j, const struct analysis_figures *f)
+void report_json__figures(struct json_out *j, const struct analysis_figures *f)
 {
 	json_out__key_u64(j, "allocations", f->allocations);
 	json_out__key_u64(j, "allocated_bytes", f->allocated_bytes);
