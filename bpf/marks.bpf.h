@@ -42,6 +42,20 @@ static __always_inline __u64 usdt_arg(struct pt_regs *ctx, const struct mt_usdt_
 	return v;
 }
 
+/* The fields of a STRING record around its text, which a str read of N
+ * (bytes with the NUL, or an error) just put there; unread is the caller's. */
+static __always_inline void string_event_fill(struct mt_string_event *ev, __u32 tid, __u64 addr, long n)
+{
+	ev->hdr.type = MT_EVENT_STRING;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = tid;
+	ev->hdr.ts = 0;
+	ev->addr = addr;
+	ev->len = n > 0 ? n - 1 : 0;
+	if (n <= 0)
+		ev->text[0] = 0;
+}
+
 static __always_inline void send_name(void *ring, __u32 tid, __u64 addr)
 {
 	__u32 zero = 0;
@@ -61,15 +75,8 @@ static __always_inline void send_name(void *ring, __u32 tid, __u64 addr)
 		return;
 	}
 	n = bpf_probe_read_user_str(ev->text, sizeof(ev->text), (void *)addr);
-	ev->hdr.type = MT_EVENT_STRING;
-	ev->hdr.size = sizeof(*ev);
-	ev->hdr.tid = tid;
-	ev->hdr.ts = 0;
-	ev->addr = addr;
-	ev->len = n > 0 ? n - 1 : 0;
+	string_event_fill(ev, tid, addr, n);
 	ev->unread = n <= 0; /* a page never touched yet cannot be faulted in here */
-	if (n <= 0)
-		ev->text[0] = 0;
 	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
 	*slot = addr;
 }

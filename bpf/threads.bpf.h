@@ -30,14 +30,7 @@ static __always_inline void send_thread_name(__u32 tid, const char *comm)
 		return;
 	}
 	n = bpf_probe_read_kernel_str(s->text, sizeof(s->text), comm);
-	if (n <= 0)
-		s->text[0] = 0;
-	s->hdr.type = MT_EVENT_STRING;
-	s->hdr.size = sizeof(*s);
-	s->hdr.tid = tid;
-	s->hdr.ts = 0;
-	s->addr = addr;
-	s->len = n > 0 ? n - 1 : 0;
+	string_event_fill(s, tid, addr, n);
 	s->unread = 0;
 	bpf_ringbuf_submit(s, SUBMIT_FLAGS);
 	m = bpf_ringbuf_reserve(ring, sizeof(*m), 0);
