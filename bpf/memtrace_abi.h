@@ -176,6 +176,9 @@ struct mt_unwind_map {
 	__u32 pad;       /* zero */
 };
 
+/* The walker's lookup cache: 2^MT_UNWIND_CACHE_BITS slots per CPU. */
+#define MT_UNWIND_CACHE_BITS 12
+
 #define MT_UNWIND_FRAME_POINTERS 1 /* the module keeps frame pointers: callers' frames by rbp */
 
 /* What changed when a traced process took credentials the recorder may not

@@ -37,8 +37,37 @@ struct {
 	__type(value, struct mt_unwind_map);
 } unwind_maps SEC(".maps");
 
-volatile __u32 unwind_gen;    /* the half in use */
+volatile __u32 unwind_gen;    /* counts publications; gen & 1: the half in use */
 volatile __u32 unwind_nr[2];  /* mappings in each half */
+
+/*
+ * What a frame's lookup found, per CPU, by pc: a walk repeats the same few
+ * hundred return addresses, and two binary searches per frame (mappings,
+ * then rows) cost more than the rest of the walk. Direct-mapped, 2^12 slots
+ * per CPU (user space sizes the map to CPUs << MT_UNWIND_CACHE_BITS); a slot
+ * is good only for the publication (unwind_gen) that filled it.
+ */
+#define UNWIND_KEY_EXACT (1ULL << 63) /* the pc is exact, not a return address */
+
+enum unwind_found {
+	UNWIND_ROW = 0,    /* row says how to go on */
+	UNWIND_NO_MAP = 1, /* no mapping with a table contains the pc */
+	UNWIND_NO_ROW = 2, /* the module's table has no row for it */
+};
+
+struct unwind_cached {
+	__u64 key;     /* pc | UNWIND_KEY_EXACT if exact; 0 while being written */
+	__u32 gen;     /* unwind_gen of the lookup */
+	__u32 found;   /* enum unwind_found */
+	struct mt_unwind_row row;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* CPUs << MT_UNWIND_CACHE_BITS, set before load */
+	__type(key, __u32);
+	__type(value, struct unwind_cached);
+} unwind_cache SEC(".maps");
 
 #define UNWIND_MAP_STEPS 10   /* binary search over at most 512 mappings */
 #define UNWIND_ROW_STEPS 27   /* ... over at most 2^27 rows */
@@ -47,6 +76,8 @@ volatile __u32 unwind_nr[2];  /* mappings in each half */
 
 struct unwind_walk {
 	__u64 pc, sp, bp;
+	__u64 bp_at;    /* nonzero: bp is not read yet, it is saved here (mt_unwind_bp_read) */
+	__u32 cache;    /* this CPU's first slot in unwind_cache */
 	__u32 depth;    /* frames wanted */
 	__u32 gen;
 	bool exact_pc;  /* pc is not a return address (the first frame, after a signal) */
@@ -106,14 +137,51 @@ static __always_inline const struct mt_unwind_row *unwind_find_row(const struct 
 	return bpf_map_lookup_elem(&unwind_rows, &key);
 }
 
+/* What applies at the walk's pc: the row into *ROW, or why there is none.
+ * A preempting walk on the same CPU may rewrite the slot while it is read:
+ * the key is read again after the copy, and written last. */
+static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct mt_unwind_row *row)
+{
+	__u64 key = w->pc | (w->exact_pc ? UNWIND_KEY_EXACT : 0);
+	__u32 slot = w->cache | (__u32)((w->pc * 0x9e3779b97f4a7c15ULL) >> (64 - MT_UNWIND_CACHE_BITS));
+	struct unwind_cached *c = bpf_map_lookup_elem(&unwind_cache, &slot);
+	const struct mt_unwind_map *m;
+	const struct mt_unwind_row *r = NULL;
+	__u32 found;
+
+	if (c && c->key == key && c->gen == w->gen) {
+		found = c->found;
+		*row = c->row;
+		barrier();
+		if (c->key == key)
+			return found;
+	}
+	m = unwind_find_map(w->gen, w->pc);
+	if (m)
+		r = unwind_find_row(m, mt_unwind_lookup_addr(w->pc, m->bias, w->exact_pc));
+	found = !m ? UNWIND_NO_MAP : r ? UNWIND_ROW : UNWIND_NO_ROW;
+	if (r)
+		*row = *r;
+	if (c && key) {
+		c->key = 0;
+		barrier();
+		c->gen = w->gen;
+		c->found = found;
+		if (r)
+			c->row = *r;
+		barrier();
+		c->key = key;
+	}
+	return found;
+}
+
 /* One frame: 0 to go on, 1 to stop. */
 static int unwind_step(__u32 i, void *ctx)
 {
 	struct unwind_walk *w = ctx;
-	const struct mt_unwind_map *m;
-	const struct mt_unwind_row *row;
+	struct mt_unwind_row rowbuf, *row = &rowbuf;
 	struct mt_stack_event *ev;
-	__u64 cfa, ra = 0, bp = w->bp, sig[3];
+	__u64 cfa, ra = 0, bp, sig[3];
 	__u32 zero = 0, nr;
 
 	/* The frame count lives in the map value, where the verifier sees an
@@ -129,19 +197,25 @@ static int unwind_step(__u32 i, void *ctx)
 		w->cut = MT_STACK_DEPTH_CUT; /* said in a slot after the last frame */
 		return 1;
 	}
-	m = unwind_find_map(w->gen, w->pc);
-	if (!m) {
+	switch (unwind_lookup(w, row)) {
+	case UNWIND_ROW:
+		break;
+	case UNWIND_NO_MAP:
 		/* Code without a table (JIT, vdso, unknown). The frame just
 		 * taken is dropped: see mt_unwind_keep_unmapped. */
 		if (nr && !mt_unwind_keep_unmapped)
 			ev->nr = nr - 1;
 		w->cut = MT_STACK_TRUNCATED;
 		return 1;
-	}
-	row = unwind_find_row(m, mt_unwind_lookup_addr(w->pc, m->bias, w->exact_pc));
-	if (!row) {
+	default:
 		w->cut = MT_STACK_TRUNCATED;
 		return 1;
+	}
+	if (w->bp_at && mt_unwind_needs_bp(row)) {
+		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)w->bp_at))
+			return 1;
+		w->bp = bp;
+		w->bp_at = 0;
 	}
 	switch (mt_unwind_cfa(row, w->pc, w->sp, w->bp, &cfa)) {
 	case MT_NEXT_CALLER:
@@ -157,6 +231,7 @@ static int unwind_step(__u32 i, void *ctx)
 		ev->frames[nr] = sig[2];
 		ev->nr = nr + 1;
 		w->bp = sig[0];
+		w->bp_at = 0;
 		w->sp = sig[1];
 		w->pc = sig[2];
 		w->exact_pc = true;
@@ -168,9 +243,6 @@ static int unwind_step(__u32 i, void *ctx)
 		return 1;
 	}
 	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
-		return 1;
-	if (row->rbp_rule == MT_RBP_AT_CFA &&
-	    bpf_probe_read_user(&bp, sizeof(bp), (void *)(cfa + row->rbp_off)))
 		return 1;
 	if (!mt_unwind_caller_ok(ra, cfa, w->sp))
 		return 1; /* the end of the stack, or a frame that does not climb it */
@@ -184,8 +256,9 @@ static int unwind_step(__u32 i, void *ctx)
 	}
 	ev->frames[nr] = ra;
 	ev->nr = nr + 1;
+	if (row->rbp_rule == MT_RBP_AT_CFA)
+		w->bp_at = cfa + row->rbp_off;
 	w->sp = cfa;
-	w->bp = bp;
 	w->pc = ra;
 	w->exact_pc = false;
 	return 0;
@@ -202,6 +275,7 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct mt_stack_ev
 		.bp = PT_REGS_FP(ctx),
 		.depth = depth,
 		.gen = unwind_gen,
+		.cache = bpf_get_smp_processor_id() << MT_UNWIND_CACHE_BITS,
 		.exact_pc = true,
 	};
 	__u32 nr;

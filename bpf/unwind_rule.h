@@ -42,6 +42,16 @@ static __always_inline __u64 mt_unwind_lookup_addr(__u64 pc, __u64 bias, bool ex
 	return pc - bias - (exact_pc ? 0 : 1);
 }
 
+/* Whether ROW needs the frame's rbp. A frame's saved rbp is read only
+ * when a row needs it: most rows of code without frame pointers find the
+ * CFA from rsp, and a read per frame saved for nothing costs as much as the
+ * rest of the step. The walker keeps where the caller's rbp was saved
+ * (CFA + rbp_off) until then. */
+static __always_inline bool mt_unwind_needs_bp(const struct mt_unwind_row *row)
+{
+	return row->cfa_kind == MT_CFA_RBP;
+}
+
 /* What to do at a frame with registers PC, SP, BP by ROW; for
  * MT_NEXT_CALLER the CFA in *CFA. */
 static __always_inline int mt_unwind_cfa(const struct mt_unwind_row *row, __u64 pc, __u64 sp, __u64 bp,

@@ -224,7 +224,7 @@ static bool read_code(const struct program *p, uint64_t addr, uint8_t *buf, size
 static int model_walk(const struct program *p, const struct stop *s, const struct unwind_table *target,
 		      uint64_t *frames, bool *whole, bool verbose)
 {
-	uint64_t pc = s->pc, sp = s->sp, bp = s->bp, ra, sig[3];
+	uint64_t pc = s->pc, sp = s->sp, bp = s->bp, bp_at = 0, ra, sig[3];
 	__u8 code[8];
 	__u64 cfa;
 	bool exact = true;
@@ -249,6 +249,11 @@ static int model_walk(const struct program *p, const struct stop *s, const struc
 			fprintf(stderr, "  pc %#llx (%s+%#llx) sp %#llx: row at %#x kind %u cfa_off %d rbp %u %d\n",
 				(unsigned long long)pc, m->target ? "program" : m->path, (unsigned long long)addr,
 				(unsigned long long)sp, row->pc, row->cfa_kind, row->cfa_off, row->rbp_rule, row->rbp_off);
+		if (bp_at && mt_unwind_needs_bp(row)) {
+			if (!read_stack(s, bp_at, &bp))
+				return nr;
+			bp_at = 0;
+		}
 		switch (mt_unwind_cfa(row, pc, sp, bp, &cfa)) {
 		case MT_NEXT_CALLER:
 			break;
@@ -259,6 +264,7 @@ static int model_walk(const struct program *p, const struct stop *s, const struc
 				return nr;
 			frames[nr++] = sig[2];
 			bp = sig[0];
+			bp_at = 0;
 			sp = sig[1];
 			pc = sig[2];
 			exact = true;
@@ -271,8 +277,6 @@ static int model_walk(const struct program *p, const struct stop *s, const struc
 		}
 		if (!read_stack(s, cfa - 8, &ra))
 			return nr;
-		if (row->rbp_rule == MT_RBP_AT_CFA && !read_stack(s, cfa + row->rbp_off, &bp))
-			return nr;
 		if (!mt_unwind_caller_ok(ra, cfa, sp))
 			return nr;
 		if ((row->flags & MT_ROW_CHECK_RA) && !read_code(p, ra - 8, code, sizeof(code)))
@@ -280,6 +284,8 @@ static int model_walk(const struct program *p, const struct stop *s, const struc
 		if ((row->flags & MT_ROW_CHECK_RA) && !mt_unwind_after_call(code))
 			return nr;
 		frames[nr++] = ra;
+		if (row->rbp_rule == MT_RBP_AT_CFA)
+			bp_at = cfa + row->rbp_off;
 		sp = cfa;
 		pc = ra;
 		exact = false;

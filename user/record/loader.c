@@ -99,6 +99,10 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	 * hash of a million entries costs 140 ms of launch for nothing. */
 	if (!l->opts.sample_mean && bpf_map__set_max_entries(l->skel->maps.sampled, 1))
 		return -EINVAL;
+	/* A lookup cache per CPU for the walker (bpf/unwind.bpf.h); none without tables. */
+	if (bpf_map__set_max_entries(l->skel->maps.unwind_cache,
+				     l->opts.unwind_rows ? (uint32_t)l->nr_cpus << MT_UNWIND_CACHE_BITS : 1))
+		return -EINVAL;
 	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
 }
 
@@ -205,10 +209,12 @@ uint32_t loader__unwind_gen(struct loader *l)
 	return __atomic_load_n(&l->skel->bss->unwind_gen, __ATOMIC_SEQ_CST);
 }
 
+/* HALF is the one not in use, that of gen + 1. The count goes up at every
+ * publication: the walker's lookup cache keys on it. */
 void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr)
 {
 	__atomic_store_n(&l->skel->bss->unwind_nr[half & 1], nr, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&l->skel->bss->unwind_gen, half & 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->skel->bss->unwind_gen, loader__unwind_gen(l) + 1, __ATOMIC_SEQ_CST);
 }
 
 /* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
