@@ -144,6 +144,9 @@ $(BUILD)/progs/unwind_levels: $(BUILD)/progs/libunwindlib.so
 $(BUILD)/progs/nofp/unwind_levels: tests/progs/unwind_levels.cpp $(BUILD)/progs/nofp/libunwindlib.so
 	@mkdir -p $(@D)
 	$(CXX) $(NOFP_FLAGS) -o $@ $< -L$(BUILD)/progs/nofp -lunwindlib '-Wl,-rpath,$$ORIGIN'
+$(BUILD)/progs/nofp/deep_frames: tests/progs/deep_frames.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_FLAGS) -o $@ $<
 
 # ... and once more with call frame information only in .debug_frame (no
 # .eh_frame for our code): what some C builds with -g and no unwind tables give.
@@ -162,7 +165,7 @@ $(BUILD)/progs/alloc_patterns_static: tests/progs/alloc_patterns.c | $(BUILD)
 
 progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
 	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static \
-	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels
+	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels $(BUILD)/progs/nofp/deep_frames
 unit: $(UNIT_BIN)
 
 $(BUILD):

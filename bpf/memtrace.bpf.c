@@ -64,11 +64,20 @@ struct {
 	__type(value, struct stacks_seen);
 } stacks_seen SEC(".maps");
 
+/* Where a stack is built: the event, and the top of the stack the walk
+ * reads its frames from (bpf/unwind.bpf.h). */
+#define STACK_WINDOW 2048 /* bytes, a power of two */
+
+struct stack_scratch {
+	struct mt_stack_event ev;
+	__u64 window[STACK_WINDOW / 8];
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, struct mt_stack_event);
+	__type(value, struct stack_scratch);
 } stack_scratch SEC(".maps");
 
 struct {
@@ -185,6 +194,7 @@ static __always_inline __u32 walk_frames(struct pt_regs *ctx, __u64 *frames, __u
 static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts)
 {
 	__u32 zero = 0;
+	struct stack_scratch *scratch;
 	struct mt_stack_event *ev;
 	struct stacks_seen *seen;
 	__u32 depth = stack_depth;
@@ -193,12 +203,13 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts
 
 	if (depth == 0)
 		return 0;
-	ev = bpf_map_lookup_elem(&stack_scratch, &zero);
-	if (!ev)
+	scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!scratch)
 		return 0;
+	ev = &scratch->ev;
 	/* Unwind tables where user space gave the allocator's module one,
 	 * else frame pointers. */
-	nr = walk_tables(ctx, ev, depth);
+	nr = walk_tables(ctx, scratch, depth);
 	if (!nr)
 		nr = walk_frames(ctx, ev->frames, depth);
 	if (!nr)

@@ -10,8 +10,9 @@
  * (_start) from one whose rbp holds a caller's scratch value.
  *
  * Why not copy the stack to user space and unwind there (perf --call-graph
- * dwarf): it copies kilobytes per event, for every allocation; a walk here
- * reads 8 to 16 bytes per frame. See docs/unwinding.md.
+ * dwarf): it copies kilobytes per event to user space, for every
+ * allocation, and unwinds there; a walk here copies the top 2 KiB of the
+ * stack within the kernel and sends only the frames. See docs/unwinding.md.
  */
 #ifndef MEMTRACE_UNWIND_BPF_H
 #define MEMTRACE_UNWIND_BPF_H
@@ -76,7 +77,8 @@ struct {
 
 struct unwind_walk {
 	__u64 pc, sp, bp;
-	__u64 bp_at;    /* nonzero: bp is not read yet, it is saved here (mt_unwind_bp_read) */
+	__u64 bp_at;    /* nonzero: bp is not read yet, it is saved here (mt_unwind_needs_bp) */
+	__u64 win;      /* the stack from here on is in the scratch window; 0: not read */
 	__u32 cache;    /* this CPU's first slot in unwind_cache */
 	__u32 depth;    /* frames wanted */
 	__u32 gen;
@@ -175,11 +177,36 @@ static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct m
 	return found;
 }
 
+/*
+ * A word of the stack at ADDR into *VAL; 0 or an error. The walk copies the
+ * stack's top once (STACK_WINDOW bytes from the entry's rsp, at WIN; 0: not
+ * copied) and takes the words it finds there from the copy: one read of
+ * 2 KiB costs about what two reads of a word do, and a 13-frame stack needs
+ * 13 or more. Anything beyond the window, or not 8-aligned with it, is read
+ * from the target. A global function, so the verifier checks it once rather
+ * than at each state of each caller.
+ */
+__noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
+{
+	struct stack_scratch *s;
+	__u64 off = addr - win;
+	__u32 zero = 0;
+
+	if (!val)
+		return -1;
+	if (win && off <= STACK_WINDOW - 8 && !(off & 7) && (s = bpf_map_lookup_elem(&stack_scratch, &zero))) {
+		*val = s->window[(off / 8) & (STACK_WINDOW / 8 - 1)];
+		return 0;
+	}
+	return bpf_probe_read_user(val, sizeof(*val), (void *)addr);
+}
+
 /* One frame: 0 to go on, 1 to stop. */
 static int unwind_step(__u32 i, void *ctx)
 {
 	struct unwind_walk *w = ctx;
 	struct mt_unwind_row rowbuf, *row = &rowbuf;
+	struct stack_scratch *s;
 	struct mt_stack_event *ev;
 	__u64 cfa, ra = 0, bp, sig[3];
 	__u32 zero = 0, nr;
@@ -187,9 +214,10 @@ static int unwind_step(__u32 i, void *ctx)
 	/* The frame count lives in the map value, where the verifier sees an
 	 * unknown number: a count it tracked exactly would make each
 	 * iteration a new state, and the loop would never converge. */
-	ev = bpf_map_lookup_elem(&stack_scratch, &zero);
-	if (!ev)
+	s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!s)
 		return 1;
+	ev = &s->ev;
 	nr = ev->nr;
 	if (nr >= MT_MAX_STACK_DEPTH)
 		return 1;
@@ -212,7 +240,7 @@ static int unwind_step(__u32 i, void *ctx)
 		return 1;
 	}
 	if (w->bp_at && mt_unwind_needs_bp(row)) {
-		if (bpf_probe_read_user(&bp, sizeof(bp), (void *)w->bp_at))
+		if (unwind_read(w->win, w->bp_at, &bp))
 			return 1;
 		w->bp = bp;
 		w->bp_at = 0;
@@ -242,7 +270,7 @@ static int unwind_step(__u32 i, void *ctx)
 		w->cut = MT_STACK_TRUNCATED;
 		return 1;
 	}
-	if (bpf_probe_read_user(&ra, sizeof(ra), (void *)(cfa - 8)))
+	if (unwind_read(w->win, cfa - 8, &ra))
 		return 1;
 	if (!mt_unwind_caller_ok(ra, cfa, w->sp))
 		return 1; /* the end of the stack, or a frame that does not climb it */
@@ -267,8 +295,9 @@ static int unwind_step(__u32 i, void *ctx)
 /* The stack from an allocator's entry (pt_regs CTX) into the scratch
  * event's frames: the caller first. Frames taken, 0 if the allocator's own
  * code has no table (the caller then walks by frame pointers). */
-static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct mt_stack_event *ev, __u32 depth)
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 depth)
 {
+	struct mt_stack_event *ev = &s->ev;
 	struct unwind_walk w = {
 		.pc = PT_REGS_IP(ctx),
 		.sp = PT_REGS_SP(ctx),
@@ -280,6 +309,10 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct mt_stack_ev
 	};
 	__u32 nr;
 
+	/* A stack whose top is closer than the window to the end of its
+	 * mapping is read a word at a time. */
+	if (unwind_nr[w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp))
+		w.win = w.sp;
 	ev->nr = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
 	nr = ev->nr;

@@ -56,6 +56,24 @@ expect_eq "--stack-depth 2: two frames and the cut" \
 	"$(jq -c "$NESTED"' | [.sites[] | select(.function == "level3") | .stacks[].frames | map(.function)] | unique' "$TMP/d2.json")" \
 	'[["level3","level2","[truncated: --stack-depth reached]"]]'
 
+# Frames the walk does not find in its 2 KiB copy of the stack's top
+# (tests/progs/deep_frames.c): callers past 4 KiB of 512-byte frames, and a
+# makecontext stack whose top is too close to a guard page for any copy.
+# The empty name is glibc's __start_context, which no symbol names; the
+# value above it is in no mapping with a table.
+for build in fp nofp; do
+	prog=$PROGS/deep_frames
+	[ "$build" = nofp ] && prog=$PROGS/nofp/deep_frames
+	record_cmd "$TMP/deep_$build.mtrace" "$prog"
+	expect_eq "$build: deep_frames exit status" $? 0
+	report_json "$TMP/deep_$build.mtrace" "$TMP/deep_$build.json"
+	expect_eq "$build: the stacks past the window, and one that has no window" \
+		"$(jq -r "$NESTED"' | [.sites[].stacks[] | {n: .allocations, p: ([.frames[].function] | join("<"))}]
+			| group_by(.p)[] | "\(map(.n) | add) \(.[0].p)"' "$TMP/deep_$build.json" | sort)" \
+		"$(printf '%s\n' "3 ctx_leaf<ctx_func<<[truncated: no unwind table]" \
+			"4 deep_leaf$(printf '<deep_frame%.0s' 1 2 3 4 5 6 7 8)<main<__libc_start_call_main<__libc_start_main@@GLIBC_2.34<_start")"
+done
+
 # The same program without tables: frame pointers alone stop in the first
 # frame that has none (what memtrace did before unwind tables).
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --unwind-rows 0 -o "$TMP/fponly.mtrace" -- "$PROGS/nofp/unwind_levels" \
