@@ -105,6 +105,8 @@ $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
 
 # Test targets keep frame pointers and line info so stacks and sites are exact.
 PROG_FLAGS := -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline -pthread
+# Test programs may include the marks header: a new header rebuilds them.
+$(PROG_BIN): inproc/memtrace.h
 $(BUILD)/progs/%: tests/progs/%.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -o $@ $< $(shell sed -n 's,^// link: ,,p' $<)

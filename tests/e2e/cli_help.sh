@@ -13,7 +13,8 @@ expect_same() {
 }
 
 # --version. The kernel's features as its version says they should be:
-# multi-uprobe links from 6.6, uprobe sessions from 6.13.
+# multi-uprobe links from 6.6, uprobe sessions from 6.13, optimized uprobes
+# (the uprobe syscall: a probe on a 5-byte nop becomes a call) from 6.18.
 "$MEMTRACE" --version >v.out 2>v.err
 expect_eq "--version: exit status" "$?" 0
 expect_eq "--version: nothing on stderr" "$(cat v.err)" ""
@@ -26,11 +27,11 @@ expect_eq "--version: line 2 (libbpf inside)" "$(sed -n 2p v.out | grep -Ec '^li
 kv=$(uname -r | awk -F'[.-]' '{ print $1 * 1000 + $2 }')
 yes_from() { [ "$kv" -ge "$1" ] && echo yes || echo no; }
 expect_eq "--version: line 3 (the kernel)" "$(sed -n 3p v.out)" \
-	"kernel $(uname -r): BTF yes, uprobe sessions $(yes_from 6013), multi-uprobe links $(yes_from 6006)"
+	"kernel $(uname -r): BTF yes, uprobe sessions $(yes_from 6013), multi-uprobe links $(yes_from 6006), optimized uprobes on 5-byte nops $(yes_from 6018)"
 expect_same "-V is --version" "$("$MEMTRACE" -V)" "$(cat v.out)"
 capsh --drop=cap_bpf,cap_sys_admin -- -c "$MEMTRACE --version" >v2.out 2>&1
 expect_eq "--version without CAP_BPF: the kernel line" "$(sed -n 3p v2.out)" \
-	"kernel $(uname -r): BTF yes, uprobe sessions unknown (needs root or CAP_BPF to try), multi-uprobe links unknown (needs root or CAP_BPF to try)"
+	"kernel $(uname -r): BTF yes, uprobe sessions unknown (needs root or CAP_BPF to try), multi-uprobe links unknown (needs root or CAP_BPF to try), optimized uprobes on 5-byte nops $(yes_from 6018)"
 
 # help COMMAND is COMMAND --help.
 expect_same "help: the command list, as --help" "$("$MEMTRACE" help)" "$("$MEMTRACE" --help)"

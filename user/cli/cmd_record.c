@@ -910,6 +910,9 @@ static void announce(struct recording *r)
 		for (size_t i = 0; i < r->probes.nr_fwd; i++)
 			print_forwarder(&r->probes.fwd[i]);
 		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
+		if (mark_finder__count(r->marks))
+			fprintf(stderr, "memtrace: %zu of %zu memtrace.h marks on their 5-byte nop (a call, not a trap)\n",
+				mark_finder__count_nop5(r->marks), mark_finder__count(r->marks));
 	}
 	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s", r->pid, r->comm,
 		r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s");

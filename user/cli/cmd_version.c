@@ -8,6 +8,7 @@
  */
 #include "commands.h"
 #include "loader.h"
+#include "usdt.h"
 #include "version.h"
 
 #include <bpf/libbpf.h>
@@ -54,7 +55,7 @@ int cmd_version(int argc, char **argv)
 	probe_links(&sessions, &multi);
 	printf("memtrace %s (%s)\n", MEMTRACE_VERSION, MEMTRACE_BUILD);
 	printf("libbpf %s\n", libbpf_version_string());
-	printf("kernel %s: BTF %s, uprobe sessions %s, multi-uprobe links %s\n", u.release, btf ? "yes" : "no",
-	       sessions, multi);
+	printf("kernel %s: BTF %s, uprobe sessions %s, multi-uprobe links %s, optimized uprobes on 5-byte nops %s\n",
+	       u.release, btf ? "yes" : "no", sessions, multi, usdt_kernel_nop5() ? "yes" : "no");
 	return MEMTRACE_EXIT_OK;
 }

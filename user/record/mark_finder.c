@@ -24,6 +24,8 @@ struct mark_finder {
 	char **files;               /* files whose marks were looked for */
 	size_t nr_files;
 	size_t nr_marks;            /* mark sites attached */
+	size_t nr_nop5;             /* ... of them on their 5-byte nop */
+	int nop5;                   /* usdt_probe_nop5(), once: -1 not asked yet */
 	struct file_mapping *fmaps; /* for names the target can no longer be asked for */
 	size_t nr_fmaps;
 	mark_finder_warn_fn warn;
@@ -50,18 +52,20 @@ static void skipped(struct mark_finder *mf, const char *path, const char *name, 
 /* The kernel refused the file's sites as one link: attach them one by one,
  * so one bad site costs only itself. */
 static int attach_each(struct mark_finder *mf, struct loader *l, const char *path, const char *file,
-		       const struct loader_mark *marks, const char *const *names, size_t n, size_t *done)
+		       const struct loader_mark *marks, const char *const *names, const bool *on_nop5, size_t n,
+		       size_t *done, size_t *done_nop5)
 {
 	char why[128];
 	int err;
 
-	*done = 0;
+	*done = *done_nop5 = 0;
 	for (size_t i = 0; i < n; i++) {
 		err = loader__attach_marks(l, file, &marks[i], 1);
 		if (err == -ENOMEM)
 			return err;
 		if (!err) {
 			(*done)++;
+			*done_nop5 += on_nop5[i];
 			continue;
 		}
 		snprintf(why, sizeof(why), "the kernel refused it (%s)", strerror(-err));
@@ -102,7 +106,8 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 	struct loader_mark *marks = NULL;
 	struct usdt_site *sites = NULL;
 	const char **names = NULL;
-	size_t n = 0, nr = 0;
+	bool *on_nop5 = NULL;
+	size_t n = 0, nr = 0, nop5 = 0;
 	int err;
 
 	v = realloc(mf->files, (mf->nr_files + 1) * sizeof(*v));
@@ -115,7 +120,8 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 	err = usdt_sites(file, "memtrace", &sites, &n) ? 0 : 0; /* not ELF, unreadable: no marks */
 	marks = calloc(n ? n : 1, sizeof(*marks));
 	names = calloc(n ? n : 1, sizeof(*names));
-	for (size_t i = 0; marks && names && i < n; i++) {
+	on_nop5 = calloc(n ? n : 1, sizeof(*on_nop5));
+	for (size_t i = 0; marks && names && on_nop5 && i < n; i++) {
 		uint32_t kind = mark_kind(sites[i].name);
 
 		if (sites[i].problem) {
@@ -124,18 +130,26 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 		}
 		if (!kind)
 			continue;
-		marks[nr].file_offset = sites[i].file_offset;
+		if (mf->nop5 < 0)
+			mf->nop5 = usdt_probe_nop5();
+		/* The 5-byte nop is one byte on: no register or memory differs there. */
+		on_nop5[nr] = mf->nop5 && sites[i].nop5;
+		marks[nr].file_offset = sites[i].file_offset + on_nop5[nr];
+		nop5 += on_nop5[nr];
 		marks[nr].sema_offset = sites[i].sema_offset;
 		marks[nr].kind = kind;
 		names[nr] = sites[i].name;
 		marks[nr++].spec = sites[i].spec;
 	}
-	if (!marks || !names)
+	if (!marks || !names || !on_nop5)
 		err = -ENOMEM;
 	else if (nr && loader__attach_marks(l, file, marks, nr))
-		err = attach_each(mf, l, path, file, marks, names, nr, &nr);
-	if (!err)
+		err = attach_each(mf, l, path, file, marks, names, on_nop5, nr, &nr, &nop5);
+	if (!err) {
 		mf->nr_marks += nr;
+		mf->nr_nop5 += nop5;
+	}
+	free(on_nop5);
 	free(marks);
 	free(names);
 	free(sites);
@@ -234,9 +248,16 @@ struct mark_finder *mark_finder__new(int pid)
 {
 	struct mark_finder *mf = calloc(1, sizeof(*mf));
 
-	if (mf)
+	if (mf) {
 		mf->pid = pid;
+		mf->nop5 = -1;
+	}
 	return mf;
+}
+
+size_t mark_finder__count_nop5(const struct mark_finder *mf)
+{
+	return mf->nr_nop5;
 }
 
 size_t mark_finder__count(const struct mark_finder *mf)

@@ -26,6 +26,8 @@ int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct p
 
 /* Mark sites attached so far. */
 size_t mark_finder__count(const struct mark_finder *mf);
+/* ... of them probed on their 5-byte nop (usdt_probe_nop5): a call, not a trap. */
+size_t mark_finder__count_nop5(const struct mark_finder *mf);
 
 /* A drain_read_string_fn (CTX: the mark finder): the string at ADDR in the
  * target, or in the file mapped there if the target is gone. */

@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define NT_STAPSDT 3
 
@@ -130,6 +132,17 @@ static const char *check_addresses(Elf *elf, uint64_t pc, uint64_t sema, struct 
 	return NULL;
 }
 
+/* Whether the code at file offset OFF is a nop and then a 5-byte nop, as
+ * inproc/memtrace.h writes a site on x86-64. */
+static bool nop5_follows(Elf *elf, uint64_t off)
+{
+	static const uint8_t want[6] = { 0x90, 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+	size_t size = 0;
+	const uint8_t *raw = (const uint8_t *)elf_rawfile(elf, &size);
+
+	return raw && off <= size && size - off >= sizeof(want) && !memcmp(raw + off, want, sizeof(want));
+}
+
 /* One note's description: pc, base, semaphore (8 bytes each), then
  * "provider\0name\0args\0". -ENOENT for another provider's note or one
  * too broken to name; a note of PROVIDER with a problem comes back with
@@ -164,6 +177,8 @@ static int take_note(Elf *elf, const uint8_t *desc, size_t len, uint64_t base_ad
 			sema += base_addr - base;
 	}
 	site->problem = check_addresses(elf, pc, sema, site);
+	if (!site->problem)
+		site->nop5 = nop5_follows(elf, site->file_offset);
 	return site->problem ? 0 : parse_args(args, site);
 }
 
@@ -212,4 +227,23 @@ int usdt_sites(const char *path, const char *provider, struct usdt_site **out, s
 		*n = 0;
 	}
 	return err;
+}
+
+bool usdt_kernel_nop5(void)
+{
+#if defined(__x86_64__)
+	/* The uprobe syscall (336 on x86-64) answers ENXIO to any caller but
+	 * the kernel's own trampoline; a kernel without it, ENOSYS. */
+	errno = 0;
+	return syscall(336) == -1 && errno == ENXIO;
+#else
+	return false;
+#endif
+}
+
+bool usdt_probe_nop5(void)
+{
+	const char *force = getenv("MEMTRACE_MARK_NOP");
+
+	return !(force && !strcmp(force, "1")) && usdt_kernel_nop5();
 }

@@ -5,6 +5,7 @@
 #include <linux/types.h>
 #include "memtrace_abi.h"
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* One USDT probe site of a file, as its .note.stapsdt describes it. */
@@ -14,6 +15,7 @@ struct usdt_site {
 	uint64_t sema_offset;    /* file offset of its semaphore; 0: none */
 	struct mt_usdt_spec spec;
 	int nargs;
+	bool nop5;               /* a 5-byte nop follows the site's 1-byte nop (inproc/memtrace.h) */
 	const char *problem;     /* why this site cannot be attached; NULL if it can */
 };
 
@@ -26,6 +28,16 @@ struct usdt_site {
  * with *N == 0), or -errno.
  */
 int usdt_sites(const char *path, const char *provider, struct usdt_site **out, size_t *n);
+
+/*
+ * Whether to probe a site's 5-byte nop (usdt_site.nop5) rather than its
+ * 1-byte nop: the kernel has optimized uprobes (a probe on a 5-byte nop
+ * becomes a call instead of a trap), and MEMTRACE_MARK_NOP=1 does not ask
+ * for the trap (tests, bench).
+ */
+bool usdt_probe_nop5(void);
+/* Whether the kernel has optimized uprobes, whatever MEMTRACE_MARK_NOP says. */
+bool usdt_kernel_nop5(void);
 
 /* Decode one "SIZE@OPERAND" argument. 0, or -EINVAL for forms not handled. */
 int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *imm);
