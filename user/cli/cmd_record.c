@@ -62,6 +62,8 @@ struct recording {
 	char output[PATH_MAX];
 	struct procmaps maps;       /* at attach: where the allocator functions are */
 	struct module_set modules;  /* every executable mapping seen while recording */
+	uint64_t files_hash;        /* procmaps__files_hash at the last refresh_modules */
+	bool files_hash_set;
 	struct probe_set probes;
 	struct mark_finder *marks;  /* inproc/memtrace.h marks in the target's files */
 	struct unwinder *unwinder;  /* unwind tables for the BPF stack walker */
@@ -605,11 +607,21 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 	}
 }
 
+/* Every FLUSH_NS, at a dlopen and at the end. Unless a file-backed mapping
+ * changed, nothing is read: reading every module for its build-id four
+ * times a second cost a traced redis-server several percent of its
+ * throughput, through the recorder's CPU and the TLB flushes of its
+ * mmap/munmap. */
 static int refresh_modules(struct recording *r)
 {
 	struct procmaps now;
+	bool hashed;
+	uint64_t h;
 	int err;
 
+	hashed = !procmaps__files_hash(r->pid, &h);
+	if (hashed && r->files_hash_set && h == r->files_hash)
+		return 0;
 	if (procmaps__read(&now, r->pid))
 		return 0;
 	err = module_set__merge(&r->modules, &now, write_module, r);
@@ -620,6 +632,10 @@ static int refresh_modules(struct recording *r)
 		err = mark_finder__attach(r->marks, r->loader, &now);
 	}
 	procmaps__free(&now);
+	if (!err) {
+		r->files_hash = h;
+		r->files_hash_set = hashed;
+	}
 	return err;
 }
 

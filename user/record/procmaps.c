@@ -178,6 +178,36 @@ int procmaps__read(struct procmaps *pm, int pid)
 	return err;
 }
 
+int procmaps__files_hash(int pid, uint64_t *hash)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t line_cap = 0;
+	char path[64], *line = NULL;
+	ssize_t len;
+	FILE *fp;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while ((len = getline(&line, &line_cap, fp)) > 0) {
+		/* A file's path starts with '/'; a named anonymous mapping that
+		 * holds one only makes the hash change more often. */
+		if (!memchr(line, '/', len))
+			continue;
+		for (ssize_t i = 0; i < len; i++)
+			h = (h ^ (unsigned char)line[i]) * 0x100000001b3ULL;
+	}
+	if (!err && ferror(fp))
+		err = -EIO;
+	free(line);
+	fclose(fp);
+	if (!err)
+		*hash = h;
+	return err;
+}
+
 const struct trace_module *procmaps__find(const struct procmaps *pm, uint64_t addr)
 {
 	size_t lo = 0, hi = pm->nr;

@@ -25,6 +25,13 @@ struct procmaps {
  * failure. */
 int procmaps__read(struct procmaps *pm, int pid);
 
+/* A hash of PID's file-backed lines of /proc/PID/maps (addresses, offsets,
+ * inodes, paths): what procmaps__read would see differently if it changed.
+ * Cheap next to procmaps__read, which opens every module for its build-id;
+ * anonymous mappings, which a busy allocator changes all the time, are not
+ * in it. 0 or -errno. */
+int procmaps__files_hash(int pid, uint64_t *hash);
+
 /* The executable mapping containing ADDR, or NULL. */
 const struct trace_module *procmaps__find(const struct procmaps *pm, uint64_t addr);
 
