@@ -17,7 +17,9 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #if defined(__clang__)
@@ -160,6 +162,35 @@ static void test_no_build_id(void **state)
 	(void)!system(cmd);
 }
 
+/* The recorder's cheap look for new modules (procmaps__files_hash): the hash
+ * stays put while only anonymous memory comes and goes, as a busy allocator
+ * makes it, and moves when a file is mapped or unmapped. */
+static void test_files_hash(void **state)
+{
+	uint64_t h0, h1, h2, h3;
+	void *anon, *file;
+	int fd;
+
+	(void)state;
+	assert_int_equal(procmaps__files_hash(getpid(), &h0), 0);
+	anon = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	assert_ptr_not_equal(anon, MAP_FAILED);
+	assert_int_equal(procmaps__files_hash(getpid(), &h1), 0);
+	assert_true(h1 == h0);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	file = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	assert_ptr_not_equal(file, MAP_FAILED);
+	assert_int_equal(procmaps__files_hash(getpid(), &h2), 0);
+	assert_true(h2 != h1);
+	munmap(file, 4096);
+	munmap(anon, 1 << 20);
+	assert_int_equal(procmaps__files_hash(getpid(), &h3), 0);
+	assert_true(h3 == h0);
+	assert_int_equal(procmaps__files_hash(INT_MAX, &h3), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +200,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_build_id),
 		cmocka_unit_test(test_no_build_id),
+		cmocka_unit_test(test_files_hash),
 	};
 
 	return cmocka_run_group_tests_name("elf_util", tests, NULL, NULL);
