@@ -64,6 +64,7 @@ trap 'exit 130' INT TERM
 median() {
 	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
+minimum() { sort -g | head -1; }
 calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
 verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
 verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
@@ -116,16 +117,20 @@ for rep in $(seq 1 "$REPS"); do
 	done
 done
 
+# X/F is of medians. Beside it, the same ratio of each mode's fastest run: on a shared host other
+# tenants only ever add time, and a burst that lands on 3 of 5 runs of one mode moves its median.
 declare -A NS RATIO
-fmt='%-34s %10s %10s %10s %8s %s\n'
-printf "$fmt" "allocator" "B ns" "F ns" "X ns" "X/F" "probes single-stepped (X run)"
+fmt='%-34s %10s %10s %10s %8s %12s %s\n'
+printf "$fmt" "allocator" "B ns" "F ns" "X ns" "X/F" "fastest X/F" "probes single-stepped (X run)"
 for row in "${ROWS[@]}"; do
 	IFS='|' read -r name _ _ label <<<"$row"
 	for mode in B F X; do NS[$name.$mode]=$(median <"$WORK/$name.$mode.ns"); done
 	RATIO[$name]=$(calc "(${NS[$name.X]} - ${NS[$name.B]}) / (${NS[$name.F]} - ${NS[$name.B]})")
+	for mode in B F X; do NS[$name.$mode.min]=$(minimum <"$WORK/$name.$mode.ns"); done
+	fastest=$(calc "(${NS[$name.X.min]} - ${NS[$name.B.min]}) / (${NS[$name.F.min]} - ${NS[$name.B.min]})")
 	stepped=$(grep '^memtrace: probe .*single-stepped' "$WORK/$name.X.1.err" | awk '{ print $3 }' | paste -sd, -)
 	printf "$fmt" "$label" "$(calc "${NS[$name.B]}" 1)" "$(calc "${NS[$name.F]}" 1)" "$(calc "${NS[$name.X]}" 1)" \
-		"${RATIO[$name]}" "${stepped:-none}"
+		"${RATIO[$name]}" "$fastest" "${stepped:-none}"
 done
 
 NS[glibc.M]=$(median <"$WORK/glibc.M.ns") NS[glibc.S]=$(median <"$WORK/glibc.S.ns")
@@ -181,8 +186,10 @@ echo
 echo "| what (issue 14) | target | measured | verdict |"
 echo "|---|---|---|---|"
 na=$(calc "${NS[newarr.X]} / ${NS[glibc.X]}")
-echo "| new[]+delete[] traced / malloc+free traced | <= 1.15 | $na ($(calc "${NS[newarr.X]}" 0) / $(calc "${NS[glibc.X]}" 0) ns) | $(verdict "$na" 1.15) |"
-echo "| glibc malloc+free traced | <= 1.2 x F | ${RATIO[glibc]} x F | $(verdict "${RATIO[glibc]}" 1.2) |"
+na_fast=$(calc "${NS[newarr.X.min]} / ${NS[glibc.X.min]}")
+gl_fast=$(calc "(${NS[glibc.X.min]} - ${NS[glibc.B.min]}) / (${NS[glibc.F.min]} - ${NS[glibc.B.min]})")
+echo "| new[]+delete[] traced / malloc+free traced | <= 1.15 | $na ($(calc "${NS[newarr.X]}" 0) / $(calc "${NS[glibc.X]}" 0) ns; fastest runs: $na_fast) | $(verdict "$na" 1.15) |"
+echo "| glibc malloc+free traced | <= 1.2 x F | ${RATIO[glibc]} x F (fastest runs: $gl_fast) | $(verdict "${RATIO[glibc]}" 1.2) |"
 if [ -n "$REDIS_X" ]; then
 	rr=$(calc "$REDIS_X / $REDIS_FLOOR")
 	echo "| redis-benchmark -P 16, memtrace -p | >= 0.9 x floor | $rr x floor | $(verdict_min "$rr" 0.9) |"
