@@ -25,7 +25,7 @@ struct mark_finder {
 	size_t nr_files;
 	size_t nr_marks;            /* mark sites attached */
 	size_t nr_nop5;             /* ... of them on their 5-byte nop */
-	int nop5;                   /* usdt_probe_nop5(), once: -1 not asked yet */
+	bool nop5;                  /* usdt_probe_nop5(), asked once */
 	struct file_mapping *fmaps; /* for names the target can no longer be asked for */
 	size_t nr_fmaps;
 	mark_finder_warn_fn warn;
@@ -130,8 +130,6 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 		}
 		if (!kind)
 			continue;
-		if (mf->nop5 < 0)
-			mf->nop5 = usdt_probe_nop5();
 		/* The 5-byte nop is one byte on: no register or memory differs there. */
 		on_nop5[nr] = mf->nop5 && sites[i].nop5;
 		marks[nr].file_offset = sites[i].file_offset + on_nop5[nr];
@@ -250,7 +248,7 @@ struct mark_finder *mark_finder__new(int pid)
 
 	if (mf) {
 		mf->pid = pid;
-		mf->nop5 = -1;
+		mf->nop5 = usdt_probe_nop5();
 	}
 	return mf;
 }
