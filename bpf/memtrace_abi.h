@@ -59,7 +59,8 @@ struct mt_usdt_spec {
 	__s64 imm[MT_USDT_MAX_ARGS];    /* constants */
 };
 
-/* What an allocator entry point does with its arguments (rodata per program). */
+/* What an allocator entry point does with its arguments (in the attach cookie:
+ * one entry program serves every kind, so the stack walk is verified once). */
 enum mt_func_kind {
 	MT_KIND_MALLOC = 1,         /* size = arg0: malloc, valloc, pvalloc, operator new */
 	MT_KIND_CALLOC = 2,         /* size = arg0 * arg1 */
@@ -75,6 +76,8 @@ enum mt_func_kind {
  * instructions before it moved it out of its ABI register (mimalloc's malloc
  * copies the size from rdi to rsi, then reuses rdi). */
 #define MT_COOKIE_MAY_NEST 1        /* bit 0 */
+#define MT_COOKIE_KIND_SHIFT 4      /* bits 4-7: enum mt_func_kind of an allocation entry */
+#define MT_COOKIE_KIND_MASK 15
 #define MT_COOKIE_ARG_SHIFT 8       /* argument i: 4 bits at 8 + 4 * i, enum mt_arg_reg */
 #define MT_COOKIE_ARGS 3            /* arguments an entry program reads, at most */
 

@@ -86,57 +86,64 @@ struct unwind_walk {
 	__u64 cut;      /* MT_STACK_TRUNCATED or MT_STACK_DEPTH_CUT: the stack is not whole */
 };
 
-static __always_inline const struct mt_unwind_map *unwind_find_map(__u32 gen, __u64 pc)
+#define UNWIND_NONE 0xffffffffU
+
+/*
+ * The searches are global functions: the verifier checks each once, with
+ * nothing known of its arguments, instead of once per state of every
+ * caller (a bounded loop inlined in the walk multiplied its states).
+ */
+
+/* The key in unwind_maps of the mapping of half GEN & 1 that contains PC, or
+ * UNWIND_NONE. */
+__noinline __u32 unwind_find_map(__u32 gen, __u64 pc)
 {
-	__u32 lo = 0, hi = unwind_nr[gen & 1];
+	__u32 half = (gen & 1) * MT_UNWIND_MAPS, lo = 0, hi = unwind_nr[gen & 1];
 	const struct mt_unwind_map *m;
 	__u32 key;
 
 	if (hi > MT_UNWIND_MAPS)
-		return NULL;
+		return UNWIND_NONE;
 	for (int i = 0; i < UNWIND_MAP_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
-		key = (gen & 1) * MT_UNWIND_MAPS + mid;
+		key = half + mid;
 		m = bpf_map_lookup_elem(&unwind_maps, &key);
 		if (!m)
-			return NULL;
+			return UNWIND_NONE;
 		if (m->start <= pc)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
 	if (!lo)
-		return NULL;
-	key = (gen & 1) * MT_UNWIND_MAPS + lo - 1;
+		return UNWIND_NONE;
+	key = half + lo - 1;
 	m = bpf_map_lookup_elem(&unwind_maps, &key);
-	return m && pc < m->end ? m : NULL;
+	return m && pc < m->end ? key : UNWIND_NONE;
 }
 
-/* The last row of M's module with row.pc <= VADDR. */
-static __always_inline const struct mt_unwind_row *unwind_find_row(const struct mt_unwind_map *m, __u64 vaddr)
+/* The key in unwind_rows of the last row among NR from FIRST with
+ * row.pc <= VADDR, or UNWIND_NONE. */
+__noinline __u32 unwind_find_row(__u32 first, __u32 nr, __u64 vaddr)
 {
-	__u32 lo = m->first_row, hi = m->first_row + m->nr_rows;
+	__u32 lo = first, hi = first + nr;
 	const struct mt_unwind_row *row;
-	__u32 key;
 
-	if (vaddr > 0xffffffffULL)
-		return NULL;
+	if (vaddr > 0xffffffffULL || hi < lo)
+		return UNWIND_NONE;
 	for (int i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
 		__u32 mid = lo + (hi - lo) / 2;
 
 		row = bpf_map_lookup_elem(&unwind_rows, &mid);
 		if (!row)
-			return NULL;
+			return UNWIND_NONE;
 		if (row->pc <= vaddr)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo == m->first_row)
-		return NULL;
-	key = lo - 1;
-	return bpf_map_lookup_elem(&unwind_rows, &key);
+	return lo == first ? UNWIND_NONE : lo - 1;
 }
 
 /* What applies at the walk's pc: the row into *ROW, or why there is none.
@@ -149,7 +156,7 @@ static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct m
 	struct unwind_cached *c = bpf_map_lookup_elem(&unwind_cache, &slot);
 	const struct mt_unwind_map *m;
 	const struct mt_unwind_row *r = NULL;
-	__u32 found;
+	__u32 found, key32;
 
 	if (c && c->key == key && c->gen == w->gen) {
 		found = c->found;
@@ -158,9 +165,13 @@ static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct m
 		if (c->key == key)
 			return found;
 	}
-	m = unwind_find_map(w->gen, w->pc);
-	if (m)
-		r = unwind_find_row(m, mt_unwind_lookup_addr(w->pc, m->bias, w->exact_pc));
+	key32 = unwind_find_map(w->gen, w->pc);
+	m = key32 == UNWIND_NONE ? NULL : bpf_map_lookup_elem(&unwind_maps, &key32);
+	if (m) {
+		key32 = unwind_find_row(m->first_row, m->nr_rows,
+					mt_unwind_lookup_addr(w->pc, m->bias, w->exact_pc));
+		r = key32 == UNWIND_NONE ? NULL : bpf_map_lookup_elem(&unwind_rows, &key32);
+	}
 	found = !m ? UNWIND_NO_MAP : r ? UNWIND_ROW : UNWIND_NO_ROW;
 	if (r)
 		*row = *r;
@@ -201,16 +212,18 @@ __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 	return bpf_probe_read_user(val, sizeof(*val), (void *)addr);
 }
 
-/* One frame: 0 to go on, 1 to stop. */
-static int unwind_step(__u32 i, void *ctx)
+/* One frame: 0 to go on, 1 to stop. A global function, checked once with
+ * nothing known of the walk, rather than at each state of the loop. */
+__noinline int unwind_frame(struct unwind_walk *w)
 {
-	struct unwind_walk *w = ctx;
 	struct mt_unwind_row rowbuf, *row = &rowbuf;
 	struct stack_scratch *s;
 	struct mt_stack_event *ev;
 	__u64 cfa, ra = 0, bp, sig[3];
 	__u32 zero = 0, nr;
 
+	if (!w)
+		return 1;
 	/* The frame count lives in the map value, where the verifier sees an
 	 * unknown number: a count it tracked exactly would make each
 	 * iteration a new state, and the loop would never converge. */
@@ -290,6 +303,11 @@ static int unwind_step(__u32 i, void *ctx)
 	w->pc = ra;
 	w->exact_pc = false;
 	return 0;
+}
+
+static int unwind_step(__u32 i, void *ctx)
+{
+	return unwind_frame(ctx) ? 1 : 0;
 }
 
 /* The stack from an allocator's entry (pt_regs CTX) into the scratch

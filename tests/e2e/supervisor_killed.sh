@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 
 # our BPF programs, by name, as bpftool lists them
-ours='name (dl_hook_enter|entry_enter|malloc_enter|calloc_enter|realloc_enter|reallocarray_e|memalign_enter|posix_memalign_|free_enter|delete_enter|alloc_exit|empty_enter|empty_exit|link_map_hit|mark_hit)'
+ours='name (dl_hook_enter|entry_enter|alloc_enter|free_enter|delete_enter|alloc_exit|empty_enter|empty_exit|link_map_hit|mark_hit)'
 count_ours() { bpftool prog show 2>/dev/null | grep -c -E "$ours"; }
 # running PID: it exists and is not a zombie (an orphan's zombie waits for
 # init, which in a container may reap late)

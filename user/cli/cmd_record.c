@@ -925,7 +925,12 @@ static void announce(struct recording *r)
 			print_probe(&r->probes.v[i]);
 		for (size_t i = 0; i < r->probes.nr_fwd; i++)
 			print_forwarder(&r->probes.fwd[i]);
+		uint32_t insns;
+		uint64_t usec = loader__verify_usec(r->loader, &insns);
+
 		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
+		fprintf(stderr, "memtrace: BPF programs verified in %.1f ms (%u instructions processed)\n",
+			usec / 1000.0, insns);
 		if (mark_finder__count(r->marks))
 			fprintf(stderr, "memtrace: %zu of %zu memtrace.h marks on their 5-byte nop (a call, not a trap)\n",
 				mark_finder__count_nop5(r->marks), mark_finder__count(r->marks));

@@ -18,6 +18,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#define LOADER_MAX_PROGS 32
+#define VERIFIER_LOG_BYTES 512 /* level 4 (stats) writes three short lines */
+
 struct loader {
 	struct memtrace_bpf *skel;
 	struct loader_opts opts;
@@ -35,6 +38,9 @@ struct loader {
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
 	size_t unwind_maps_len;
+	char verifier_log[LOADER_MAX_PROGS][VERIFIER_LOG_BYTES]; /* each program's stats */
+	uint64_t verify_usec;    /* the kernel's verification time, all programs */
+	uint32_t verified_insns; /* instructions the verifier processed, all programs */
 };
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -76,7 +82,17 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	if (!l->skel)
 		return -errno;
 	l->mode = mode;
+	int i = 0;
+
 	bpf_object__for_each_program(prog, l->skel->obj) {
+		/* The verifier's own account of its time (BPF_LOG_STATS), for
+		 * record -v and make bench; MEMTRACE_DEBUG_LIBBPF wants the
+		 * whole log of a failure instead. */
+		if (i < LOADER_MAX_PROGS && !getenv("MEMTRACE_DEBUG_LIBBPF")) {
+			l->verifier_log[i][0] = 0;
+			bpf_program__set_log_buf(prog, l->verifier_log[i++], VERIFIER_LOG_BYTES);
+			bpf_program__set_log_level(prog, 4);
+		}
 		if (mode == LOADER_SESSION && is_session_prog(l->skel, prog))
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_SESSION);
 		else if (mode != LOADER_CLASSIC)
@@ -217,6 +233,22 @@ void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr)
 	__atomic_store_n(&l->skel->bss->unwind_gen, loader__unwind_gen(l) + 1, __ATOMIC_SEQ_CST);
 }
 
+/* Sum what the verifier said of each program it checked. */
+static void verifier_totals(struct loader *l)
+{
+	l->verify_usec = 0;
+	l->verified_insns = 0;
+	for (int i = 0; i < LOADER_MAX_PROGS; i++) {
+		const char *t = strstr(l->verifier_log[i], "verification time ");
+		const char *n = strstr(l->verifier_log[i], "processed ");
+
+		if (t)
+			l->verify_usec += strtoull(t + strlen("verification time "), NULL, 10);
+		if (n)
+			l->verified_insns += strtoul(n + strlen("processed "), NULL, 10);
+	}
+}
+
 /* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
  * links: step down until the programs load. */
 int loader__load(struct loader *l)
@@ -231,8 +263,16 @@ int loader__load(struct loader *l)
 	}
 	if (err)
 		return err;
+	verifier_totals(l);
 	err = map_unwind(l);
 	return err ? err : create_rings(l);
+}
+
+uint64_t loader__verify_usec(const struct loader *l, uint32_t *insns)
+{
+	if (insns)
+		*insns = l->verified_insns;
+	return l->verify_usec;
 }
 
 enum loader_mode loader__mode(const struct loader *l)
@@ -250,12 +290,12 @@ static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 	if (l->opts.empty_probes)
 		return s->progs.empty_enter;
 	switch (p) {
-	case PROBE_MALLOC: return s->progs.malloc_enter;
-	case PROBE_CALLOC: return s->progs.calloc_enter;
-	case PROBE_REALLOC: return s->progs.realloc_enter;
-	case PROBE_REALLOCARRAY: return s->progs.reallocarray_enter;
-	case PROBE_MEMALIGN: return s->progs.memalign_enter;
-	case PROBE_POSIX_MEMALIGN: return s->progs.posix_memalign_enter;
+	case PROBE_MALLOC:
+	case PROBE_CALLOC:
+	case PROBE_REALLOC:
+	case PROBE_REALLOCARRAY:
+	case PROBE_MEMALIGN:
+	case PROBE_POSIX_MEMALIGN: return s->progs.alloc_enter; /* the kind in the cookie */
 	case PROBE_FREE: return s->progs.free_enter;
 	case PROBE_DELETE: return s->progs.delete_enter;
 	default: return NULL;
@@ -273,7 +313,15 @@ static struct bpf_program *exit_prog(struct loader *l)
 /* What the entry program learns from its attach cookie (memtrace_abi.h). */
 static uint64_t probe_cookie(const struct probe *p)
 {
-	return (p->may_nest ? MT_COOKIE_MAY_NEST : 0) | p->arg_cookie;
+	static const uint8_t kind[PROBE_NR_PROGS] = {
+		[PROBE_MALLOC] = MT_KIND_MALLOC,     [PROBE_CALLOC] = MT_KIND_CALLOC,
+		[PROBE_REALLOC] = MT_KIND_REALLOC,   [PROBE_REALLOCARRAY] = MT_KIND_REALLOCARRAY,
+		[PROBE_MEMALIGN] = MT_KIND_MEMALIGN, [PROBE_POSIX_MEMALIGN] = MT_KIND_POSIX_MEMALIGN,
+		[PROBE_FREE] = MT_KIND_FREE,         [PROBE_DELETE] = MT_KIND_FREE,
+	};
+
+	return (p->may_nest ? MT_COOKIE_MAY_NEST : 0) | p->arg_cookie |
+	       (uint64_t)kind[p->prog < PROBE_NR_PROGS ? p->prog : PROBE_MALLOC] << MT_COOKIE_KIND_SHIFT;
 }
 
 static int attach_one(struct loader *l, struct bpf_program *prog, const struct probe *p, bool ret)
@@ -321,9 +369,10 @@ static int remember_link_fd(struct loader *l, int fd)
 	return 0;
 }
 
-/* One link for PROG on every probe in PATH that WANT selects. */
+/* One link for PROG on every probe in PATH whose entry program (return
+ * program, with RET) it is. */
 static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
-			const char *path, bool ret, enum probe_prog which, const struct probe **failed)
+			const char *path, bool ret, const struct probe **failed)
 {
 	struct uprobe_multi_req req = {
 		.session = l->mode == LOADER_SESSION && is_session_prog(l->skel, prog),
@@ -341,7 +390,7 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 	for (size_t i = 0; i < ps->nr; i++) {
 		const struct probe *p = &ps->v[i];
 
-		if (strcmp(p->path, path) || (ret ? !p->ret : p->prog != which))
+		if (strcmp(p->path, path) || (ret ? !p->ret : entry_prog(l, p->prog) != prog))
 			continue;
 		cookies[req.cnt] = probe_cookie(p);
 		offsets[req.cnt++] = p->offset; /* entry and return share one breakpoint */
@@ -369,9 +418,15 @@ static int attach_all_multi(struct loader *l, const struct probe_set *ps, const 
 			j++;
 		if (j < i)
 			continue; /* this file is done */
-		err = attach_multi(l, exit_prog(l), ps, path, true, 0, failed);
-		for (int p = 0; p < PROBE_NR_PROGS && !err; p++)
-			err = attach_multi(l, entry_prog(l, p), ps, path, false, p, failed);
+		err = attach_multi(l, exit_prog(l), ps, path, true, failed);
+		for (int p = 0; p < PROBE_NR_PROGS && !err; p++) {
+			int q = 0;
+
+			while (q < p && entry_prog(l, q) != entry_prog(l, p))
+				q++;
+			if (q == p) /* each program once: alloc_enter serves six kinds */
+				err = attach_multi(l, entry_prog(l, p), ps, path, false, failed);
+		}
 	}
 	return err;
 }

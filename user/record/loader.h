@@ -88,6 +88,9 @@ void loader__detach(struct loader *l);
 uint64_t loader__drops(struct loader *l, int cpu);
 int loader__nr_cpus(const struct loader *l);
 enum loader_mode loader__mode(const struct loader *l);
+/* The kernel verifier's time over every program loaded, in microseconds,
+ * and the instructions it processed into *INSNS (may be NULL). */
+uint64_t loader__verify_usec(const struct loader *l, uint32_t *insns);
 void loader__close(struct loader *l);
 
 #endif /* MEMTRACE_LOADER_H */
