@@ -452,7 +452,7 @@ static char **candidate_files(struct recording *r, size_t *n)
 			int want = strcmp(p, exe) == 0 ? 0 : (*preload && is_preloaded(r->pid, preload, p)) ? 1 : base ? 3 : 2;
 
 			if (want == rank)
-				out[(*n)++] = root_path(r->pid, p);
+				out[(*n)++] = procmaps__open_path(&r->maps, r->pid, p);
 		}
 	}
 	return out;
@@ -568,7 +568,7 @@ static int note_forwarders(struct recording *r, const struct probe_set *ps, cons
 
 			if (f->file_offset < m->file_offset || f->file_offset >= m->file_offset + (m->end - m->start))
 				continue;
-			path = root_path(r->pid, m->path);
+			path = procmaps__open_path(pm, r->pid, m->path);
 			same = path && !strcmp(path, f->path);
 			free(path);
 			if (same && drain__add_allocator_code(r->drain, start, start + f->size))
@@ -590,7 +590,7 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 		const struct probe *bad = NULL;
 		char *file;
 
-		if (alloc_file_seen(r, pm->paths[i]) || !(file = root_path(r->pid, pm->paths[i])))
+		if (alloc_file_seen(r, pm->paths[i]) || !(file = procmaps__open_path(pm, r->pid, pm->paths[i])))
 			continue;
 		if (!probe_set__resolve(&ps, &file, 1, NULL, skip_forwarders(r))) {
 			if (loader__attach(r->loader, &ps, &bad))
@@ -789,7 +789,8 @@ static void watch_link_map(struct recording *r)
 	for (size_t i = 0; i < r->maps.nr_paths; i++) {
 		char *file;
 
-		if (!is_basename(r->maps.paths[i], "ld-linux") || !(file = root_path(r->pid, r->maps.paths[i])))
+		if (!is_basename(r->maps.paths[i], "ld-linux") ||
+		    !(file = procmaps__open_path(&r->maps, r->pid, r->maps.paths[i])))
 			continue;
 		if (!elf_find_function(file, "_dl_debug_state", &hook))
 			loader__attach_link_map_hook(r->loader, file, hook.file_offset);
@@ -1098,7 +1099,8 @@ static int write_symbols(struct recording *r)
 	if (!c.s)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->modules.nr; i++)
-		symbolizer__add_module(c.s, &r->modules.mods[i]);
+		symbolizer__add_mapped_module(c.s, &r->modules.mods[i],
+					      procmaps__file(&r->maps, r->modules.mods[i].path));
 	err = drain__for_each_address(r->drain, symbolize_one, &c);
 	symbolizer__free(c.s);
 	return err;

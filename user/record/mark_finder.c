@@ -100,9 +100,9 @@ static bool looked_for(struct mark_finder *mf, const char *path)
 }
 
 /* Attach the inproc/memtrace.h marks of one mapped file, if it has any. */
-static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char *path)
+static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struct procmaps *pm, const char *path)
 {
-	char *file = root_path(mf->pid, path), **v;
+	char *file = procmaps__open_path(pm, mf->pid, path), **v;
 	struct loader_mark *marks = NULL;
 	struct usdt_site *sites = NULL;
 	const char **names = NULL;
@@ -158,7 +158,7 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const char 
 
 /* Remember every file-backed mapping (names are string literals, so they
  * can be read from the file even after the target is gone). */
-static void note_file_mappings(struct mark_finder *mf)
+static void note_file_mappings(struct mark_finder *mf, const struct procmaps *pm)
 {
 	char path[64], line[4096], file[4096];
 	unsigned long long start, end, off;
@@ -178,7 +178,7 @@ static void note_file_mappings(struct mark_finder *mf)
 		if (known || !(v = realloc(mf->fmaps, (mf->nr_fmaps + 1) * sizeof(*v))))
 			continue;
 		mf->fmaps = v;
-		v[mf->nr_fmaps] = (struct file_mapping){ start, end, off, root_path(mf->pid, file) };
+		v[mf->nr_fmaps] = (struct file_mapping){ start, end, off, procmaps__open_path(pm, mf->pid, file) };
 		if (v[mf->nr_fmaps].path)
 			mf->nr_fmaps++;
 	}
@@ -234,10 +234,10 @@ int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct p
 {
 	int err = 0;
 
-	note_file_mappings(mf);
+	note_file_mappings(mf, pm);
 	for (size_t i = 0; i < pm->nr_paths && !err; i++) {
 		if (!looked_for(mf, pm->paths[i]))
-			err = attach_marks_in(mf, l, pm->paths[i]);
+			err = attach_marks_in(mf, l, pm, pm->paths[i]);
 	}
 	return err;
 }

@@ -6,20 +6,23 @@
  */
 #include "procmaps.h"
 #include "elf_util.h"
+#include "util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define DELETED_SUFFIX " (deleted)"
 
 struct maps_line {
-	uint64_t start, end, offset;
+	uint64_t start, end, offset, inode;
 	char perms[5];
 	char *path; /* into the line buffer; NULL for anonymous and [special] */
 	bool deleted;
@@ -30,8 +33,8 @@ static int parse_line(char *line, struct maps_line *ml)
 	size_t len, slen = strlen(DELETED_SUFFIX);
 	int pos = 0;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*x:%*x %*u %n", &ml->start,
-		   &ml->end, ml->perms, &ml->offset, &pos) < 4 || !pos)
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*x:%*x %" SCNu64 " %n", &ml->start,
+		   &ml->end, ml->perms, &ml->offset, &ml->inode, &pos) < 5 || !pos)
 		return -EINVAL;
 	ml->path = NULL;
 	ml->deleted = false;
@@ -50,16 +53,72 @@ static int parse_line(char *line, struct maps_line *ml)
 	return 0;
 }
 
-/* The index of PATH in pm->paths, added if new: the list doubles as the
- * owner of every path string the modules point at. */
-static int paths_intern(struct procmaps *pm, const char *path, size_t *cap)
+/* Mapped files that are no longer at their path, held open for as long as
+ * memtrace runs: the target may exit (and its map_files go) before the
+ * recording is symbolized. Found again by inode at each read of the maps. */
+#define HELD_FILES 256
+
+static struct held_file {
+	int pid;
+	int fd;
+	uint64_t inode;
+	uint64_t start; /* the mapping it was opened through */
+} held[HELD_FILES];
+static size_t nr_held;
+
+static char *hold_mapped_file(int pid, const struct maps_line *ml)
+{
+	char link[96], *out;
+	int fd = -1;
+
+	for (size_t i = 0; i < nr_held && fd < 0; i++)
+		if (held[i].pid == pid && held[i].inode == ml->inode && held[i].start == ml->start)
+			fd = held[i].fd;
+	if (fd < 0) {
+		snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, ml->start, ml->end);
+		fd = open(link, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return NULL;
+		if (nr_held < HELD_FILES)
+			held[nr_held++] = (struct held_file){ pid, fd, ml->inode, ml->start };
+	}
+	if (asprintf(&out, "/proc/self/fd/%d", fd) < 0)
+		return NULL;
+	return out;
+}
+
+/*
+ * Where memtrace reads the file ML maps: the mapped file is the truth, not
+ * the path. The target's path under its root (its mount namespace) while
+ * that is still the file mapped (same inode); otherwise, a file deleted or
+ * replaced since (a package upgrade renames a new file over the old), the
+ * mapping itself, opened through /proc/PID/map_files (root or
+ * CAP_SYS_ADMIN; without it, the path as before) and held open. Malloc'd.
+ */
+static char *mapped_file(int pid, const struct maps_line *ml)
+{
+	char *root = root_path(pid, ml->path), *direct;
+	struct stat st;
+
+	if (root && !ml->deleted && !stat(root, &st) && (uint64_t)st.st_ino == ml->inode)
+		return root;
+	direct = hold_mapped_file(pid, ml);
+	if (!direct)
+		return root;
+	free(root);
+	return direct;
+}
+
+/* The index of ML's path in pm->paths, added if new: the list doubles as
+ * the owner of every path string the modules point at. */
+static int paths_intern(struct procmaps *pm, int pid, const struct maps_line *ml, size_t *cap)
 {
 	size_t i;
 	char **v;
 
 	/* Same file mappings are adjacent, so look from the end. */
 	for (i = pm->nr_paths; i-- > 0;)
-		if (strcmp(pm->paths[i], path) == 0)
+		if (strcmp(pm->paths[i], ml->path) == 0)
 			return (int)i;
 	if (pm->nr_paths == *cap) {
 		*cap = *cap ? *cap * 2 : 16;
@@ -67,37 +126,51 @@ static int paths_intern(struct procmaps *pm, const char *path, size_t *cap)
 		if (!v)
 			return -ENOMEM;
 		pm->paths = v;
+		v = realloc(pm->files, *cap * sizeof(*v));
+		if (!v)
+			return -ENOMEM;
+		pm->files = v;
 	}
-	pm->paths[pm->nr_paths] = strdup(path);
-	if (!pm->paths[pm->nr_paths])
+	pm->paths[pm->nr_paths] = strdup(ml->path);
+	pm->files[pm->nr_paths] = mapped_file(pid, ml);
+	if (!pm->paths[pm->nr_paths] || !pm->files[pm->nr_paths]) {
+		free(pm->paths[pm->nr_paths]);
+		free(pm->files[pm->nr_paths]);
 		return -ENOMEM;
+	}
 	return (int)pm->nr_paths++;
 }
 
-/* Read through the target's root first so a containerized target's files
- * are the ones measured; a deleted file is only reachable via map_files. */
-static void read_build_id(int pid, const struct maps_line *ml, struct trace_module *m)
+const char *procmaps__file(const struct procmaps *pm, const char *path)
 {
-	char buf[PATH_MAX + 64];
-	uint32_t len = 0;
-	int err = -ENOENT;
+	for (size_t i = 0; i < pm->nr_paths; i++)
+		if (!strcmp(pm->paths[i], path))
+			return pm->files[i];
+	return NULL;
+}
 
-	if (ml->deleted) {
-		snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, ml->start,
-			 ml->end);
-		err = elf_read_build_id(buf, m->build_id, sizeof(m->build_id), &len);
-	}
-	if (err && !ml->deleted) {
-		snprintf(buf, sizeof(buf), "/proc/%d/root%s", pid, ml->path);
-		err = elf_read_build_id(buf, m->build_id, sizeof(m->build_id), &len);
-		if (err == -ENOENT || err == -EACCES || err == -EPERM)
-			err = elf_read_build_id(ml->path, m->build_id, sizeof(m->build_id), &len);
-	}
+char *procmaps__open_path(const struct procmaps *pm, int pid, const char *path)
+{
+	const char *file = procmaps__file(pm, path);
+
+	return file ? strdup(file) : root_path(pid, path);
+}
+
+/* Read where mapped_file says the mapped file is, then the plain path (a
+ * target chrooted inside our own tree). */
+static void read_build_id(const char *file, const struct maps_line *ml, struct trace_module *m)
+{
+	uint32_t len = 0;
+	int err;
+
+	err = elf_read_build_id(file, m->build_id, sizeof(m->build_id), &len);
+	if ((err == -ENOENT || err == -EACCES || err == -EPERM) && !ml->deleted)
+		err = elf_read_build_id(ml->path, m->build_id, sizeof(m->build_id), &len);
 	m->build_id_len = err ? 0 : len;
 }
 
-static int add_module(struct procmaps *pm, int pid, const struct maps_line *ml, const char *path,
-		      size_t *cap)
+static int add_module(struct procmaps *pm, const struct maps_line *ml, const char *path,
+		      const char *file, size_t *cap)
 {
 	struct trace_module *m;
 
@@ -123,7 +196,7 @@ static int add_module(struct procmaps *pm, int pid, const struct maps_line *ml, 
 			return 0;
 		}
 	}
-	read_build_id(pid, ml, m);
+	read_build_id(file, ml, m);
 	pm->nr++;
 	return 0;
 }
@@ -143,14 +216,14 @@ static int read_lines(struct procmaps *pm, int pid, FILE *fp)
 			break;
 		if (!ml.path)
 			continue;
-		idx = paths_intern(pm, ml.path, &path_cap);
+		idx = paths_intern(pm, pid, &ml, &path_cap);
 		if (idx < 0) {
 			err = idx;
 			break;
 		}
 		if (ml.perms[2] != 'x')
 			continue;
-		err = add_module(pm, pid, &ml, pm->paths[idx], &mod_cap);
+		err = add_module(pm, &ml, pm->paths[idx], pm->files[idx], &mod_cap);
 		if (err)
 			break;
 	}
@@ -229,9 +302,12 @@ const struct trace_module *procmaps__find(const struct procmaps *pm, uint64_t ad
 
 void procmaps__free(struct procmaps *pm)
 {
-	for (size_t i = 0; i < pm->nr_paths; i++)
+	for (size_t i = 0; i < pm->nr_paths; i++) {
 		free(pm->paths[i]);
+		free(pm->files[i]);
+	}
 	free(pm->paths);
+	free(pm->files);
 	free(pm->mods);
 	memset(pm, 0, sizeof(*pm));
 }

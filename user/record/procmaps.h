@@ -16,6 +16,7 @@ struct procmaps {
 	size_t nr;
 	char **paths;              /* every mapped file once, in maps order; owned */
 	size_t nr_paths;           /* mods[i].path points into paths[] */
+	char **files;              /* where memtrace reads paths[i]: see procmaps__file */
 };
 
 /* Fill PM from /proc/PID/maps. Paths are as the target sees them, with a
@@ -31,6 +32,16 @@ int procmaps__read(struct procmaps *pm, int pid);
  * anonymous mappings, which a busy allocator changes all the time, are not
  * in it. 0 or -errno. */
 int procmaps__files_hash(int pid, uint64_t *hash);
+
+/* Where memtrace opens the mapped file the target knows as PATH (probes,
+ * unwind tables, marks, symbols): the path under the target's root while it
+ * is still the file mapped, else /proc/PID/map_files/START-END, which
+ * reaches a file deleted or replaced since it was mapped. NULL if PM maps no
+ * PATH. */
+const char *procmaps__file(const struct procmaps *pm, const char *path);
+/* procmaps__file, or PATH under the target's root when PM does not map it;
+ * malloc'd, NULL when out of memory. */
+char *procmaps__open_path(const struct procmaps *pm, int pid, const char *path);
 
 /* The executable mapping containing ADDR, or NULL. */
 const struct trace_module *procmaps__find(const struct procmaps *pm, uint64_t addr);

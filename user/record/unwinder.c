@@ -84,7 +84,8 @@ static struct unwind_module *find_module(struct unwinder *u, const struct trace_
 }
 
 /* Build M's table and copy its rows into the BPF array. */
-static struct unwind_module *add_module(struct unwinder *u, struct loader *l, const struct trace_module *m)
+static struct unwind_module *add_module(struct unwinder *u, struct loader *l, const struct procmaps *pm,
+					const struct trace_module *m)
 {
 	struct unwind_module *um;
 	struct unwind_table t;
@@ -103,7 +104,7 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 	memcpy(um->build_id, m->build_id, sizeof(um->build_id));
 	um->build_id_len = m->build_id_len;
 	u->nr_mods++;
-	file = root_path(u->pid, m->path);
+	file = procmaps__open_path(pm, u->pid, m->path);
 	err = file ? unwind_table__load(file, u->cache_dir, &t) : -ENOMEM;
 	free(file);
 	if (err) {
@@ -142,9 +143,10 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 }
 
 /* Runtime address - ELF vaddr for the mapping M (its file offset's vaddr). */
-static int mapping_bias(struct unwinder *u, const struct trace_module *m, uint64_t *bias)
+static int mapping_bias(struct unwinder *u, const struct procmaps *pm, const struct trace_module *m,
+			uint64_t *bias)
 {
-	char *file = root_path(u->pid, m->path);
+	char *file = procmaps__open_path(pm, u->pid, m->path);
 	struct elf_file *f = file ? elf_file__open(file) : NULL;
 	uint64_t vaddr;
 	int err;
@@ -169,9 +171,9 @@ int unwinder__update(struct unwinder *u, struct loader *l, const struct procmaps
 		struct unwind_module *um = find_module(u, m);
 		uint64_t bias;
 
-		if (!um && !(um = add_module(u, l, m)))
+		if (!um && !(um = add_module(u, l, pm, m)))
 			return -ENOMEM;
-		if (!um->nr_rows || mapping_bias(u, m, &bias))
+		if (!um->nr_rows || mapping_bias(u, pm, m, &bias))
 			continue;
 		maps[nr++] = (struct mt_unwind_map){
 			.start = m->start,

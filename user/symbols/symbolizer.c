@@ -44,6 +44,7 @@ struct addr_sym {
 
 struct sym_file {
 	char *path; /* as the target sees it */
+	char *mapped; /* where the mapped file itself is reachable (map_files), or NULL */
 	uint8_t build_id[32];
 	uint32_t build_id_len;
 	int state;       /* 0: not tried yet, 1: loaded, -1: unusable */
@@ -216,6 +217,7 @@ void symbolizer__free(struct symbolizer *s)
 		free(s->files[i].cus);
 		free(s->files[i].syms);
 		free(s->files[i].path);
+		free(s->files[i].mapped);
 	}
 	arena__free(&s->arena);
 	strtab__free(&s->strs);
@@ -261,6 +263,11 @@ static int file_index(struct symbolizer *s, const struct trace_module *m, size_t
 
 int symbolizer__add_module(struct symbolizer *s, const struct trace_module *m)
 {
+	return symbolizer__add_mapped_module(s, m, NULL);
+}
+
+int symbolizer__add_mapped_module(struct symbolizer *s, const struct trace_module *m, const char *mapped)
+{
 	struct sym_map *map;
 	size_t file;
 	int err;
@@ -270,6 +277,8 @@ int symbolizer__add_module(struct symbolizer *s, const struct trace_module *m)
 	err = file_index(s, m, &file);
 	if (err)
 		return err;
+	if (mapped && !s->files[file].mapped && !(s->files[file].mapped = strdup(mapped)))
+		return -ENOMEM;
 	if (s->nr_maps == s->cap_maps) {
 		size_t cap = s->cap_maps ? s->cap_maps * 2 : 16;
 
@@ -361,9 +370,10 @@ static int file_load(struct symbolizer *s, struct sym_file *f)
 
 	if (f->state)
 		return f->state > 0 ? 0 : -ENOENT;
-	found = *s->root &&
+	found = f->mapped && file_try(s, f, f->mapped) == 0;
+	found = found || (*s->root &&
 		snprintf(path, sizeof(path), "%s%s", s->root, f->path) < (int)sizeof(path) &&
-		file_try(s, f, path) == 0;
+		file_try(s, f, path) == 0);
 	if (!found)
 		found = file_try(s, f, f->path) == 0;
 	if (!found && f->build_id_len) {

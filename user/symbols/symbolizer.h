@@ -22,6 +22,11 @@ struct symbolizer *symbolizer__new(const char *root);
  * path and build-id) share its debug info, which is loaded on first use.
  * 0 or -errno. */
 int symbolizer__add_module(struct symbolizer *s, const struct trace_module *m);
+/* symbolizer__add_module, with MAPPED (may be NULL) the path the mapped file
+ * itself is reachable at while the target runs (/proc/PID/map_files/...):
+ * tried first, so a file deleted or replaced on disk since it was mapped
+ * still names its frames. Its build-id is checked as any other's. */
+int symbolizer__add_mapped_module(struct symbolizer *s, const struct trace_module *m, const char *mapped);
 
 /* Resolve the return address ADDR (the call at ADDR-1 is what is looked
  * up). out->module is the index of the mapping in add order (-1: none);
