@@ -56,52 +56,53 @@ static __always_inline void string_event_fill(struct mt_string_event *ev, __u32 
 		ev->text[0] = 0;
 }
 
-static __always_inline void send_name(void *ring, __u32 tid, __u64 addr)
+static __always_inline void send_name(void *ring, __u32 target, __u32 tid, __u64 addr)
 {
 	__u32 zero = 0;
 	struct names_seen *seen = bpf_map_lookup_elem(&names_seen, &zero);
 	struct mt_string_event *ev;
-	__u64 *slot;
+	__u64 *slot, key = addr ^ (__u64)target << 48; /* seen per target, as stacks are */
 	long n;
 
 	if (!addr || !seen)
 		return;
 	slot = &seen->addr[(addr >> 3) & (NAMES_SEEN_SLOTS - 1)];
-	if (*slot == addr)
+	if (*slot == key)
 		return;
 	ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0);
 	if (!ev) {
-		count_drop();
+		count_drop(target);
 		return;
 	}
 	n = bpf_probe_read_user_str(ev->text, sizeof(ev->text), (void *)addr);
 	string_event_fill(ev, tid, addr, n);
 	ev->unread = n <= 0; /* a page never touched yet cannot be faulted in here */
 	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
-	*slot = addr;
+	*slot = key;
 }
 
 static __always_inline int on_mark(struct pt_regs *ctx)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx);
-	__u32 idx = cookie >> 8, kind = cookie & 0xff, tid = (__u32)pid_tgid;
+	__u32 idx = cookie >> 8, kind = cookie & 0xff, tid = (__u32)pid_tgid, slot;
 	struct mt_usdt_spec *spec;
 	struct mt_mark_event *ev;
 	__u64 name;
 	void *ring;
 
-	if (!traced_process(pid_tgid))
+	slot = target_slot(pid_tgid >> 32);
+	if (slot == NO_TARGET)
 		return 0;
 	spec = bpf_map_lookup_elem(&usdt_specs, &idx);
-	ring = cpu_ring();
+	ring = cpu_ring(slot);
 	if (!spec || !ring)
 		return 0;
 	/* The name goes first: a ring hands records over in reservation order. */
 	name = usdt_arg(ctx, spec, 0);
-	send_name(ring, tid, name);
+	send_name(ring, slot, tid, name);
 	ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0);
 	if (!ev) {
-		count_drop();
+		count_drop(slot);
 		return 0;
 	}
 	ev->hdr.type = MT_EVENT_MARK;

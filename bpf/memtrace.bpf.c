@@ -14,7 +14,8 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u32 target_tgid = 0;   /* only this process is traced */
+const volatile __u32 nr_cpus = 1;       /* rings per target: slot * nr_cpus + cpu in events */
+const volatile __u32 max_targets = 1;   /* slots in use at most, <= MT_MAX_TARGETS */
 const volatile __u32 stack_depth = MT_DEFAULT_STACK_DEPTH; /* 0: no stacks */
 const volatile __u64 sample_mean = 0; /* 0: every allocation; else mean bytes between samples */
 const volatile bool session_mode = false; /* entry programs attached as uprobe sessions */
@@ -26,8 +27,23 @@ extern bool bpf_session_is_return(void) __ksym __weak;
 
 /* Set by user space once every probe is attached and cleared before any is
  * detached: attaching and detaching take time per link, and a window with
- * malloc traced but free not would invent leaks. */
-volatile __u32 recording;
+ * malloc traced but free not would invent leaks. One per target slot. */
+volatile __u32 recording[MT_MAX_TARGETS];
+
+#define SLOT(s) ((s) & (MT_MAX_TARGETS - 1))
+
+/*
+ * The processes this object records, each in a slot of its own (its rings,
+ * its unwind mappings, its flags): one load serves a whole followed tree,
+ * and a process forked under --follow-children is added here, not loaded
+ * for. tgid -> slot; user space sizes it to max_targets.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} targets SEC(".maps");
 
 struct thread_state {
 	__u32 sampled;     /* the open outermost call is sampled (always, in exact mode) */
@@ -38,6 +54,8 @@ struct thread_state {
 	__u64 stack_id; /* hash of the stack taken at entry */
 	__u32 depth;    /* allocator calls open on this thread */
 	__u32 kind;     /* enum mt_func_kind of the outermost call */
+	__u32 slot;     /* the target slot of the thread's process */
+	__u32 pad2;
 };
 
 /* Per-thread state lives with the task: no hash lookup on the hot path. */
@@ -82,7 +100,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 1); /* max_targets, set before load */
 	__type(key, __u32);
 	__type(value, __u64);
 } drops SEC(".maps");
@@ -104,25 +122,24 @@ struct ringbuf_inner {
 /* One ring buffer per CPU, so CPUs never contend on a reservation. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1); /* set to the number of CPUs before load */
+	__uint(max_entries, 1); /* set to max_targets * CPUs before load */
 	__type(key, __u32);
 	__array(values, struct ringbuf_inner);
 } events SEC(".maps");
 
-static __always_inline void count_drop(void)
+static __always_inline void count_drop(__u32 slot)
 {
-	__u32 zero = 0;
-	__u64 *n = bpf_map_lookup_elem(&drops, &zero);
+	__u64 *n = bpf_map_lookup_elem(&drops, &slot);
 
 	if (n)
 		*n += 1;
 }
 
-static __always_inline void *cpu_ring(void)
+static __always_inline void *cpu_ring(__u32 slot)
 {
-	__u32 cpu = bpf_get_smp_processor_id();
+	__u32 idx = slot * nr_cpus + bpf_get_smp_processor_id();
 
-	return bpf_map_lookup_elem(&events, &cpu);
+	return bpf_map_lookup_elem(&events, &idx);
 }
 
 /* The reader drains every ring on a short timer, so no probe pays for a
@@ -149,9 +166,10 @@ __noinline __u64 hash_frames(__u32 nr)
 	return h | 1; /* 0 means "no stack" */
 }
 
-static __always_inline void send_stack(struct mt_stack_event *ev, __u32 nr, __u64 *seen_slot)
+static __always_inline void send_stack(__u32 slot, struct mt_stack_event *ev, __u32 nr, __u64 *seen_slot,
+				       __u64 seen_key)
 {
-	void *ring = cpu_ring();
+	void *ring = cpu_ring(slot);
 	__u64 size = sizeof(*ev) - sizeof(ev->frames) + (__u64)nr * sizeof(__u64);
 
 	if (size > sizeof(*ev))
@@ -161,10 +179,10 @@ static __always_inline void send_stack(struct mt_stack_event *ev, __u32 nr, __u6
 	ev->nr = nr;
 	ev->pad = 0;
 	if (!ring || bpf_ringbuf_output(ring, ev, size, SUBMIT_FLAGS)) {
-		count_drop();
+		count_drop(slot);
 		return;
 	}
-	*seen_slot = ev->stack_id;
+	*seen_slot = seen_key;
 }
 
 /*
@@ -198,14 +216,14 @@ static __always_inline __u32 walk_frames(struct pt_regs *ctx, __u64 *frames, __u
 
 #include "unwind.bpf.h"
 
-static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts)
+static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 tid, __u64 ts)
 {
 	__u32 zero = 0;
 	struct stack_scratch *scratch;
 	struct mt_stack_event *ev;
 	struct stacks_seen *seen;
 	__u32 depth = stack_depth;
-	__u64 *slot;
+	__u64 *seen_slot, seen_key;
 	__u32 nr;
 
 	if (depth == 0)
@@ -216,7 +234,7 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts
 	ev = &scratch->ev;
 	/* Unwind tables where user space gave the allocator's module one,
 	 * else frame pointers. */
-	nr = walk_tables(ctx, scratch, depth);
+	nr = walk_tables(ctx, scratch, slot, depth);
 	if (!nr)
 		nr = walk_frames(ctx, ev->frames, depth);
 	if (!nr)
@@ -225,11 +243,13 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 tid, __u64 ts
 	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
 	if (!seen)
 		return ev->stack_id;
-	slot = &seen->hash[ev->stack_id & (SEEN_SLOTS - 1)];
-	if (*slot != ev->stack_id) {
+	/* Seen per target: each trace must get every stack it uses. */
+	seen_key = ev->stack_id ^ (__u64)slot * 0x9e3779b97f4a7c15ULL;
+	seen_slot = &seen->hash[seen_key & (SEEN_SLOTS - 1)];
+	if (*seen_slot != seen_key) {
 		ev->hdr.tid = tid;
 		ev->hdr.ts = ts;
-		send_stack(ev, nr, slot);
+		send_stack(slot, ev, nr, seen_slot, seen_key);
 	}
 	return ev->stack_id;
 }
@@ -263,10 +283,10 @@ const volatile bool check_creds = false;
 const volatile __u32 allowed_uid = 0;
 const volatile __u32 allowed_gid = 0;
 const volatile __u64 allowed_caps = 0;  /* the recorder's permitted capabilities */
-volatile __u32 creds_changed;            /* enum mt_creds_change bits; 0: none */
-char creds_comm[16];                     /* the thread's name when it was seen */
+volatile __u32 creds_changed[MT_MAX_TARGETS]; /* per slot: enum mt_creds_change bits; 0: none */
+char creds_comm[MT_MAX_TARGETS][16];           /* the thread's name when it was seen */
 
-static __always_inline bool creds_traceable(void)
+static __always_inline bool creds_traceable(__u32 slot)
 {
 	struct task_struct *task;
 	const struct cred *c;
@@ -275,7 +295,7 @@ static __always_inline bool creds_traceable(void)
 
 	if (!check_creds)
 		return true;
-	if (creds_changed)
+	if (creds_changed[SLOT(slot)])
 		return false;
 	task = (struct task_struct *)bpf_get_current_task();
 	c = BPF_CORE_READ(task, cred);
@@ -292,23 +312,30 @@ static __always_inline bool creds_traceable(void)
 		why |= MT_CREDS_CAPS;
 	if (!why)
 		return true;
-	bpf_get_current_comm(creds_comm, sizeof(creds_comm));
-	creds_changed = why;
+	bpf_get_current_comm(creds_comm[SLOT(slot)], sizeof(creds_comm[0]));
+	creds_changed[SLOT(slot)] = why;
 	return false;
 }
 
-static __always_inline bool traced_process(__u64 pid_tgid)
+#define NO_TARGET 0xffffffffU
+
+/* The slot of the process TGID if it is recorded now, else NO_TARGET. */
+static __always_inline __u32 target_slot(__u32 tgid)
 {
-	return recording && (pid_tgid >> 32) == target_tgid && creds_traceable();
+	__u32 *slot = bpf_map_lookup_elem(&targets, &tgid);
+
+	if (!slot || *slot >= max_targets || !recording[SLOT(*slot)] || !creds_traceable(*slot))
+		return NO_TARGET;
+	return SLOT(*slot);
 }
 
-static __always_inline void emit_free(__u32 tid, __u64 ptr)
+static __always_inline void emit_free(__u32 slot, __u32 tid, __u64 ptr)
 {
-	void *ring = cpu_ring();
+	void *ring = cpu_ring(slot);
 	struct mt_free_event *ev;
 
 	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-		count_drop();
+		count_drop(slot);
 		return;
 	}
 	ev->hdr.type = MT_EVENT_FREE;
@@ -322,11 +349,11 @@ static __always_inline void emit_free(__u32 tid, __u64 ptr)
 static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 old_ptr,
 				       const struct thread_state *st)
 {
-	void *ring = cpu_ring();
+	void *ring = cpu_ring(st->slot);
 	struct mt_alloc_event *ev;
 
 	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-		count_drop();
+		count_drop(st->slot);
 		return;
 	}
 	ev->hdr.type = type;
@@ -396,36 +423,45 @@ static __always_inline __u32 sampled_bit(__u64 ptr)
 	return ((ptr >> 4) * 0x9e3779b97f4a7c15ULL) >> (64 - SAMPLED_BITS_LOG2);
 }
 
-static __always_inline bool maybe_sampled(__u64 ptr)
+/* A sampled block's key: its pointer, and its target's slot above any user
+ * address, since forked processes share their addresses. */
+static __always_inline __u64 sampled_key(__u32 slot, __u64 ptr)
 {
-	__u32 bit = sampled_bit(ptr);
+	return ptr ^ ((__u64)slot << 48);
+}
+
+static __always_inline bool maybe_sampled(__u32 slot, __u64 ptr)
+{
+	__u32 bit = sampled_bit(sampled_key(slot, ptr));
 
 	return sampled_bits[(bit / 64) & ((1 << SAMPLED_BITS_LOG2) / 64 - 1)] & (1ULL << (bit % 64));
 }
 
 /* A sampled mode free only matters for a sampled block; this forgets it. */
-static __always_inline bool forget_sampled(__u64 ptr)
+static __always_inline bool forget_sampled(__u32 slot, __u64 ptr)
 {
+	__u64 key = sampled_key(slot, ptr);
+
 	if (!sample_mean)
 		return true;
-	return maybe_sampled(ptr) && bpf_map_delete_elem(&sampled, &ptr) == 0;
+	return maybe_sampled(slot, ptr) && bpf_map_delete_elem(&sampled, &key) == 0;
 }
 
 /* Remember a sampled block; if it cannot be remembered its free would be
  * lost, so it is dropped (and counted) instead. */
-static __always_inline bool remember_sampled(__u64 ptr)
+static __always_inline bool remember_sampled(__u32 slot, __u64 ptr)
 {
+	__u64 key = sampled_key(slot, ptr);
+	__u32 bit = sampled_bit(key);
 	__u8 one = 1;
-
-	__u32 bit = sampled_bit(ptr);
 
 	if (!sample_mean)
 		return true;
 	__sync_fetch_and_or(&sampled_bits[(bit / 64) & ((1 << SAMPLED_BITS_LOG2) / 64 - 1)],
 			    1ULL << (bit % 64));
-	if (bpf_map_update_elem(&sampled, &ptr, &one, BPF_ANY) == 0)
+	if (bpf_map_update_elem(&sampled, &key, &one, BPF_ANY) == 0)
 		return true;
-	count_drop();
+	count_drop(slot);
 	return false;
 }
 
@@ -434,11 +470,11 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tid = (__u32)pid_tgid;
 	__u64 sp = PT_REGS_SP(ctx);
+	__u32 slot = target_slot(pid_tgid >> 32);
 	struct thread_state *st;
-
 	bool sampled;
 
-	if (!traced_process(pid_tgid))
+	if (slot == NO_TARGET)
 		return 0;
 	sampled = kind == MT_KIND_FREE || pick_sample(size);
 	/* Nothing to learn from the return of an unsampled call that cannot nest:
@@ -454,12 +490,13 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 		return 0;
 	}
 	st->sampled = sampled;
+	st->slot = slot;
 	st->depth = 1;
 	st->sp = sp;
 	st->kind = kind;
 	st->size = size;
 	st->arg = arg;
-	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, tid, 0) : 0;
+	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, slot, tid, 0) : 0;
 	return 0;
 }
 
@@ -467,20 +504,20 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64
 static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tid = (__u32)pid_tgid, slot = target_slot(pid_tgid >> 32);
 	struct thread_state *st;
 
-	if (!traced_process(pid_tgid) || !ptr)
+	if (slot == NO_TARGET || !ptr)
 		return 0;
-	if (sample_mean && !maybe_sampled(ptr))
+	if (sample_mean && !maybe_sampled(slot, ptr))
 		return 0; /* never sampled: nothing to say, whatever the nesting */
 	st = thread_state(false);
 	if (st && nested(st, PT_REGS_SP(ctx)))
 		return 0;
 	if (st)
 		st->depth = 0; /* whatever was open is gone */
-	if (forget_sampled(ptr))
-		emit_free(tid, ptr);
+	if (forget_sampled(slot, ptr))
+		emit_free(slot, tid, ptr);
 	return 0;
 }
 
@@ -489,26 +526,26 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tid = (__u32)pid_tgid, slot = target_slot(pid_tgid >> 32);
 	struct thread_state *st;
 
-	if (!traced_process(pid_tgid))
+	if (slot == NO_TARGET)
 		return 0;
 	st = thread_state(true);
-	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(ptr))
-		emit_free(tid, ptr);
+	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(slot, ptr))
+		emit_free(slot, tid, ptr);
 	return on_alloc_enter(ctx, MT_KIND_FREE, 0, 0);
 }
 
 static __always_inline void finish_realloc(__u32 tid, struct thread_state *st, __u64 ret)
 {
 	/* In sampled mode the old block is only of interest if it was sampled. */
-	__u64 old = st->arg && forget_sampled(st->arg) ? st->arg : 0;
+	__u64 old = st->arg && forget_sampled(st->slot, st->arg) ? st->arg : 0;
 
-	if (ret && st->sampled && remember_sampled(ret))
+	if (ret && st->sampled && remember_sampled(st->slot, ret))
 		emit_alloc(tid, old ? MT_EVENT_REALLOC : MT_EVENT_ALLOC, ret, old, st);
 	else if (old && (ret || st->size == 0))
-		emit_free(tid, old); /* moved unsampled, or glibc's realloc(p, 0) */
+		emit_free(st->slot, tid, old); /* moved unsampled, or glibc's realloc(p, 0) */
 }
 
 static __always_inline int on_exit(struct pt_regs *ctx)
@@ -520,7 +557,7 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 
 	if (!st || !st->depth)
 		return 0;
-	if (--st->depth || !recording || !creds_traceable())
+	if (--st->depth || !recording[SLOT(st->slot)] || !creds_traceable(st->slot))
 		return 0; /* creds: another thread's setuid() may land mid-call */
 	switch (st->kind) {
 	case MT_KIND_FREE:
@@ -536,7 +573,7 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 			ret = 0;
 		/* fall through */
 	default:
-		if (ret && st->sampled && remember_sampled(ret))
+		if (ret && st->sampled && remember_sampled(st->slot, ret))
 			emit_alloc(tid, MT_EVENT_ALLOC, ret, 0, st);
 	}
 	return 0;
@@ -660,12 +697,14 @@ int BPF_KPROBE(empty_session) { return 0; }
 /* The dynamic linker's debugger hook (_dl_debug_state) runs whenever
  * dlopen or dlclose changes the link map: user space then looks for new
  * modules at once instead of at its next periodic look. */
-volatile __u32 link_map_changed;
+volatile __u32 link_map_changed[MT_MAX_TARGETS];
 
 SEC("uprobe")
 int BPF_KPROBE(link_map_hit)
 {
-	if (traced_process(bpf_get_current_pid_tgid()))
-		link_map_changed = 1;
+	__u32 slot = target_slot(bpf_get_current_pid_tgid() >> 32);
+
+	if (slot != NO_TARGET)
+		link_map_changed[slot] = 1;
 	return 0;
 }

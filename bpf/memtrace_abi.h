@@ -165,6 +165,7 @@ struct mt_unwind_row {
 #define MT_ROW_CHECK_RA 1u
 
 #define MT_UNWIND_MAPS 512        /* executable mappings per process with a table */
+#define MT_MAX_TARGETS 1024       /* processes one loaded object records at once (a power of two) */
 #define MT_STACK_TRUNCATED 1ULL   /* last frame of a stack: no unwind table for the next frame */
 #define MT_STACK_DEPTH_CUT 2ULL   /* last frame of a stack: --stack-depth reached */
 

@@ -13,9 +13,9 @@
 #ifndef MEMTRACE_THREADS_BPF_H
 #define MEMTRACE_THREADS_BPF_H
 
-static __always_inline void send_thread_name(__u32 tid, const char *comm)
+static __always_inline void send_thread_name(__u32 slot, __u32 tid, const char *comm)
 {
-	void *ring = cpu_ring();
+	void *ring = cpu_ring(slot);
 	struct mt_string_event *s;
 	struct mt_mark_event *m;
 	__u64 ts = bpf_ktime_get_ns();
@@ -26,7 +26,7 @@ static __always_inline void send_thread_name(__u32 tid, const char *comm)
 		return;
 	s = bpf_ringbuf_reserve(ring, sizeof(*s), 0);
 	if (!s) {
-		count_drop();
+		count_drop(slot);
 		return;
 	}
 	n = bpf_probe_read_kernel_str(s->text, sizeof(s->text), comm);
@@ -35,7 +35,7 @@ static __always_inline void send_thread_name(__u32 tid, const char *comm)
 	bpf_ringbuf_submit(s, SUBMIT_FLAGS);
 	m = bpf_ringbuf_reserve(ring, sizeof(*m), 0);
 	if (!m) {
-		count_drop();
+		count_drop(slot);
 		return;
 	}
 	m->hdr.type = MT_EVENT_MARK;
@@ -50,9 +50,10 @@ static __always_inline void send_thread_name(__u32 tid, const char *comm)
 	bpf_ringbuf_submit(m, SUBMIT_FLAGS);
 }
 
-static __always_inline bool thread_of_target(struct task_struct *task)
+/* The slot of TASK's process, NO_TARGET if it is not recorded. */
+static __always_inline __u32 thread_target(struct task_struct *task)
 {
-	return recording && BPF_CORE_READ(task, tgid) == target_tgid && creds_traceable();
+	return target_slot(BPF_CORE_READ(task, tgid));
 }
 
 /* Raw tracepoints rather than tp_btf: finding a tp_btf's BTF id makes
@@ -63,16 +64,21 @@ static __always_inline bool thread_of_target(struct task_struct *task)
 SEC("raw_tp/task_newtask")
 int BPF_PROG(thread_new, struct task_struct *task, __u64 clone_flags)
 {
-	if (thread_of_target(task))
-		send_thread_name(BPF_CORE_READ(task, pid), (const char *)__builtin_preserve_access_index(&task->comm));
+	__u32 slot = thread_target(task);
+
+	if (slot != NO_TARGET)
+		send_thread_name(slot, BPF_CORE_READ(task, pid),
+				 (const char *)__builtin_preserve_access_index(&task->comm));
 	return 0;
 }
 
 SEC("raw_tp/task_rename")
 int BPF_PROG(thread_rename, struct task_struct *task, const char *comm)
 {
-	if (thread_of_target(task))
-		send_thread_name(BPF_CORE_READ(task, pid), comm);
+	__u32 slot = thread_target(task);
+
+	if (slot != NO_TARGET)
+		send_thread_name(slot, BPF_CORE_READ(task, pid), comm);
 	return 0;
 }
 

@@ -27,9 +27,10 @@ struct {
 	__type(value, struct mt_unwind_row);
 } unwind_rows SEC(".maps");
 
-/* The target's mappings that have a table, sorted by start, in two halves:
- * user space fills the one not in use, then flips unwind_gen, so a walk
- * never sees a half-written list. */
+/* Each target's mappings that have a table, sorted by start, in two halves
+ * per target slot (slot * 2 + half, MT_UNWIND_MAPS each): user space fills
+ * the one not in use, then bumps the slot's unwind_gen, so a walk never sees
+ * a half-written list. Sized max_targets * 2 * MT_UNWIND_MAPS before load. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(map_flags, BPF_F_MMAPABLE);
@@ -38,8 +39,8 @@ struct {
 	__type(value, struct mt_unwind_map);
 } unwind_maps SEC(".maps");
 
-volatile __u32 unwind_gen;    /* counts publications; gen & 1: the half in use */
-volatile __u32 unwind_nr[2];  /* mappings in each half */
+volatile __u32 unwind_gen[MT_MAX_TARGETS];    /* per slot: counts publications; gen & 1: the half in use */
+volatile __u32 unwind_nr[MT_MAX_TARGETS][2];  /* per slot: mappings in each half */
 
 /*
  * What a frame's lookup found, per CPU, by pc: a walk repeats the same few
@@ -49,6 +50,7 @@ volatile __u32 unwind_nr[2];  /* mappings in each half */
  * is good only for the publication (unwind_gen) that filled it.
  */
 #define UNWIND_KEY_EXACT (1ULL << 63) /* the pc is exact, not a return address */
+#define UNWIND_KEY_SLOT_SHIFT 48      /* the target's slot, above any user address */
 
 enum unwind_found {
 	UNWIND_ROW = 0,    /* row says how to go on */
@@ -82,6 +84,7 @@ struct unwind_walk {
 	__u32 cache;    /* this CPU's first slot in unwind_cache */
 	__u32 depth;    /* frames wanted */
 	__u32 gen;
+	__u32 target;   /* the process's slot */
 	bool exact_pc;  /* pc is not a return address (the first frame, after a signal) */
 	__u64 cut;      /* MT_STACK_TRUNCATED or MT_STACK_DEPTH_CUT: the stack is not whole */
 };
@@ -94,11 +97,11 @@ struct unwind_walk {
  * caller (a bounded loop inlined in the walk multiplied its states).
  */
 
-/* The key in unwind_maps of the mapping of half GEN & 1 that contains PC, or
- * UNWIND_NONE. */
-__noinline __u32 unwind_find_map(__u32 gen, __u64 pc)
+/* The key in unwind_maps of the mapping of target SLOT's half GEN & 1 that
+ * contains PC, or UNWIND_NONE. */
+__noinline __u32 unwind_find_map(__u32 slot, __u32 gen, __u64 pc)
 {
-	__u32 half = (gen & 1) * MT_UNWIND_MAPS, lo = 0, hi = unwind_nr[gen & 1];
+	__u32 half = (SLOT(slot) * 2 + (gen & 1)) * MT_UNWIND_MAPS, lo = 0, hi = unwind_nr[SLOT(slot)][gen & 1];
 	const struct mt_unwind_map *m;
 	__u32 key;
 
@@ -151,7 +154,7 @@ __noinline __u32 unwind_find_row(__u32 first, __u32 nr, __u64 vaddr)
  * the key is read again after the copy, and written last. */
 static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct mt_unwind_row *row)
 {
-	__u64 key = w->pc | (w->exact_pc ? UNWIND_KEY_EXACT : 0);
+	__u64 key = w->pc | (w->exact_pc ? UNWIND_KEY_EXACT : 0) | (__u64)w->target << UNWIND_KEY_SLOT_SHIFT;
 	__u32 slot = w->cache | (__u32)((w->pc * 0x9e3779b97f4a7c15ULL) >> (64 - MT_UNWIND_CACHE_BITS));
 	struct unwind_cached *c = bpf_map_lookup_elem(&unwind_cache, &slot);
 	const struct mt_unwind_map *m;
@@ -165,7 +168,7 @@ static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct m
 		if (c->key == key)
 			return found;
 	}
-	key32 = unwind_find_map(w->gen, w->pc);
+	key32 = unwind_find_map(w->target, w->gen, w->pc);
 	m = key32 == UNWIND_NONE ? NULL : bpf_map_lookup_elem(&unwind_maps, &key32);
 	if (m) {
 		key32 = unwind_find_row(m->first_row, m->nr_rows,
@@ -313,7 +316,7 @@ static int unwind_step(__u32 i, void *ctx)
 /* The stack from an allocator's entry (pt_regs CTX) into the scratch
  * event's frames: the caller first. Frames taken, 0 if the allocator's own
  * code has no table (the caller then walks by frame pointers). */
-static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 depth)
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth)
 {
 	struct mt_stack_event *ev = &s->ev;
 	struct unwind_walk w = {
@@ -321,7 +324,8 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scrat
 		.sp = PT_REGS_SP(ctx),
 		.bp = PT_REGS_FP(ctx),
 		.depth = depth,
-		.gen = unwind_gen,
+		.gen = unwind_gen[SLOT(slot)],
+		.target = SLOT(slot),
 		.cache = bpf_get_smp_processor_id() << MT_UNWIND_CACHE_BITS,
 		.exact_pc = true,
 	};
@@ -329,7 +333,7 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scrat
 
 	/* A stack whose top is closer than the window to the end of its
 	 * mapping is read a word at a time. */
-	if (unwind_nr[w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp))
+	if (unwind_nr[SLOT(slot)][w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp))
 		w.win = w.sp;
 	ev->nr = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);

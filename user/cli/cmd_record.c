@@ -14,6 +14,7 @@
 #include "memtrace_abi.h"
 #include "probes.h"
 #include "record.h"
+#include "record_setup.h"
 #include "replay.h"
 #include "procmaps.h"
 #include "symbolizer.h"
@@ -188,6 +189,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			if (parse_size(optarg, &v) || v < 4096 || (v & (v - 1)) || v > (1ULL << 30))
 				return fail("invalid buffer size '%s'; give a power of two from 4K to 1G", optarg);
 			o->ring_bytes = v;
+			o->ring_bytes_given = true;
 			break;
 		case 's':
 			if (parse_size(optarg, &v) || v == 0 || v > (1ULL << 40))
@@ -222,31 +224,9 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 	return 0;
 }
 
-#define CAP_PERFMON_BIT 38
-#define CAP_BPF_BIT 39
-
-#define CAP_SYS_PTRACE_BIT 19
-
-/* A capability set of ours from /proc/self/status: WHICH is "CapEff" or "CapPrm". */
-static uint64_t own_caps(const char *which)
-{
-	char line[256], fmt[32];
-	unsigned long long caps = 0;
-	FILE *f = fopen("/proc/self/status", "re");
-
-	snprintf(fmt, sizeof(fmt), "%s: %%llx", which);
-	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, fmt, &caps) == 1)
-			break;
-	}
-	if (f)
-		fclose(f);
-	return caps;
-}
-
 static uint64_t effective_caps(void)
 {
-	return own_caps("CapEff");
+	return record_own_caps("CapEff");
 }
 
 /* Say what is missing before anything is started or created. */
@@ -806,27 +786,23 @@ static void warn_line(void *ctx, const char *msg)
 
 static int load_probes(struct recording *r)
 {
-	struct loader_opts lo = {
-		.pid = r->pid,
-		.stack_depth = r->o.stack_depth,
-		.ring_bytes = r->o.ring_bytes,
-		.empty_probes = r->o.empty_probes,
-		.sample_mean = r->o.sample,
-		.unwind_rows = r->o.stack_depth ? r->o.unwind_rows : 0,
-		.on_record = on_record,
-		/* Without CAP_SYS_PTRACE, the kernel's ptrace rule decides what
-		 * we may see, in BPF (bpf/memtrace.bpf.c says how). */
-		.check_creds = !(effective_caps() & (1ULL << CAP_SYS_PTRACE_BIT)),
-		.allowed_uid = getuid(),
-		.allowed_gid = getgid(),
-		.allowed_caps = own_caps("CapPrm"),
-	};
+	struct loader_opts lo;
 	int err;
 
+	record_loader_opts(&r->o, &lo);
+	lo.pid = r->pid;
+	lo.on_record = on_record;
 	r->drain = drain__new(NULL);
 	if (!r->drain)
 		return fail("out of memory");
 	lo.ctx = r->drain;
+	if (r->o.shared_loader) {
+		/* a followed process: the supervisor's object, nothing to verify */
+		err = loader__add_target(r->o.shared_loader, &lo, r->o.slot, &r->loader);
+		if (err)
+			return fail("failed to record PID %d on the loaded BPF programs: %s", r->pid, strerror(-err));
+		return 0;
+	}
 	err = loader__open(&r->loader, &lo);
 	if (err)
 		return fail("failed to open the BPF programs: %s", strerror(-err));

@@ -4,13 +4,18 @@
  * supervises.
  * It keeps the command's process tree under ptrace (fork, vfork, clone and
  * exec events; nothing per allocation), and gives every process, and every
- * program a process execs, a recorder of its own: `memtrace record -p PID`,
- * the well-tested path, writing its own trace. A new process or program is
- * held still until its recorder says it is attached, so nothing is missed.
+ * program a process execs, a recorder of its own: the `memtrace record -p
+ * PID` path, writing its own trace. The BPF programs are loaded and verified
+ * once, here, before anything is held: each recorder is forked from this
+ * process and records in a slot of that one object (loader__add_target), so
+ * a new process is held only while its probes are placed and attached, never
+ * while a verifier runs.
  */
 #include "launcher.h"
+#include "loader.h"
 #include "procmaps.h"
 #include "record.h"
+#include "record_setup.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -22,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -33,6 +39,7 @@ struct tracee {
 	pid_t tgid;     /* its process */
 	bool process;   /* the process's first thread: it owns the recorder */
 	pid_t recorder; /* memtrace record -p TGID, or 0 */
+	uint32_t slot;  /* the recorder's slot in the loaded object; 0: none */
 	int err_fd;     /* the recorder's stderr */
 	int execs;      /* programs this process ran since it was born */
 };
@@ -48,7 +55,13 @@ struct follow {
 	pid_t root;
 	int root_status;
 	bool root_done;
+	struct loader *loader;    /* the one loaded object every recorder shares */
+	uint32_t max_slots;
+	bool *slot_used;          /* slot 0 is the loader's own, never a target's */
 };
+
+#define FOLLOW_SLOTS 256       /* processes recorded at once */
+#define FOLLOW_RING_BYTES (1 << 20) /* per CPU per process, unless --buffer-size says */
 
 static volatile sig_atomic_t follow_signal;
 
@@ -129,42 +142,44 @@ static void relay(int fd)
 			break;
 }
 
-static void exec_recorder(struct follow *f, const struct tracee *t, const char *out, int err_fd)
+static uint32_t take_slot(struct follow *f)
 {
-	char pid[16], depth[16], ring[32], sample[32], self[16];
-	const char *argv[20];
-	int n = 0, null = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	snprintf(pid, sizeof(pid), "%d", t->tgid);
-	snprintf(depth, sizeof(depth), "%u", f->o->stack_depth);
-	snprintf(ring, sizeof(ring), "%llu", (unsigned long long)f->o->ring_bytes);
-	snprintf(sample, sizeof(sample), "--sample=%llu", (unsigned long long)f->o->sample);
-	snprintf(self, sizeof(self), "%d", (int)f->supervisor);
-	argv[n++] = "memtrace-rec"; /* its name in ps, beside -p PID */
-	argv[n++] = "record";
-	argv[n++] = "-p";
-	argv[n++] = pid;
-	argv[n++] = "--supervisor"; /* it ends when we do */
-	argv[n++] = self;
-	argv[n++] = "-o";
-	argv[n++] = out;
-	argv[n++] = "--stack-depth";
-	argv[n++] = depth;
-	argv[n++] = "--buffer-size";
-	argv[n++] = ring;
-	if (f->o->sample)
-		argv[n++] = sample;
-	if (f->o->lib) {
-		argv[n++] = "--lib";
-		argv[n++] = f->o->lib;
+	for (uint32_t i = 1; i < f->max_slots; i++) {
+		if (!f->slot_used[i]) {
+			f->slot_used[i] = true;
+			return i;
+		}
 	}
-	argv[n] = NULL;
+	return 0;
+}
+
+/* The recorder of T, in this forked process: record_run as `memtrace
+ * record -p TGID -o OUT` would, on the supervisor's loaded object. */
+static void run_recorder(struct follow *f, const struct tracee *t, const char *out, int err_fd, uint32_t slot)
+{
+	struct record_opts o = *f->o;
+	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	o.pid = t->tgid;
+	o.cmd = NULL;
+	o.output = out;
+	o.follow = false;
+	o.verbose = false;
+	o.duration = 0; /* the supervisor stops us */
+	o.supervisor = (int)f->supervisor;
+	o.shared_loader = f->loader;
+	o.slot = slot;
+	/* a server forks many: rings of 1 MiB a CPU each unless asked */
+	if (!o.ring_bytes_given && o.ring_bytes > FOLLOW_RING_BYTES)
+		o.ring_bytes = FOLLOW_RING_BYTES;
 	dup2(null, STDIN_FILENO);
 	dup2(null, STDOUT_FILENO);
 	dup2(err_fd, STDERR_FILENO);
-	execv(f->self, (char *const *)argv);
-	_exit(127);
+	signal(SIGALRM, SIG_DFL);
+	_exit(record_run(&o, NULL));
 }
+
+static void reap_recorder(struct follow *f, struct tracee *t);
 
 /* Start T's recorder and wait until its probes are live. 0, or -1 after
  * printing what the recorder said. */
@@ -176,14 +191,25 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	char c;
 
 	output_name(f, t, out, sizeof(out));
-	if (pipe2(fds, O_CLOEXEC))
+	t->slot = take_slot(f);
+	if (!t->slot)
+		return fail("not recording PID %d: %u processes are recorded already, the most one memtrace follows at once",
+			    t->tgid, f->max_slots - 1);
+	if (pipe2(fds, O_CLOEXEC)) {
+		f->slot_used[t->slot] = false;
+		t->slot = 0;
 		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
+	}
 	t->recorder = fork();
-	if (t->recorder == 0)
-		exec_recorder(f, t, out, fds[1]);
+	if (t->recorder == 0) {
+		close(fds[0]);
+		run_recorder(f, t, out, fds[1], t->slot);
+	}
 	close(fds[1]);
 	if (t->recorder < 0) {
 		close(fds[0]);
+		f->slot_used[t->slot] = false;
+		t->slot = 0;
 		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
 	}
 	t->err_fd = fds[0];
@@ -198,22 +224,62 @@ static int start_recorder(struct follow *f, struct tracee *t)
 			return 0;
 		len = 0;
 	}
+	reap_recorder(f, t);
 	return -1; /* it said why on the way out */
 }
 
-/* Stop T's recorder (its process exec'd, or we stop) and wait for its trace. */
-static void stop_recorder(struct tracee *t)
+/* Load and verify the BPF programs once, for every recorder to come. */
+static int load_shared(struct follow *f)
 {
-	if (t->recorder <= 0)
-		return;
-	kill(t->recorder, SIGINT);
-	waitpid(t->recorder, NULL, 0);
+	struct loader_opts lo;
+	int err;
+
+	record_loader_opts(f->o, &lo);
+	lo.pid = 0;          /* no process of its own: slot 0 stays empty */
+	lo.ring_bytes = 4096; /* ... and its rings unused */
+	lo.max_targets = FOLLOW_SLOTS;
+	f->max_slots = FOLLOW_SLOTS;
+	f->slot_used = calloc(FOLLOW_SLOTS, sizeof(*f->slot_used));
+	if (!f->slot_used)
+		return fail("out of memory");
+	err = loader__open(&f->loader, &lo);
+	if (!err)
+		err = loader__load(f->loader);
+	if (err == -EPERM || err == -EACCES)
+		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON",
+			    strerror(-err));
+	if (err)
+		return fail("failed to load the BPF programs: %s", strerror(-err));
+	/* Thread names come from tracepoints, attached once for every recorder. */
+	if (!f->o->empty_probes && loader__attach_thread_names(f->loader))
+		fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name\n");
+	return 0;
+}
+
+/* T's recorder has ended (or never started): collect what it said, and
+ * its slot is free again (it left the object's target map on its way out). */
+static void reap_recorder(struct follow *f, struct tracee *t)
+{
+	if (t->recorder > 0)
+		waitpid(t->recorder, NULL, 0);
 	if (t->err_fd >= 0) {
 		relay(t->err_fd);
 		close(t->err_fd);
 	}
+	if (t->slot)
+		f->slot_used[t->slot] = false;
 	t->recorder = 0;
 	t->err_fd = -1;
+	t->slot = 0;
+}
+
+/* Stop T's recorder (its process exec'd, or we stop) and wait for its trace. */
+static void stop_recorder(struct follow *f, struct tracee *t)
+{
+	if (t->recorder <= 0)
+		return;
+	kill(t->recorder, SIGINT);
+	reap_recorder(f, t);
 }
 
 /* A thread stopped for the first time: a new process gets its recorder; a
@@ -232,7 +298,7 @@ static int first_stop(struct follow *f, pid_t tid)
 
 static void on_exec(struct follow *f, struct tracee *t)
 {
-	stop_recorder(t);
+	stop_recorder(f, t);
 	t->execs++;
 	int err = launcher__stop_after_linking(&f->launcher, t->tid);
 
@@ -260,12 +326,8 @@ static void on_exit_of(struct follow *f, pid_t tid, int status)
 	}
 	if (!t)
 		return;
-	if (t->process && t->err_fd >= 0) {
-		/* The recorder notices the exit itself; collect its trace. */
-		waitpid(t->recorder, NULL, 0);
-		relay(t->err_fd);
-		close(t->err_fd);
-	}
+	if (t->process && t->err_fd >= 0)
+		reap_recorder(f, t); /* it notices the exit itself; collect its trace */
 	*t = f->v[--f->nr];
 }
 
@@ -429,6 +491,12 @@ int record_follow(const struct record_opts *o, const char *self)
 	if (err)
 		return fail("failed to load the BPF programs: %s%s", strerror(-err),
 			    err == -EPERM ? "; run as root or with CAP_BPF and CAP_PERFMON" : ""), 1;
+	if (load_shared(&f)) {
+		launcher__close(l);
+		loader__close(f.loader);
+		free(f.slot_used);
+		return 1;
+	}
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGALRM, &sa, NULL);
@@ -436,6 +504,8 @@ int record_follow(const struct record_opts *o, const char *self)
 		if (f.seized)
 			detach_all(&f);
 		launcher__close(l);
+		loader__close(f.loader);
+		free(f.slot_used);
 		free(f.v);
 		return 1;
 	}
@@ -443,10 +513,12 @@ int record_follow(const struct record_opts *o, const char *self)
 		alarm((unsigned int)(o->duration + 0.999));
 	supervise(&f);
 	for (size_t i = 0; i < f.nr; i++)
-		stop_recorder(&f.v[i]);
+		stop_recorder(&f, &f.v[i]);
 	if (!f.seized && !f.root_done && waitpid(f.root, &f.root_status, 0) == f.root)
 		f.root_done = true;
 	launcher__close(l);
+	loader__close(f.loader);
+	free(f.slot_used);
 	free(f.v);
 	if (f.seized)
 		return 0;

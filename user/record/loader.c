@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <math.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -19,10 +20,32 @@
 #include <unistd.h>
 
 #define LOADER_MAX_PROGS 32
+#define SHARED_MODULES 4096 /* modules with rows in the unwind array, all targets */
+
+/*
+ * What every handle on one loaded object shares, in memory that stays
+ * shared across fork: the recorders of a followed tree are forked from the
+ * process that loaded the object, and all write into its one unwind row
+ * array and its one table of USDT specs.
+ */
+struct loader_shared {
+	pthread_mutex_t lock; /* process-shared */
+	uint64_t rows_used;
+	uint32_t nr_specs;    /* USDT argument specs in use */
+	uint32_t nr_mods;
+	struct shared_module {
+		uint8_t build_id[32];
+		uint32_t build_id_len;
+		uint32_t first_row, nr_rows, flags;
+	} mods[SHARED_MODULES];
+};
 #define VERIFIER_LOG_BYTES 512 /* level 4 (stats) writes three short lines */
 
 struct loader {
 	struct memtrace_bpf *skel;
+	bool owns_skel;          /* the handle that loaded it; others are targets on it */
+	uint32_t slot;           /* this handle's target slot */
+	struct loader_shared *shared;
 	struct loader_opts opts;
 	struct ring_buffer *rb;
 	int nr_cpus;
@@ -33,7 +56,6 @@ struct loader {
 	int *link_fds;           /* multi: link fds */
 	size_t nr_link_fds;
 	size_t link_fds_cap;
-	uint32_t nr_specs;       /* USDT argument specs in use */
 	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
@@ -98,7 +120,8 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 		else if (mode != LOADER_CLASSIC)
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_MULTI);
 	}
-	l->skel->rodata->target_tgid = l->opts.pid;
+	l->skel->rodata->nr_cpus = l->nr_cpus;
+	l->skel->rodata->max_targets = l->opts.max_targets;
 	l->skel->rodata->stack_depth = l->opts.stack_depth;
 	l->skel->rodata->session_mode = mode == LOADER_SESSION;
 	l->skel->rodata->sample_mean = l->opts.sample_mean;
@@ -109,7 +132,10 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_rows,
-				     l->opts.unwind_rows ? l->opts.unwind_rows : 1))
+				     l->opts.unwind_rows ? l->opts.unwind_rows : 1) ||
+	    bpf_map__set_max_entries(l->skel->maps.unwind_maps, l->opts.max_targets * 2 * MT_UNWIND_MAPS) ||
+	    bpf_map__set_max_entries(l->skel->maps.targets, l->opts.max_targets) ||
+	    bpf_map__set_max_entries(l->skel->maps.drops, l->opts.max_targets))
 		return -EINVAL;
 	/* Exact mode never touches the sampled-pointer set: a preallocated
 	 * hash of a million entries costs 140 ms of launch for nothing. */
@@ -119,7 +145,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_cache,
 				     l->opts.unwind_rows ? (uint32_t)l->nr_cpus << MT_UNWIND_CACHE_BITS : 1))
 		return -EINVAL;
-	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus);
+	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus * l->opts.max_targets);
 }
 
 /* The best the kernel offers, unless MEMTRACE_ATTACH names one (tests, bench). */
@@ -143,6 +169,13 @@ int loader__open(struct loader **out, const struct loader_opts *opts)
 		return -ENOMEM;
 	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
 	l->opts = *opts;
+	if (!l->opts.max_targets)
+		l->opts.max_targets = 1;
+	if (l->opts.max_targets > MT_MAX_TARGETS) {
+		free(l);
+		return -EINVAL;
+	}
+	l->owns_skel = true;
 	l->nr_cpus = libbpf_num_possible_cpus();
 	err = l->nr_cpus > 0 ? open_skel(l, first_mode()) : -EINVAL;
 	if (err) {
@@ -173,12 +206,13 @@ static int create_rings(struct loader *l)
 		return -ENOMEM;
 	for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
 		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mt_ring", 0, 0, l->opts.ring_bytes, NULL);
+		uint32_t idx = l->slot * l->nr_cpus + cpu;
 		int err;
 
 		if (fd < 0)
 			return fd;
 		l->ring_fds[cpu] = fd;
-		if (bpf_map_update_elem(outer, &cpu, &fd, BPF_ANY))
+		if (bpf_map_update_elem(outer, &idx, &fd, BPF_ANY))
 			return -errno;
 		err = l->rb ? ring_buffer__add(l->rb, fd, ring_cb, l) : 0;
 		if (!l->rb) {
@@ -217,20 +251,84 @@ struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap)
 
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half)
 {
-	return l->unwind_maps + (half & 1) * MT_UNWIND_MAPS;
+	return l->unwind_maps + ((size_t)l->slot * 2 + (half & 1)) * MT_UNWIND_MAPS;
 }
 
 uint32_t loader__unwind_gen(struct loader *l)
 {
-	return __atomic_load_n(&l->skel->bss->unwind_gen, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&l->skel->bss->unwind_gen[l->slot], __ATOMIC_SEQ_CST);
+}
+
+static struct loader_shared *shared_new(void)
+{
+	struct loader_shared *sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	pthread_mutexattr_t a;
+
+	if (sh == MAP_FAILED)
+		return NULL;
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+	pthread_mutex_init(&sh->lock, &a);
+	pthread_mutexattr_destroy(&a);
+	return sh;
+}
+
+static struct shared_module *shared_find(struct loader_shared *sh, const uint8_t *id, uint32_t len)
+{
+	for (uint32_t i = 0; len && i < sh->nr_mods; i++)
+		if (sh->mods[i].build_id_len == len && !memcmp(sh->mods[i].build_id, id, len))
+			return &sh->mods[i];
+	return NULL;
+}
+
+int loader__unwind_module_find(struct loader *l, const uint8_t *id, uint32_t len, struct loader_unwind_rows *out)
+{
+	struct shared_module *m;
+
+	pthread_mutex_lock(&l->shared->lock);
+	m = shared_find(l->shared, id, len);
+	if (m)
+		*out = (struct loader_unwind_rows){ m->first_row, m->nr_rows, m->flags };
+	pthread_mutex_unlock(&l->shared->lock);
+	return m ? 0 : -ENOENT;
+}
+
+int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len, const struct mt_unwind_row *rows,
+			      struct loader_unwind_rows *io)
+{
+	struct loader_shared *sh = l->shared;
+	struct shared_module *m;
+	int err = 0;
+
+	pthread_mutex_lock(&sh->lock);
+	m = shared_find(sh, id, len);
+	if (m) { /* another recorder wrote it meanwhile */
+		*io = (struct loader_unwind_rows){ m->first_row, m->nr_rows, m->flags };
+	} else if (io->nr_rows > l->opts.unwind_rows - sh->rows_used) {
+		err = -ENOSPC;
+	} else {
+		memcpy(l->unwind_rows + sh->rows_used, rows, (size_t)io->nr_rows * sizeof(*rows));
+		io->first_row = (uint32_t)sh->rows_used;
+		sh->rows_used += io->nr_rows;
+		if (len && len <= sizeof(m->build_id) && sh->nr_mods < SHARED_MODULES) {
+			m = &sh->mods[sh->nr_mods++];
+			memcpy(m->build_id, id, len);
+			m->build_id_len = len;
+			m->first_row = io->first_row;
+			m->nr_rows = io->nr_rows;
+			m->flags = io->flags;
+		}
+	}
+	pthread_mutex_unlock(&sh->lock);
+	return err;
 }
 
 /* HALF is the one not in use, that of gen + 1. The count goes up at every
  * publication: the walker's lookup cache keys on it. */
 void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr)
 {
-	__atomic_store_n(&l->skel->bss->unwind_nr[half & 1], nr, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&l->skel->bss->unwind_gen, loader__unwind_gen(l) + 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->skel->bss->unwind_nr[l->slot][half & 1], nr, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->skel->bss->unwind_gen[l->slot], loader__unwind_gen(l) + 1, __ATOMIC_SEQ_CST);
 }
 
 /* Sum what the verifier said of each program it checked. */
@@ -249,6 +347,84 @@ static void verifier_totals(struct loader *l)
 	}
 }
 
+/* A clean slot for this handle's process, then the process in it: from
+ * here its probe hits go to this handle's rings (once recording is on). */
+static int add_target(struct loader *l)
+{
+	uint64_t *zeros = calloc(l->nr_cpus, sizeof(uint64_t));
+	struct memtrace_bpf__bss *bss = l->skel->bss;
+	uint32_t tgid = (uint32_t)l->opts.pid;
+	int err = 0;
+
+	if (!zeros)
+		return -ENOMEM;
+	__atomic_store_n(&bss->recording[l->slot], 0, __ATOMIC_SEQ_CST);
+	bss->creds_changed[l->slot] = 0;
+	bss->link_map_changed[l->slot] = 0;
+	bss->unwind_nr[l->slot][0] = bss->unwind_nr[l->slot][1] = 0;
+	/* unwind_gen[slot] goes on counting: the walker's cache keys on it */
+	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.drops), &l->slot, zeros, BPF_ANY))
+		err = -errno;
+	free(zeros);
+	if (!err && l->opts.pid > 0 && bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &tgid, &l->slot, BPF_ANY))
+		err = -errno;
+	return err;
+}
+
+/* The slot is free again: the process leaves the map, the rings the outer
+ * array. */
+static void remove_target(struct loader *l)
+{
+	uint32_t tgid = (uint32_t)l->opts.pid, slot;
+	int targets = bpf_map__fd(l->skel->maps.targets);
+
+	if (l->opts.pid > 0 && !bpf_map_lookup_elem(targets, &tgid, &slot) && slot == l->slot)
+		bpf_map_delete_elem(targets, &tgid);
+	for (int cpu = 0; l->ring_fds && cpu < l->nr_cpus; cpu++) {
+		uint32_t idx = l->slot * l->nr_cpus + cpu;
+
+		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.events), &idx);
+	}
+}
+
+int loader__add_target(struct loader *base, const struct loader_opts *opts, uint32_t slot, struct loader **out)
+{
+	struct loader *l;
+	int err;
+
+	if (slot >= base->opts.max_targets)
+		return -ENOSPC;
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	*l = (struct loader){
+		.skel = base->skel,
+		.slot = slot,
+		.shared = base->shared,
+		.opts = base->opts,
+		.nr_cpus = base->nr_cpus,
+		.mode = base->mode,
+		.unwind_rows = base->unwind_rows,
+		.unwind_maps = base->unwind_maps,
+		.verify_usec = base->verify_usec,
+		.verified_insns = base->verified_insns,
+	};
+	/* the object's own settings stay; the process and its rings are new */
+	l->opts.pid = opts->pid;
+	l->opts.ring_bytes = opts->ring_bytes;
+	l->opts.on_record = opts->on_record;
+	l->opts.ctx = opts->ctx;
+	err = create_rings(l);
+	if (!err)
+		err = add_target(l);
+	if (err) {
+		loader__close(l);
+		return err;
+	}
+	*out = l;
+	return 0;
+}
+
 /* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
  * links: step down until the programs load. */
 int loader__load(struct loader *l)
@@ -264,8 +440,13 @@ int loader__load(struct loader *l)
 	if (err)
 		return err;
 	verifier_totals(l);
+	l->shared = shared_new();
+	if (!l->shared)
+		return -ENOMEM;
 	err = map_unwind(l);
-	return err ? err : create_rings(l);
+	if (!err)
+		err = create_rings(l);
+	return err ? err : add_target(l);
 }
 
 uint64_t loader__verify_usec(const struct loader *l, uint32_t *insns)
@@ -519,7 +700,7 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 	if (!offsets)
 		return -ENOMEM;
 	for (size_t i = 0; i < n && !err; i++) {
-		uint32_t idx = l->nr_specs;
+		uint32_t idx = __atomic_fetch_add(&l->shared->nr_specs, 1, __ATOMIC_SEQ_CST);
 
 		if (idx >= MT_USDT_MAX_SPECS)
 			break; /* more sites than we have room for: the rest stay unprobed */
@@ -527,7 +708,6 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 			err = -errno;
 			break;
 		}
-		l->nr_specs++;
 		offsets[used] = marks[i].file_offset;
 		ref_ctrs[used] = marks[i].sema_offset;
 		cookies[used++] = (uint64_t)idx << 8 | marks[i].kind;
@@ -563,6 +743,8 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 
 int loader__attach_thread_names(struct loader *l)
 {
+	if (!l->owns_skel)
+		return 0; /* once per object: the handle that loaded it attached them */
 	int err = remember_link(l, bpf_program__attach(l->skel->progs.thread_new));
 
 	return err ? err : remember_link(l, bpf_program__attach(l->skel->progs.thread_rename));
@@ -570,21 +752,21 @@ int loader__attach_thread_names(struct loader *l)
 
 bool loader__link_map_changed(struct loader *l)
 {
-	return __atomic_exchange_n(&l->skel->bss->link_map_changed, 0, __ATOMIC_SEQ_CST) != 0;
+	return __atomic_exchange_n(&l->skel->bss->link_map_changed[l->slot], 0, __ATOMIC_SEQ_CST) != 0;
 }
 
 uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap)
 {
-	uint32_t why = __atomic_load_n(&l->skel->bss->creds_changed, __ATOMIC_SEQ_CST);
+	uint32_t why = __atomic_load_n(&l->skel->bss->creds_changed[l->slot], __ATOMIC_SEQ_CST);
 
 	if (why && cap)
-		snprintf(comm, cap, "%.*s", (int)sizeof(l->skel->bss->creds_comm), l->skel->bss->creds_comm);
+		snprintf(comm, cap, "%.*s", (int)sizeof(l->skel->bss->creds_comm[0]), l->skel->bss->creds_comm[l->slot]);
 	return why;
 }
 
 void loader__set_recording(struct loader *l, bool on)
 {
-	__atomic_store_n(&l->skel->bss->recording, on ? 1 : 0, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&l->skel->bss->recording[l->slot], on ? 1 : 0, __ATOMIC_SEQ_CST);
 }
 
 int loader__poll(struct loader *l, int timeout_ms)
@@ -614,12 +796,11 @@ void loader__detach(struct loader *l)
 uint64_t loader__drops(struct loader *l, int cpu)
 {
 	uint64_t *vals = calloc(l->nr_cpus, sizeof(uint64_t));
-	uint32_t zero = 0;
 	uint64_t n = 0;
 
 	if (!vals)
 		return 0;
-	if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.drops), &zero, vals) && cpu < l->nr_cpus)
+	if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.drops), &l->slot, vals) && cpu < l->nr_cpus)
 		n = vals[cpu];
 	free(vals);
 	return n;
@@ -635,6 +816,8 @@ void loader__close(struct loader *l)
 	if (!l)
 		return;
 	loader__detach(l);
+	if (l->skel && l->shared)
+		remove_target(l);
 	ring_buffer__free(l->rb);
 	for (int cpu = 0; l->ring_fds && cpu < l->nr_cpus; cpu++) {
 		if (l->ring_fds[cpu] > 0)
@@ -643,10 +826,14 @@ void loader__close(struct loader *l)
 	free(l->ring_fds);
 	free(l->links);
 	free(l->link_fds);
-	if (l->unwind_rows)
-		munmap(l->unwind_rows, l->unwind_rows_len);
-	if (l->unwind_maps)
-		munmap(l->unwind_maps, l->unwind_maps_len);
-	memtrace_bpf__destroy(l->skel);
+	if (l->owns_skel) {
+		if (l->unwind_rows)
+			munmap(l->unwind_rows, l->unwind_rows_len);
+		if (l->unwind_maps)
+			munmap(l->unwind_maps, l->unwind_maps_len);
+		if (l->shared)
+			munmap(l->shared, sizeof(*l->shared));
+		memtrace_bpf__destroy(l->skel);
+	}
 	free(l);
 }

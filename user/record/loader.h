@@ -27,6 +27,7 @@ struct loader_opts {
 	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return,
 				   * 3 entry and return as one uprobe session where there are */
 	uint32_t unwind_rows;     /* room for unwind table rows (0: none) */
+	uint32_t max_targets;     /* processes the object may record at once (0: 1) */
 	bool check_creds;         /* the recorder lacks CAP_SYS_PTRACE: enforce the rule below */
 	uint32_t allowed_uid;     /* the recorder's real uid and gid */
 	uint32_t allowed_gid;
@@ -37,9 +38,16 @@ struct loader_opts {
 
 struct loader;
 
-/* The fixed lifecycle: open (and configure), load, attach, poll, close. */
+/* The fixed lifecycle: open (and configure), load, attach, poll, close.
+ * The loading handle records opts->pid (if > 0) in target slot 0. */
 int loader__open(struct loader **out, const struct loader_opts *opts);
 int loader__load(struct loader *l);
+/* Another process on BASE's loaded object, in SLOT (< max_targets, not in
+ * use by another handle): rings of its own, nothing loaded or verified.
+ * OPTS gives its pid, ring size and record callback; the rest is BASE's.
+ * Valid in a process forked from BASE's too (the recorders of
+ * --follow-children). Closing it frees the slot. 0 or -errno. */
+int loader__add_target(struct loader *base, const struct loader_opts *opts, uint32_t slot, struct loader **out);
 /* Attach every probe of PS (again for files mapped later); on failure FAILED
  * names the probe and none of PS stays attached. */
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);
@@ -73,6 +81,20 @@ uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap);
  * rows (CAP of them), and the two halves of the mapping list. Fill the
  * half not in use (the other of loader__unwind_gen), then publish it. */
 struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap);
+/* A module's rows in the shared array, found by build-id (every handle on
+ * the object, in any process, shares them). */
+struct loader_unwind_rows {
+	uint32_t first_row;
+	uint32_t nr_rows;
+	uint32_t flags; /* MT_UNWIND_FRAME_POINTERS */
+};
+/* The rows of the module with build-id ID (LEN bytes), or -ENOENT. */
+int loader__unwind_module_find(struct loader *l, const uint8_t *id, uint32_t len, struct loader_unwind_rows *out);
+/* Copy IO->nr_rows ROWS into the array for the module ID (LEN 0: none, not
+ * shared) and set IO->first_row; if another handle added the module first,
+ * its rows are given instead. -ENOSPC when the array is full. */
+int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len, const struct mt_unwind_row *rows,
+			      struct loader_unwind_rows *io);
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half);
 uint32_t loader__unwind_gen(struct loader *l);
 void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr);

@@ -15,15 +15,21 @@ struct record_opts {
 	uint32_t stack_depth;
 	uint32_t unwind_rows; /* --unwind-rows: room for unwind tables; 0: frame pointers only */
 	uint64_t ring_bytes;
+	bool ring_bytes_given; /* --buffer-size was given */
 	uint64_t sample;
 	bool verbose;
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* --supervisor PID: a --follow-children recorder, ends with PID */
 	bool discard_output; /* the trace file is only a sink (top without -o): removed at once */
+	/* A --follow-children recorder, forked from the supervisor: it records
+	 * in SLOT of the supervisor's loaded object instead of loading its own. */
+	struct loader *shared_loader;
+	uint32_t slot;
 };
 
 struct trace_reader_ops;
+struct loader;
 
 /* What a live view is told about the recording it rides on. */
 struct record_live {

@@ -87,10 +87,10 @@ static struct unwind_module *find_module(struct unwinder *u, const struct trace_
 static struct unwind_module *add_module(struct unwinder *u, struct loader *l, const struct procmaps *pm,
 					const struct trace_module *m)
 {
+	struct loader_unwind_rows found;
 	struct unwind_module *um;
 	struct unwind_table t;
-	struct mt_unwind_row *rows;
-	size_t cap;
+	size_t nr_rows;
 	char *file;
 	int err;
 
@@ -104,6 +104,15 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 	memcpy(um->build_id, m->build_id, sizeof(um->build_id));
 	um->build_id_len = m->build_id_len;
 	u->nr_mods++;
+	/* Another recorder on the same object (a followed process) may have
+	 * written this module's rows already. */
+	if (!loader__unwind_module_find(l, m->build_id, m->build_id_len, &found)) {
+		um->first_row = found.first_row;
+		um->nr_rows = found.nr_rows;
+		um->flags = found.flags;
+		u->rows_used += found.nr_rows;
+		return um;
+	}
 	file = procmaps__open_path(pm, u->pid, m->path);
 	err = file ? unwind_table__load(file, u->cache_dir, &t) : -ENOMEM;
 	free(file);
@@ -120,25 +129,26 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 		}
 		return um;
 	}
-	rows = loader__unwind_rows(l, &cap);
-	if (t.nr > cap - u->rows_used) {
+	found = (struct loader_unwind_rows){ .nr_rows = (uint32_t)t.nr,
+					     .flags = t.frame_pointers ? MT_UNWIND_FRAME_POINTERS : 0 };
+	nr_rows = t.nr;
+	err = t.nr > UINT32_MAX ? -ENOSPC : loader__unwind_module_add(l, m->build_id, m->build_id_len, t.rows, &found);
+	unwind_table__free(&t);
+	if (err) {
 		if (u->warn && !u->full_warned) {
 			char msg[PATH_MAX + 128];
 
 			snprintf(msg, sizeof(msg), "no room for the unwind table of %s (%zu rows); stacks stop there: give a larger --unwind-rows",
-				 m->path, t.nr);
+				 m->path, nr_rows);
 			u->warn(msg);
 		}
 		u->full_warned = true;
-		unwind_table__free(&t);
 		return um;
 	}
-	memcpy(rows + u->rows_used, t.rows, t.nr * sizeof(*t.rows));
-	um->first_row = (uint32_t)u->rows_used;
-	um->nr_rows = (uint32_t)t.nr;
-	um->flags = t.frame_pointers ? MT_UNWIND_FRAME_POINTERS : 0;
-	u->rows_used += t.nr;
-	unwind_table__free(&t);
+	um->first_row = found.first_row;
+	um->nr_rows = found.nr_rows;
+	um->flags = found.flags;
+	u->rows_used += found.nr_rows;
 	return um;
 }
 
