@@ -427,4 +427,8 @@ L_BASE=$(for _ in $(seq 10); do untraced_us; done | median)
 echo
 echo "launch: record -- $(basename "$LPROG"), start of memtrace to 'memtrace: attached' (median of 10):"
 echo "  linker hook (default): $(calc "$L_HOOK / 1000" 1) ms   entry-point fallback: $(calc "$L_ENTRY / 1000" 1) ms   untraced run of the program: $(calc "$L_BASE / 1000" 1) ms"
+
+# --- attach, launch and forked children (issue 22): their own script, same run
+echo
+bash bench/attach.sh || die "the attach rows failed"
 exit 0

@@ -61,7 +61,7 @@ static __always_inline void send_name(void *ring, __u32 target, __u32 tid, __u64
 	__u32 zero = 0;
 	struct names_seen *seen = bpf_map_lookup_elem(&names_seen, &zero);
 	struct mt_string_event *ev;
-	__u64 *slot, key = addr ^ (__u64)target << 48; /* seen per target, as stacks are */
+	__u64 *slot, key = addr ^ seen_mix(target); /* seen per target, as stacks are */
 	long n;
 
 	if (!addr || !seen)

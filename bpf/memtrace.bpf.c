@@ -32,6 +32,16 @@ volatile __u32 recording[MT_MAX_TARGETS];
 
 #define SLOT(s) ((s) & (MT_MAX_TARGETS - 1))
 
+/* Bumped each time a slot gets a new process or a new trace (a recorder
+ * after an exec): what this CPU has "seen" (stacks, names) is per slot and
+ * epoch, since each trace must get every stack it uses. */
+volatile __u32 target_epoch[MT_MAX_TARGETS];
+
+static __always_inline __u64 seen_mix(__u32 slot)
+{
+	return (((__u64)SLOT(slot) << 32) | target_epoch[SLOT(slot)]) * 0x9e3779b97f4a7c15ULL;
+}
+
 /*
  * The processes this object records, each in a slot of its own (its rings,
  * its unwind mappings, its flags): one load serves a whole followed tree,
@@ -244,7 +254,7 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 t
 	if (!seen)
 		return ev->stack_id;
 	/* Seen per target: each trace must get every stack it uses. */
-	seen_key = ev->stack_id ^ (__u64)slot * 0x9e3779b97f4a7c15ULL;
+	seen_key = ev->stack_id ^ seen_mix(slot);
 	seen_slot = &seen->hash[seen_key & (SEEN_SLOTS - 1)];
 	if (*seen_slot != seen_key) {
 		ev->hdr.tid = tid;

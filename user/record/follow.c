@@ -40,6 +40,7 @@ struct tracee {
 	bool process;   /* the process's first thread: it owns the recorder */
 	pid_t recorder; /* memtrace record -p TGID, or 0 */
 	uint32_t slot;  /* the recorder's slot in the loaded object; 0: none */
+	const struct record_binding *binding; /* its program's allocator functions (f->bindings owns it) */
 	int err_fd;     /* the recorder's stderr */
 	int execs;      /* programs this process ran since it was born */
 };
@@ -58,6 +59,8 @@ struct follow {
 	struct loader *loader;    /* the one loaded object every recorder shares */
 	uint32_t max_slots;
 	bool *slot_used;          /* slot 0 is the loader's own, never a target's */
+	struct record_binding **bindings; /* one per program seen: a forked child shares its parent's */
+	size_t nr_bindings;
 };
 
 #define FOLLOW_SLOTS 256       /* processes recorded at once */
@@ -90,21 +93,58 @@ static struct tracee *add(struct follow *f, pid_t tid, pid_t tgid)
 	return &v[f->nr++];
 }
 
-static pid_t tgid_of(pid_t tid)
+/* The allocator functions of TGID's program, found once here so that every
+ * process forked from it is held only while its probes are attached. */
+static const struct record_binding *bind_program(struct follow *f, pid_t tgid)
 {
-	char path[64], line[256];
+	struct record_binding *b = record_bind(f->o, tgid), **v;
+
+	if (!b)
+		return NULL; /* its recorder searches itself, and says what failed */
+	v = realloc(f->bindings, (f->nr_bindings + 1) * sizeof(*v));
+	if (!v) {
+		record_binding__free(b);
+		return NULL;
+	}
+	f->bindings = v;
+	f->bindings[f->nr_bindings++] = b;
+	return b;
+}
+
+/* The binding of the process TGID belongs to (NULL: none known). */
+static const struct record_binding *binding_of(struct follow *f, pid_t tgid)
+{
+	for (size_t i = 0; i < f->nr; i++)
+		if (f->v[i].tid == tgid)
+			return f->v[i].binding;
+	return NULL;
+}
+
+static pid_t proc_status_field(pid_t tid, const char *field);
+
+static pid_t proc_status_field(pid_t tid, const char *field)
+{
+	char path[64], line[256], fmt[32];
 	FILE *fp;
-	int tgid = tid;
+	int v = -1;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", tid);
+	snprintf(fmt, sizeof(fmt), "%s: %%d", field);
 	fp = fopen(path, "re");
 	while (fp && fgets(line, sizeof(line), fp)) {
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+		if (sscanf(line, fmt, &v) == 1)
 			break;
 	}
 	if (fp)
 		fclose(fp);
-	return tgid;
+	return v;
+}
+
+static pid_t tgid_of(pid_t tid)
+{
+	pid_t tgid = proc_status_field(tid, "Tgid");
+
+	return tgid > 0 ? tgid : tid;
 }
 
 /* The root's first program writes to -o FILE (or the default name); every
@@ -169,6 +209,7 @@ static void run_recorder(struct follow *f, const struct tracee *t, const char *o
 	o.supervisor = (int)f->supervisor;
 	o.shared_loader = f->loader;
 	o.slot = slot;
+	o.binding = t->binding;
 	/* a server forks many: rings of 1 MiB a CPU each unless asked */
 	if (!o.ring_bytes_given && o.ring_bytes > FOLLOW_RING_BYTES)
 		o.ring_bytes = FOLLOW_RING_BYTES;
@@ -213,7 +254,13 @@ static int start_recorder(struct follow *f, struct tracee *t)
 		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
 	}
 	t->err_fd = fds[0];
-	while (read(t->err_fd, &c, 1) == 1) {
+	for (;;) {
+		ssize_t n = read(t->err_fd, &c, 1);
+
+		if (n < 0 && errno == EINTR)
+			continue; /* a signal for the supervisor: supervise() acts on it */
+		if (n != 1)
+			break;
 		if (c != '\n' && len < sizeof(line) - 1) {
 			line[len++] = c;
 			continue;
@@ -287,10 +334,12 @@ static void stop_recorder(struct follow *f, struct tracee *t)
 static int first_stop(struct follow *f, pid_t tid)
 {
 	pid_t tgid = tgid_of(tid);
+	const struct record_binding *b = binding_of(f, tid == tgid ? proc_status_field(tid, "PPid") : tgid);
 	struct tracee *t = add(f, tid, tgid);
 
 	if (!t)
 		return -ENOMEM;
+	t->binding = b;
 	if (t->process)
 		start_recorder(f, t);
 	return 0;
@@ -313,6 +362,7 @@ static void on_exec(struct follow *f, struct tracee *t)
 		proc_exe_path(t->tgid, exe, sizeof(exe));
 		record_warn_held_at_entry(exe);
 	}
+	t->binding = bind_program(f, t->tgid); /* a new program */
 	start_recorder(f, t);
 }
 
@@ -347,10 +397,13 @@ static void on_stop(struct follow *f, pid_t tid, int status)
 			       event == PTRACE_EVENT_CLONE)) {
 		if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) && !find(f, msg)) {
 			pid_t tgid = event == PTRACE_EVENT_CLONE ? t->tgid : (pid_t)msg;
+			const struct record_binding *b = binding_of(f, t->tgid);
 			struct tracee *child = add(f, msg, tgid); /* T may have moved */
 
-			if (child)
+			if (child) {
 				child->execs = -1; /* until its first stop */
+				child->binding = b; /* a fork maps what its parent maps */
+			}
 		}
 		sig = 0;
 	} else if (sig == SIGTRAP && event == PTRACE_EVENT_EXEC) {
@@ -388,8 +441,10 @@ static void supervise(struct follow *f)
 	pid_t tid;
 
 	while (f->nr) {
-		tid = waitpid(-1, &status, __WALL);
-		if (tid < 0 && errno == EINTR) {
+		/* A signal may have come while we were elsewhere (starting a
+		 * recorder): act on it now, not at the next child event. */
+		tid = follow_signal ? -1 : waitpid(-1, &status, __WALL);
+		if (tid < 0 && (follow_signal || errno == EINTR)) {
 			/* A process we joined runs on without us; a command we
 			 * started stops with us (and we still collect its end). */
 			if (follow_signal && (f->seized || follow_signal == SIGALRM)) {
@@ -456,7 +511,9 @@ static int start_root(struct follow *f, struct launcher *l)
 		if (err)
 			return fail("failed to follow PID %d: %s; check the PID, and run as root or with CAP_SYS_PTRACE",
 				    f->root, strerror(-err));
-		return start_recorder(f, find(f, f->root));
+		root = find(f, f->root);
+		root->binding = bind_program(f, f->root);
+		return start_recorder(f, root);
 	}
 	err = launcher__resolve(f->o->cmd[0], path, sizeof(path));
 	if (err)
@@ -472,6 +529,8 @@ static int start_root(struct follow *f, struct launcher *l)
 		record_warn_held_at_entry(f->o->cmd[0]);
 	f->root = l->pid;
 	root = add(f, l->pid, l->pid);
+	if (root)
+		root->binding = bind_program(f, l->pid);
 	if (!root || ptrace(PTRACE_SETOPTIONS, l->pid, NULL, (void *)TRACE_OPTIONS) ||
 	    start_recorder(f, root)) {
 		launcher__kill(l);
@@ -519,6 +578,9 @@ int record_follow(const struct record_opts *o, const char *self)
 	launcher__close(l);
 	loader__close(f.loader);
 	free(f.slot_used);
+	for (size_t i = 0; i < f.nr_bindings; i++)
+		record_binding__free(f.bindings[i]);
+	free(f.bindings);
 	free(f.v);
 	if (f.seized)
 		return 0;

@@ -360,6 +360,7 @@ static int add_target(struct loader *l)
 		return -ENOMEM;
 	__atomic_store_n(&bss->recording[l->slot], 0, __ATOMIC_SEQ_CST);
 	bss->creds_changed[l->slot] = 0;
+	__atomic_fetch_add(&bss->target_epoch[l->slot], 1, __ATOMIC_SEQ_CST);
 	bss->link_map_changed[l->slot] = 0;
 	bss->unwind_nr[l->slot][0] = bss->unwind_nr[l->slot][1] = 0;
 	/* unwind_gen[slot] goes on counting: the walker's cache keys on it */

@@ -3,6 +3,7 @@
 #define MEMTRACE_RECORD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* What `memtrace record` was asked to do. */
@@ -26,10 +27,14 @@ struct record_opts {
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
 	struct loader *shared_loader;
 	uint32_t slot;
+	/* ... and the allocator functions its process's parent was found to
+	 * have (NULL: search), used while it maps the same files */
+	const struct record_binding *binding;
 };
 
 struct trace_reader_ops;
 struct loader;
+struct record_binding;
 
 /* What a live view is told about the recording it rides on. */
 struct record_live {
@@ -41,6 +46,7 @@ struct record_live {
 	uint64_t start_ns;         /* CLOCK_MONOTONIC at attach */
 	uint64_t end_ns;           /* when recording stopped; 0 while it goes on */
 	uint64_t events;           /* handed to the trace so far */
+	uint64_t bytes_written;    /* the trace's size so far */
 	uint64_t dropped;          /* events the kernel could not hand over */
 	bool target_exited;
 	volatile const int *stop;  /* non-zero once SIGINT or SIGTERM came */
@@ -54,6 +60,8 @@ struct record_live {
 struct record_view {
 	const struct trace_reader_ops *tap;
 	void *ctx;
+	void *tap_ctx;       /* the tap's context when not CTX (NULL: CTX) */
+	bool line_on_stderr; /* it keeps a line on stderr: cleared when recording stops */
 	/* After each poll: 1 to stop recording, 0 to go on, -errno on failure. */
 	int (*tick)(void *ctx, const struct record_live *live, uint64_t now_ns);
 	/* After the trace is finished (also when recording failed to start:
@@ -74,6 +82,16 @@ int record_run(struct record_opts *o, const struct record_view *view);
  * process we joined (left running when we stop).
  */
 int record_follow(const struct record_opts *o, const char *self);
+
+/* The allocator functions of PID, found as a recording of it would find
+ * them, for the recordings of processes forked from it (record_opts's
+ * binding): they skip the search while they map the same files. NULL when
+ * it fails (those recordings then search themselves). */
+struct record_binding *record_bind(const struct record_opts *o, int pid);
+void record_binding__free(struct record_binding *b);
+
+/* -o -: the trace streams to stdout (the format is written front to back). */
+bool record_output_is_stdout(const char *output);
 
 /* One line on stderr: PROG was held at its entry point (the launcher's
  * fallback), so its library initializers ran untraced. */

@@ -786,6 +786,40 @@ static int map_vaddr(struct sym_file *f, const struct sym_map *map, uint64_t add
 	return elf_vaddr_of_offset(f->elf, addr - map->start + map->file_offset, vaddr);
 }
 
+int symbolizer__preload(struct symbolizer *s, const struct trace_module *m, const char *mapped)
+{
+	struct sym_file *f;
+	Dwarf_Addr bias;
+	Dwarf *dw;
+	size_t file;
+	int err;
+
+	if (!m->path)
+		return -EINVAL;
+	err = file_index(s, m, &file);
+	if (err)
+		return err;
+	f = &s->files[file];
+	if (mapped && !f->mapped && !(f->mapped = strdup(mapped)))
+		return -ENOMEM;
+	if (file_load(s, f) || !f->mod)
+		return 0;
+	if (!f->syms_built)
+		syms_build(f);
+	/* What the first address would load: the debug info (a separate
+	 * file found by build-id, say), its address ranges and our CU table. */
+	dw = dwfl_module_getdwarf(f->mod, &bias);
+	if (dw) {
+		Dwarf_Aranges *ar;
+		size_t n;
+
+		dwarf_getaranges(dw, &ar, &n);
+		if (!f->cus_built)
+			cus_build(f, dw);
+	}
+	return 0;
+}
+
 int symbolizer__resolve(struct symbolizer *s, uint64_t addr, struct trace_symbol *out)
 {
 	const struct sym_map *map;

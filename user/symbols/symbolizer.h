@@ -28,6 +28,12 @@ int symbolizer__add_module(struct symbolizer *s, const struct trace_module *m);
  * still names its frames. Its build-id is checked as any other's. */
 int symbolizer__add_mapped_module(struct symbolizer *s, const struct trace_module *m, const char *mapped);
 
+/* Load M's file (debug info, symbol table) now, without adding a mapping:
+ * a symbolizer loaded so before a fork serves every forked copy without
+ * loading again (the recorders of --follow-children). 0 or -errno; a file
+ * that cannot be loaded is no error. */
+int symbolizer__preload(struct symbolizer *s, const struct trace_module *m, const char *mapped);
+
 /* Resolve the return address ADDR (the call at ADDR-1 is what is looked
  * up). out->module is the index of the mapping in add order (-1: none);
  * out->module_offset the ELF vaddr of ADDR (the file offset if the file

@@ -1,0 +1,168 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# What memtrace makes a target wait, measured in one run (issue 22): the
+# verifier's time for the one load, `-p` from start to "attached", `-- CMD`
+# from start to the program's first instruction, `record -- /bin/true` end
+# to end, and Debian's PostgreSQL under pgbench -C (a backend forked per
+# transaction) with its postmaster traced by -p --follow-children, against
+# the same pgbench untraced. The host's uprobe hit cost is printed first:
+# every figure here moves with it.
+#
+# A benchmark, not a test: figures and PASS/MISS, non-zero only when
+# something could not run. Knobs: ATTACH_REPS (5), PGBENCH_SECONDS (5).
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build
+MEMTRACE=$BUILD/memtrace
+REPS=${ATTACH_REPS:-5}
+PG_SECONDS=${PGBENCH_SECONDS:-5}
+PGBIN=/usr/lib/postgresql/15/bin
+
+die() {
+	echo "bench/attach: $*" >&2
+	exit 1
+}
+[ "$(id -u)" = 0 ] || die "attaches uprobes: run it as root"
+make -s all progs >/dev/null 2>&1 || die "failed to build memtrace (make all progs)"
+mkdir -p "$BUILD/bench"
+FIRST=$BUILD/bench/first_insn
+MB=$BUILD/bench/malloc_bench
+${CC:-gcc} -O2 -o "$FIRST" bench/first_insn.c || die "failed to build $FIRST"
+[ -x "$MB" ] || ${CC:-gcc} -O2 -g -fno-omit-frame-pointer -pthread -o "$MB" bench/malloc_bench.c ||
+	die "failed to build $MB"
+WORK=$(mktemp -d "$BUILD/bench/attach.XXXXXX") || die "no work directory"
+PGPID=""
+cleanup() {
+	[ -n "$PGPID" ] && kill -INT "$PGPID" 2>/dev/null && sleep 1
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
+verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
+verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
+now_us() { echo $(($(date +%s%N) / 1000)); }
+field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"; }
+
+# --- the host's trap: one malloc+free pair untraced, and with empty entry-only probes
+pair_ns() { # ARGS...: ns per pair of malloc_bench, under memtrace record ARGS if given
+	local line
+	if [ $# = 0 ]; then
+		line=$("$MB" 1 200000 2>/dev/null | grep '^malloc_bench ')
+	else
+		line=$("$MEMTRACE" record -o "$WORK/h.mtrace" "$@" -- "$MB" 1 200000 2>/dev/null | grep '^malloc_bench ')
+		rm -f "$WORK/h.mtrace"
+	fi
+	field ns_per_pair "$line"
+}
+B=$(for _ in 1 2 3; do pair_ns; done | median)
+E=$(for _ in 1 2 3; do pair_ns --empty-probes=entry; done | median)
+F=$(for _ in 1 2 3; do pair_ns --empty-probes=entry+return; done | median)
+HIT=$(calc "($E - $B) / 2 / 1000" 2)
+echo "attach bench: $(nproc) CPUs, kernel $(uname -r); this host: a uprobe hit $HIT us (entry-only probes: $(calc "$E - $B" 0) ns per malloc+free pair), F $(calc "($F - $B) / 1000" 2) us per pair"
+
+# --- verifier time of the one load (libbpf's BPF_LOG_STATS, summed over every program)
+VERIFY=$(for _ in $(seq "$REPS"); do
+	"$MEMTRACE" record -v -o "$WORK/v.mtrace" -- /bin/true 2>&1 >/dev/null |
+		sed -n 's/^memtrace: BPF programs verified in \([0-9.]*\) ms.*/\1/p'
+	rm -f "$WORK/v.mtrace"
+done | median)
+
+# --- -p: start of memtrace to "attached", on a running process
+"$BUILD/progs/forever" &
+FOREVER=$!
+sleep 0.2
+attach_p_ms() {
+	local t0
+	t0=$(now_us)
+	timeout 30 "$MEMTRACE" record -o "$WORK/p.mtrace" -p "$FOREVER" -d 0.2 2>&1 >/dev/null |
+		while IFS= read -r line; do
+			case $line in "memtrace: attached"*) echo $(($(now_us) - t0)) ;; esac
+		done
+	rm -f "$WORK/p.mtrace"
+}
+ATTACH_P=$(for _ in $(seq "$REPS"); do attach_p_ms; done | median)
+kill -TERM "$FOREVER"
+wait "$FOREVER" 2>/dev/null
+
+# --- -- CMD: start of memtrace to the program's first constructor
+first_insn_us() {
+	local t0 t1
+	t0=$(now_us)
+	t1=$("$MEMTRACE" record -o "$WORK/c.mtrace" -- "$FIRST" 2>/dev/null | sed -n 's/^first_insn //p')
+	rm -f "$WORK/c.mtrace"
+	echo $((t1 - t0))
+}
+FIRST_US=$(for _ in $(seq "$REPS"); do first_insn_us; done | median)
+
+# --- record -- /bin/true, end to end
+true_us() {
+	local t0
+	t0=$(now_us)
+	"$MEMTRACE" record -o "$WORK/t.mtrace" -- /bin/true 2>/dev/null
+	echo $(($(now_us) - t0))
+	rm -f "$WORK/t.mtrace"
+}
+TRUE_US=$(for _ in $(seq "$REPS"); do true_us; done | median)
+
+# --- PostgreSQL: pgbench -C, untraced and with the postmaster under -p --follow-children
+PG_ROW="not run: Debian's postgresql-15 is not installed"
+if [ -x "$PGBIN/postgres" ] && id postgres >/dev/null 2>&1; then
+	PGDIR=$WORK/pg
+	mkdir -p "$PGDIR" && chmod 755 "$WORK" && chown postgres: "$PGDIR"
+	runuser -u postgres -- "$PGBIN/initdb" -D "$PGDIR/db" -A trust >/dev/null 2>&1 || die "initdb failed"
+	runuser -u postgres -- "$PGBIN/postgres" -D "$PGDIR/db" -p 15434 -k "$PGDIR" \
+		-c listen_addresses=127.0.0.1 >"$WORK/pg.log" 2>&1 &
+	for _ in $(seq 100); do "$PGBIN/pg_isready" -q -h 127.0.0.1 -p 15434 && break; sleep 0.1; done
+	PGPID=$(head -n1 "$PGDIR/db/postmaster.pid")
+	"$PGBIN/pgbench" -h 127.0.0.1 -p 15434 -U postgres -i -s 1 postgres >/dev/null 2>&1 || die "pgbench -i failed"
+	tps() {
+		"$PGBIN/pgbench" -h 127.0.0.1 -p 15434 -U postgres -C -S -c 2 -T "$PG_SECONDS" postgres 2>/dev/null |
+			sed -n 's/^tps = \([0-9.]*\) .*/\1/p'
+	}
+	traced_tps() {
+		local rec t
+		(cd "$WORK" && exec "$MEMTRACE" record -p "$PGPID" --follow-children -o "$WORK/pg.mtrace" 2>"$WORK/pgrec.err") &
+		rec=$!
+		for _ in $(seq 200); do grep -q '^memtrace: attached' "$WORK/pgrec.err" 2>/dev/null && break; sleep 0.05; done
+		t=$(tps)
+		kill -INT "$rec"
+		wait "$rec"
+		rm -f "$WORK"/pg*.mtrace
+		echo "${t:-0}"
+	}
+	U=() T=()
+	for _ in 1 2 3; do # interleaved, so a slow minute hits both alike
+		U+=("$(tps)")
+		T+=("$(traced_tps)")
+	done
+	PG_U=$(printf '%s\n' "${U[@]}" | median)
+	PG_T=$(printf '%s\n' "${T[@]}" | median)
+	PG_RATIO=$(calc "$PG_T / $PG_U" 2)
+	PG_ROW="untraced $(calc "$PG_U" 1) tps, postmaster under -p --follow-children $(calc "$PG_T" 1) tps: $PG_RATIO x"
+fi
+
+echo
+echo "attach and launch (median of $REPS; host uprobe hit $HIT us):"
+echo "  BPF verification, all programs of the one load:  $VERIFY ms"
+echo "  -p PID, start of memtrace to 'attached':          $(calc "$ATTACH_P / 1000") ms"
+echo "  -- CMD, start of memtrace to its first constructor: $(calc "$FIRST_US / 1000") ms"
+echo "  record -- /bin/true, end to end:                  $(calc "$TRUE_US / 1000") ms"
+echo "  PostgreSQL 15, pgbench -C -S -c 2, ${PG_SECONDS} s (median of 3): $PG_ROW"
+echo
+echo "| what | target | measured | verdict |"
+echo "|---|---|---|---|"
+echo "| verifier time, the one load | <= 150 ms | $VERIFY ms | $(verdict "$VERIFY" 150) |"
+echo "| -p to attached | <= 250 ms | $(calc "$ATTACH_P / 1000") ms | $(verdict "$ATTACH_P" 250000) |"
+echo "| -- CMD to its first instruction | <= 250 ms | $(calc "$FIRST_US / 1000") ms | $(verdict "$FIRST_US" 250000) |"
+echo "| record -- /bin/true end to end | <= 400 ms | $(calc "$TRUE_US / 1000") ms | $(verdict "$TRUE_US" 400000) |"
+if [ -n "${PG_RATIO:-}" ]; then
+	echo "| pgbench -C, traced / untraced tps | >= 0.3 | $PG_RATIO | $(verdict_min "$PG_RATIO" 0.3) |"
+fi
+exit 0

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Debian's PostgreSQL 15 (no frame pointers, a backend forked per
+# connection) started on 127.0.0.1 with its own data directory, its
+# postmaster recorded with -p --follow-children while pgbench -C opens a
+# connection, so a new backend, for every transaction: pgbench must run all
+# its transactions (a backend held for seconds makes clients time out), every
+# backend gets a trace of its own, and the allocations of each backend's
+# trace have stacks that reach PostgresMain or its callers. How much
+# throughput is kept is a benchmark (bench/pgbench.sh), not a check here.
+. "$(dirname "$0")/lib.sh"
+
+PGBIN=/usr/lib/postgresql/15/bin
+port=15433
+clients=2
+per_client=15
+data=$TMP/pg
+chmod 755 "$TMP"
+mkdir -p "$data" && chown postgres: "$data"
+as_pg() { runuser -u postgres -- "$@"; }
+
+if ! as_pg "$PGBIN/initdb" -D "$data/db" -A trust >"$TMP/initdb.log" 2>&1; then
+	not_ok "initdb failed: $(tail -3 "$TMP/initdb.log" | tr '\n' '|')"
+	finish
+fi
+as_pg "$PGBIN/postgres" -D "$data/db" -p "$port" -k "$data" -c listen_addresses=127.0.0.1 \
+	-c shared_buffers=16MB >"$TMP/pg.log" 2>&1 &
+server=$!
+postmaster=""
+# runuser passes no signal on: stop the postmaster itself (fast shutdown).
+stop_pg() {
+	[ -n "$postmaster" ] && kill -INT "$postmaster" 2>/dev/null
+	timeout 30 tail --pid="$server" -f /dev/null
+	rm -rf "$TMP"
+}
+trap stop_pg EXIT
+for ((i = 0; i < 100; i++)); do
+	"$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port" && break
+	sleep 0.1
+done
+postmaster=$(head -n1 "$data/db/postmaster.pid" 2>/dev/null)
+expect_eq "postgres answers on 127.0.0.1" "$("$PGBIN/pg_isready" -q -h 127.0.0.1 -p "$port"; echo $?)" 0
+as_pg "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -i -s 1 postgres >"$TMP/init.log" 2>&1
+expect_eq "pgbench -i" $? 0
+
+cd "$TMP" || exit 1
+timeout -k 5 120 "$MEMTRACE" record -p "$postmaster" --follow-children -o pg.mtrace 2>"$TMP/err" &
+recorder=$!
+if wait_for_line "$TMP/err" "memtrace: attached" 20; then
+	ok "attached to the postmaster"
+else
+	not_ok "never attached: $(head -c 300 "$TMP/err")"
+fi
+# A connection, so a backend, per transaction; a bounded count, no clock.
+timeout 120 "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U postgres -C -S -c "$clients" -t "$per_client" \
+	postgres >"$TMP/bench.out" 2>&1
+expect_eq "pgbench -C ran under --follow-children" $? 0
+expect_eq "pgbench processed every transaction" \
+	"$(awk -F': ' '/number of transactions actually processed/ { split($2, a, "/"); print a[1] }' "$TMP/bench.out")" \
+	$((clients * per_client))
+kill -INT "$recorder"
+wait "$recorder"
+expect_eq "memtrace exit status" $? 0 || tail -5 "$TMP/err"; dmesg 2>/dev/null | tail -3
+
+# The backends: traces of processes named postgres that served a query.
+backends=0 reaching=0 bad=""
+for t in pg.*.mtrace; do
+	[ -f "$t" ] || continue
+	report_json "$t" "$t.json" || { bad="$bad $t(report)"; continue; }
+	grep -q 'exec_simple_query\|PostgresMain' <(jq -r "$NESTED"' | .sites[].stacks[].frames[].function' "$t.json") || continue
+	backends=$((backends + 1))
+	total=$(jqr "$t.json" .totals.allocations)
+	reach=$(jq "$NESTED"' | [.sites[].stacks[] | select([.frames[].function] | index("PostgresMain") or index("BackendRun") or index("BackendStartup") or index("ServerLoop") or index("PostmasterMain")) | .allocations] | add // 0' "$t.json")
+	if [ "$total" -gt 0 ] && [ $((reach * 100)) -ge $((total * 90)) ]; then
+		reaching=$((reaching + 1))
+	else
+		bad="$bad $t($reach/$total)"
+	fi
+done
+# pgbench opens one extra connection per client for its own checks.
+if [ "$backends" -ge $((clients * per_client)) ]; then
+	ok "$backends backends traced, one trace each (>= $((clients * per_client)) connections)"
+else
+	not_ok "$backends backend traces with a query; want >= $((clients * per_client))"
+fi
+expect_eq "backends whose allocations (>= 90%) reach PostgresMain or its callers" "$reaching${bad:+ (not:$bad)}" "$backends"
+finish

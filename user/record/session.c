@@ -1,0 +1,1203 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * A recording session (record.h's record_run): start or find the target,
+ * bind the allocator functions, attach, stream events to the trace until
+ * the target exits, a signal, or the duration; then symbolize every
+ * distinct address once and close. `memtrace record` and `top` are thin
+ * callers; --follow-children (follow.c) runs one per process.
+ */
+#include "drain.h"
+#include "elf_util.h"
+#include "launcher.h"
+#include "loader.h"
+#include "module_set.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
+#include "probes.h"
+#include "record.h"
+#include "record_setup.h"
+#include "procmaps.h"
+#include "symbolizer.h"
+#include "trace_writer.h"
+#include "unwinder.h"
+#include "mark_finder.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define POLL_MS 10
+#define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
+/* What a SIGKILL of the recorder can lose: the trace gets what is drained at
+ * least this often, from the first interval after attach on (README: the
+ * bound is this plus REORDER_NS plus one poll, under 300 ms). */
+#define FLUSH_NS (250 * 1000 * 1000ULL)
+
+
+struct recording {
+	struct record_opts o;
+	const struct record_view *view; /* NULL: none */
+	struct launcher child;
+	char cmd_path[PATH_MAX]; /* -- CMD: the program found in PATH */
+	int pid;
+	int pidfd;
+	int rootfd; /* the target's root: reachable after it exits */
+	char comm[64];
+	char *cmdline;
+	char output[PATH_MAX];
+	struct procmaps maps;       /* at attach: where the allocator functions are */
+	struct module_set modules;  /* every executable mapping seen while recording */
+	uint64_t files_hash;        /* procmaps__files_hash at the last refresh_modules */
+	bool files_hash_set;
+	struct probe_set probes;
+	struct symbolizer *warm_symbols; /* a copy of the binding's, its files loaded: ours */
+	struct mark_finder *marks;  /* inproc/memtrace.h marks in the target's files */
+	struct unwinder *unwinder;  /* unwind tables for the BPF stack walker */
+	char **alloc_files;         /* files looked at for allocator functions */
+	size_t nr_alloc_files;
+	struct trace_writer *w;
+	struct drain *drain;
+	struct loader *loader;
+	uint64_t start_ns;
+	int exit_status; /* wait status of a command we started, -1 unknown */
+	bool target_exited;
+	bool view_quit; /* the live view was told to quit */
+	/* what sees every record the trace gets: the view's tap */
+	const struct trace_reader_ops *tap;
+	void *tap_ctx;
+	uint64_t end_ns; /* when recording stopped */
+	char stop_reason[256]; /* set when the target crossed the privilege boundary */
+};
+
+static volatile sig_atomic_t stop_signal;
+
+bool record_output_is_stdout(const char *output)
+{
+	return !strcmp(output, "-");
+}
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static uint64_t effective_caps(void)
+{
+	return record_own_caps("CapEff");
+}
+
+/* Say what is missing before anything is started or created. */
+static int check_system(void)
+{
+	uint64_t caps = effective_caps();
+	uint64_t need = (1ULL << CAP_BPF_BIT) | (1ULL << CAP_PERFMON_BIT);
+
+	if ((caps & need) != need)
+		return fail("recording needs root or the CAP_BPF and CAP_PERFMON capabilities; run it with sudo");
+	if (access("/sys/kernel/btf/vmlinux", R_OK))
+		return fail("this kernel has no BTF (/sys/kernel/btf/vmlinux); memtrace needs a kernel built with CONFIG_DEBUG_INFO_BTF");
+	if (access("/sys/bus/event_source/devices/uprobe", F_OK))
+		return fail("this kernel has no uprobes (CONFIG_UPROBE_EVENTS); memtrace cannot trace here");
+	return 0;
+}
+
+/* What a failed launch step means for the user, in one line. */
+static int launch_error(struct recording *r, int err)
+{
+	const char *cmd = r->o.cmd[0];
+
+	switch (r->child.failed_step) {
+	case LAUNCH_EXEC:
+		return fail("failed to execute '%s': %s; check that it is a program or a script with a #! line",
+			    cmd, strerror(-err));
+	case LAUNCH_LINKER:
+		return fail("failed to start '%s': cannot read its dynamic linker: %s; nothing was recorded",
+			    cmd, strerror(-err));
+	case LAUNCH_ATTACH:
+		return fail("failed to start '%s': cannot attach the launch probe: %s; check that uprobes work on this kernel",
+			    cmd, strerror(-err));
+	case LAUNCH_WAIT:
+		if (err == -ECHILD)
+			return fail("'%s' ended before its libraries were loaded (see its own message above); nothing was recorded",
+				    cmd);
+		if (err == -ETIMEDOUT)
+			return fail("failed to start '%s': no launch probe fired within 10 s; uprobes do not seem to work on this host",
+				    cmd);
+		return fail("failed to start '%s': %s while holding it after its libraries were loaded",
+			    cmd, strerror(-err));
+	default:
+		return fail("failed to start '%s': %s", cmd, strerror(-err));
+	}
+}
+
+/* -- CMD, before anything starts: the command exists and may run, the
+ * output can be created, the BPF programs load. */
+static int check_command(struct recording *r)
+{
+	int err = launcher__resolve(r->o.cmd[0], r->cmd_path, sizeof(r->cmd_path));
+
+	if (err == -ENOENT && !strchr(r->o.cmd[0], '/'))
+		return fail("failed to start '%s': no such command in PATH; check its name", r->o.cmd[0]);
+	if (err == -ENOENT)
+		return fail("failed to start '%s': no such file; check the path", r->o.cmd[0]);
+	if (err == -EISDIR)
+		return fail("failed to start '%s': it is a directory; give a program", r->o.cmd[0]);
+	if (err == -EACCES)
+		return fail("failed to start '%s': %s is not executable; check its permissions (chmod +x)",
+			    r->o.cmd[0], r->cmd_path);
+	if (err)
+		return fail("failed to start '%s': %s; check the path", r->o.cmd[0], strerror(-err));
+	return 0;
+}
+
+static int load_launcher(struct recording *r)
+{
+	int err = launcher__open(&r->child);
+
+	if (err == -EPERM || err == -EACCES)
+		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON",
+			    strerror(-err));
+	if (err)
+		return fail("failed to load the BPF programs: %s", strerror(-err));
+	err = launcher__fork(&r->child, r->cmd_path, r->o.cmd);
+	if (err)
+		return fail("failed to start '%s': fork: %s", r->o.cmd[0], strerror(-err));
+	r->pid = r->child.pid;
+	return 0;
+}
+
+/* The pid is known (the command forked, not yet exec'd): hold it after
+ * linking, then look at it as at any process. */
+static int start_command(struct recording *r)
+{
+	int err = launcher__exec(&r->child);
+
+	if (err)
+		return launch_error(r, err);
+	launcher__close(&r->child); /* its probes are done */
+	if (r->child.at_entry)
+		record_warn_held_at_entry(r->o.cmd[0]);
+	return 0;
+}
+
+void record_warn_held_at_entry(const char *prog)
+{
+	fprintf(stderr, "memtrace: the dynamic linker never reported its libraries loaded; '%s' was held at its entry point, after library initializers (their allocations are not in the trace)\n",
+		prog);
+}
+
+/* The kernel refused us PID's files (PATH, error ERR): say why, as far as
+ * we can tell, and what would help. */
+static int access_denied(int pid, const char *path, int err)
+{
+	int yama = -1;
+	FILE *f;
+
+	if (!(effective_caps() & (1ULL << CAP_SYS_PTRACE_BIT)))
+		return fail("cannot read the files of PID %d (%s: %s): memtrace lacks CAP_SYS_PTRACE, which tracing another user's process needs; run it as root (sudo) or give it cap_sys_ptrace",
+			    pid, path, strerror(err));
+	f = fopen("/proc/sys/kernel/yama/ptrace_scope", "re");
+	if (f) {
+		if (fscanf(f, "%d", &yama) != 1)
+			yama = -1;
+		fclose(f);
+	}
+	if (yama == 3)
+		return fail("cannot read the files of PID %d (%s: %s): Yama's ptrace_scope is 3, which forbids tracing any process, even as root; memtrace cannot trace here until a reboot",
+			    pid, path, strerror(err));
+	return fail("cannot read the files of PID %d (%s: %s) although memtrace has CAP_SYS_PTRACE: a security policy protects that process (a security module, or a sandbox's init); memtrace cannot trace it",
+		    pid, path, strerror(err));
+}
+
+static int watch_target(struct recording *r)
+{
+	char path[64];
+
+	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
+	if (r->pidfd < 0)
+		return fail("failed to watch PID %d: %s", r->pid, strerror(errno));
+	/* Held open, it keeps a container's files reachable after the target
+	 * exits and its mount namespace is gone: symbolization comes last. */
+	snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
+	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
+		return access_denied(r->pid, path, errno);
+	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
+	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
+	return 0;
+}
+
+static int find_process(struct recording *r)
+{
+	r->pid = r->o.pid;
+	if (kill(r->pid, 0) && errno == ESRCH)
+		return fail("no process with PID %d; check the PID (pidof NAME)", r->pid);
+	return 0;
+}
+
+static bool is_basename(const char *path, const char *prefix)
+{
+	const char *b = strrchr(path, '/');
+
+	return strncmp(b ? b + 1 : path, prefix, strlen(prefix)) == 0;
+}
+
+/* Whether the mapped file PATH is one LD_PRELOAD (PRELOAD) names. An entry
+ * may be a symbolic link to it (libtcmalloc_minimal.so.4 for the mapped
+ * libtcmalloc_minimal.so.4.5.10), so files are compared by identity; a bare
+ * name (searched in the library path) matches the start of its base name. */
+static bool is_preloaded(int pid, const char *preload, const char *path)
+{
+	char list[4096], *save = NULL, *tok;
+	struct stat want, st;
+	char *file = root_path(pid, path);
+	bool found = false, known = file && !stat(file, &want);
+
+	free(file);
+	snprintf(list, sizeof(list), "%s", preload);
+	for (tok = strtok_r(list, ": ", &save); tok && !found; tok = strtok_r(NULL, ": ", &save)) {
+		if (!strchr(tok, '/')) {
+			found = is_basename(path, tok);
+			continue;
+		}
+		file = root_path(pid, tok);
+		found = !strcmp(tok, path) ||
+			(known && file && !stat(file, &st) && st.st_dev == want.st_dev && st.st_ino == want.st_ino);
+		free(file);
+	}
+	return found;
+}
+
+/* The order the dynamic linker searches for a symbol: the executable, what
+ * LD_PRELOAD put first, the other libraries, and libc and the linker last,
+ * since every other library depends on them. */
+static char **candidate_files(struct recording *r, size_t *n)
+{
+	char exe[PATH_MAX] = "", preload[4096] = "";
+	char **out = calloc(r->maps.nr_paths + 1, sizeof(char *));
+	int rank;
+
+	*n = 0;
+	if (!out)
+		return NULL;
+	proc_exe_path(r->pid, exe, sizeof(exe));
+	read_proc_environ(r->pid, "LD_PRELOAD", preload, sizeof(preload));
+	for (rank = 0; rank < 4; rank++) {
+		for (size_t i = 0; i < r->maps.nr_paths; i++) {
+			const char *p = r->maps.paths[i];
+			bool base = is_basename(p, "libc.so") || is_basename(p, "ld-linux");
+			int want = strcmp(p, exe) == 0 ? 0 : (*preload && is_preloaded(r->pid, preload, p)) ? 1 : base ? 3 : 2;
+
+			if (want == rank)
+				out[(*n)++] = procmaps__open_path(&r->maps, r->pid, p);
+		}
+	}
+	return out;
+}
+
+/* Whether PATH was looked at for allocator functions; from now on it has. */
+static bool alloc_file_seen(struct recording *r, const char *path)
+{
+	char **v;
+
+	for (size_t i = 0; i < r->nr_alloc_files; i++) {
+		if (!strcmp(r->alloc_files[i], path))
+			return true;
+	}
+	v = realloc(r->alloc_files, (r->nr_alloc_files + 1) * sizeof(*v));
+	if (v) {
+		r->alloc_files = v;
+		if ((v[r->nr_alloc_files] = strdup(path)))
+			r->nr_alloc_files++;
+	}
+	return false;
+}
+
+/* A function that only forwards (operator new calling malloc) needs no probe
+ * when stacks are unwound with tables, which walk through its code; a walk
+ * by frame pointers alone would lose its caller, the allocation's site. */
+static bool skip_forwarders(const struct recording *r)
+{
+	return !r->o.stack_depth || r->o.unwind_rows;
+}
+
+#define BIND_TRIES 20 /* x 25 ms: how long a process just started may take to exec */
+
+/* Find the allocator functions in the files the target maps now. */
+static int bind_once(struct recording *r)
+{
+	char **files;
+	size_t n;
+	int err;
+
+	err = procmaps__read(&r->maps, r->pid);
+	if (err)
+		return err;
+	files = candidate_files(r, &n);
+	if (!files)
+		return -ENOMEM;
+	err = probe_set__resolve(&r->probes, files, n, r->o.lib, skip_forwarders(r));
+	free_strings(files, n);
+	return err;
+}
+
+struct record_binding {
+	struct procmaps maps;
+	struct probe_set probes;
+	uint64_t files_hash; /* procmaps__files_hash before the search */
+	struct symbolizer *sym; /* its modules loaded: a forked recorder symbolizes with its copy */
+};
+
+struct record_binding *record_bind(const struct record_opts *o, int pid)
+{
+	struct recording r = { .o = *o, .pid = pid };
+	struct record_binding *b = calloc(1, sizeof(*b));
+	char root[64];
+
+	if (!b)
+		return NULL;
+	if (procmaps__files_hash(pid, &b->files_hash) || bind_once(&r)) {
+		procmaps__free(&r.maps);
+		probe_set__free(&r.probes);
+		free(b);
+		return NULL;
+	}
+	b->maps = r.maps;
+	b->probes = r.probes;
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	b->sym = symbolizer__new(root);
+	for (size_t i = 0; b->sym && i < b->maps.nr; i++)
+		symbolizer__preload(b->sym, &b->maps.mods[i], procmaps__file(&b->maps, b->maps.mods[i].path));
+	return b;
+}
+
+void record_binding__free(struct record_binding *b)
+{
+	if (!b)
+		return;
+	procmaps__free(&b->maps);
+	probe_set__free(&b->probes);
+	symbolizer__free(b->sym);
+	free(b);
+}
+
+/* A process forked from one already bound, still mapping the same files:
+ * the search's result is its too. This recorder was forked from the process
+ * that holds the binding, so the copy in its memory is its own to keep. */
+static bool take_binding(struct recording *r)
+{
+	uint64_t h;
+
+	if (!r->o.binding || procmaps__files_hash(r->pid, &h) || h != r->o.binding->files_hash)
+		return false;
+	r->maps = r->o.binding->maps;
+	r->probes = r->o.binding->probes;
+	r->warm_symbols = r->o.binding->sym;
+	for (size_t i = 0; i < r->maps.nr_paths; i++)
+		alloc_file_seen(r, r->maps.paths[i]);
+	return true;
+}
+
+static int bind_probes(struct recording *r)
+{
+	int err, tries = 0;
+
+	if (take_binding(r))
+		return 0;
+	/* A process caught in the middle of its exec (memtrace -p $! right
+	 * after starting it) maps no libc yet: look again a little later. */
+	while ((err = bind_once(r)) == -ESRCH && !r->o.lib && ++tries < BIND_TRIES &&
+	       kill(r->pid, 0) == 0) {
+		procmaps__free(&r->maps);
+		usleep(25 * 1000);
+	}
+	if (err == -ENOENT || err == -ESRCH) {
+		if (kill(r->pid, 0) && errno == ESRCH)
+			return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
+	}
+	for (size_t i = 0; i < r->maps.nr_paths; i++)
+		alloc_file_seen(r, r->maps.paths[i]);
+	if (err == -ESRCH && r->o.lib)
+		return fail("no malloc and free in %s; give --lib the allocator library", r->o.lib);
+	if (err == -ESRCH)
+		return fail("PID %d has no malloc and free in any of its modules; give --lib PATH", r->pid);
+	if (err)
+		return fail("failed to find the allocator functions of PID %d: %s", r->pid, strerror(-err));
+	return 0;
+}
+
+static void default_output(struct recording *r)
+{
+	if (r->o.output)
+		snprintf(r->output, sizeof(r->output), "%s", r->o.output);
+	else
+		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", r->comm, r->pid);
+}
+
+static int write_module(void *ctx, const struct trace_module *m)
+{
+	struct recording *r = ctx;
+
+	if (r->tap && r->tap->module) {
+		int err = r->tap->module(r->tap_ctx, m);
+
+		if (err)
+			return err;
+	}
+	return trace_writer__add_module(r->w, m);
+}
+
+/* Where the target has the code of the functions PS leaves unprobed
+ * because they only forward: their frames are the allocator's, and the
+ * drain drops them from the front of stacks, so the site stays the caller
+ * of operator new. 0 or -ENOMEM. */
+static int note_forwarders(struct recording *r, const struct probe_set *ps, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < ps->nr_fwd; i++) {
+		const struct forwarder *f = &ps->fwd[i];
+
+		for (size_t j = 0; j < pm->nr; j++) {
+			const struct trace_module *m = &pm->mods[j];
+			uint64_t start = m->start + f->file_offset - m->file_offset;
+			char *path;
+			bool same;
+
+			if (f->file_offset < m->file_offset || f->file_offset >= m->file_offset + (m->end - m->start))
+				continue;
+			path = procmaps__open_path(pm, r->pid, m->path);
+			same = path && !strcmp(path, f->path);
+			free(path);
+			if (same && drain__add_allocator_code(r->drain, start, start + f->size))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Libraries loaded since attach (dlopen) join the module map, so the
+ * addresses in their stacks symbolize. A target that is gone has no map. */
+/* A library loaded later that has an allocator of its own (its code may be
+ * bound to it: -Bsymbolic, RTLD_DEEPBIND) gets the allocator probes too.
+ * Calls it passes on to libc are nested, so nothing counts twice. */
+static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < pm->nr_paths; i++) {
+		struct probe_set ps;
+		const struct probe *bad = NULL;
+		char *file;
+
+		if (alloc_file_seen(r, pm->paths[i]) || !(file = procmaps__open_path(pm, r->pid, pm->paths[i])))
+			continue;
+		if (!probe_set__resolve(&ps, &file, 1, NULL, skip_forwarders(r))) {
+			if (loader__attach(r->loader, &ps, &bad))
+				fail("failed to attach to %s in %s, loaded after attach; its allocations are not counted",
+				     bad ? bad->func : "?", pm->paths[i]);
+			else if (note_forwarders(r, &ps, pm))
+				fail("out of memory");
+			else if (r->o.verbose)
+				fprintf(stderr, "memtrace: probed the allocator of %s, loaded after attach\n",
+					pm->paths[i]);
+			probe_set__free(&ps);
+		}
+		free(file);
+	}
+}
+
+/* Every FLUSH_NS, at a dlopen and at the end. Unless a file-backed mapping
+ * changed, nothing is read: reading every module for its build-id four
+ * times a second cost a traced redis-server several percent of its
+ * throughput, through the recorder's CPU and the TLB flushes of its
+ * mmap/munmap. */
+static int refresh_modules(struct recording *r)
+{
+	struct procmaps now;
+	bool hashed;
+	uint64_t h;
+	int err;
+
+	hashed = !procmaps__files_hash(r->pid, &h);
+	if (hashed && r->files_hash_set && h == r->files_hash)
+		return 0;
+	if (procmaps__read(&now, r->pid))
+		return 0;
+	err = module_set__merge(&r->modules, &now, write_module, r);
+	if (!err && r->unwinder)
+		err = unwinder__update(r->unwinder, r->loader, &now);
+	if (!err && !r->o.empty_probes) {
+		probe_new_allocators(r, &now);
+		err = mark_finder__attach(r->marks, r->loader, &now);
+	}
+	procmaps__free(&now);
+	if (!err) {
+		r->files_hash = h;
+		r->files_hash_set = hashed;
+	}
+	return err;
+}
+
+static int output_error(struct recording *r, int err)
+{
+	struct stat st;
+
+	if (err == EEXIST && !lstat(r->output, &st) && S_ISLNK(st.st_mode))
+		err = ELOOP; /* O_EXCL says EEXIST for a dangling link too */
+	if (err == EEXIST)
+		return fail("failed to create %s: file exists; remove it or choose another with -o", r->output);
+	if (err == ELOOP)
+		return fail("failed to create %s: it is a symbolic link; memtrace never writes through one", r->output);
+	return fail("failed to create %s: %s; choose a writable path with -o", r->output, strerror(err));
+}
+
+/* Refuse a bad output path before the target is touched. The trace itself
+ * is created once the probes are live, so its clock starts then. */
+static int check_output(struct recording *r)
+{
+	int fd;
+
+	default_output(r);
+	if (record_output_is_stdout(r->output)) {
+		if (isatty(STDOUT_FILENO))
+			return fail("failed to write the trace to stdout: it is a terminal; redirect it (-o - > FILE) or give -o FILE");
+		return 0;
+	}
+	fd = open(r->output, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return output_error(r, errno);
+	close(fd);
+	unlink(r->output);
+	return 0;
+}
+
+/* -- CMD: the default name holds the pid, not known yet; its directory
+ * (the current one) must take it. */
+static int check_output_early(struct recording *r)
+{
+	if (r->o.output)
+		return check_output(r);
+	if (access(".", W_OK))
+		return fail("failed to create a trace in the current directory: %s; choose a writable path with -o",
+			    strerror(errno));
+	return 0;
+}
+
+/* Every thread's name now, from /proc (later ones and renames come from
+ * the kernel's tracepoints, bpf/threads.bpf.h). */
+static int write_threads(struct recording *r)
+{
+	char path[64], comm[64];
+	struct dirent *e;
+	DIR *d;
+	int err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", r->pid);
+	d = opendir(path);
+	if (!d)
+		return 0; /* gone already: its exit ends the recording */
+	while (!err && (e = readdir(d))) {
+		struct trace_thread t = { .name = comm };
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		t.tid = (uint32_t)strtoul(e->d_name, NULL, 10);
+		snprintf(path, sizeof(path), "task/%u/comm", t.tid);
+		read_proc_string(r->pid, path, comm, sizeof(comm));
+		if (r->tap && r->tap->thread)
+			err = r->tap->thread(r->tap_ctx, &t);
+		if (!err)
+			err = trace_writer__add_thread(r->w, &t);
+	}
+	closedir(d);
+	return err;
+}
+
+/* Under sudo (running as root, SUDO_UID and SUDO_GID set), the trace
+ * belongs to the user who asked for it, still mode 0600: they can report
+ * on it without sudo, and nobody else can read it. 0, or -1 with errno. */
+static int give_to_sudo_user(const char *path)
+{
+	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
+	uint64_t uid, gid;
+
+	if (geteuid() != 0 || !u || !g || parse_u64(u, &uid) || parse_u64(g, &gid) || uid > UINT32_MAX - 1 ||
+	    gid > UINT32_MAX - 1)
+		return 0;
+	return fchownat(AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW);
+}
+
+static int open_output(struct recording *r)
+{
+	struct utsname u;
+	char host[256] = "";
+	struct trace_meta m = {
+		.command_line = r->cmdline,
+		.comm = r->comm,
+		.pid = r->pid,
+		.stack_depth = r->o.stack_depth,
+		.sample_bytes = r->o.sample,
+	};
+
+	uname(&u);
+	gethostname(host, sizeof(host) - 1);
+	m.kernel = u.release;
+	m.hostname = host;
+	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
+	m.start_real_ns = now_ns(CLOCK_REALTIME);
+	r->start_ns = m.start_mono_ns;
+	if (record_output_is_stdout(r->output)) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, &m);
+		if (!r->w)
+			return fail("failed to write the trace to stdout: %s", strerror(errno));
+	} else if (!(r->w = trace_writer__open(r->output, &m))) {
+		return output_error(r, errno);
+	}
+	if (r->o.discard_output)
+		unlink(r->output); /* written on, gone at the close */
+	else if (!record_output_is_stdout(r->output) && give_to_sudo_user(r->output))
+		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
+			    r->output, strerror(errno));
+	if (r->tap) {
+		if (r->tap->meta && r->tap->meta(r->tap_ctx, &m))
+			return fail("failed to start the live view: out of memory");
+		drain__set_tap(r->drain, r->tap, r->tap_ctx);
+	}
+	if (module_set__merge(&r->modules, &r->maps, write_module, r) || write_threads(r) ||
+	    trace_writer__flush(r->w))
+		return fail("failed to write %s: %s", r->output, strerror(errno));
+	drain__set_writer(r->drain, r->w);
+	loader__set_recording(r->loader, true);
+	return 0;
+}
+
+static int on_record(void *ctx, const void *data, size_t size)
+{
+	return drain__record(ctx, data, size);
+}
+
+/* dlopen and dlclose pass through the dynamic linker's debugger hook: a
+ * probe there makes the recorder look for new modules within one poll.
+ * Without it (static target, unknown linker) the periodic look remains. */
+static void watch_link_map(struct recording *r)
+{
+	struct elf_function hook;
+
+	for (size_t i = 0; i < r->maps.nr_paths; i++) {
+		char *file;
+
+		if (!is_basename(r->maps.paths[i], "ld-linux") ||
+		    !(file = procmaps__open_path(&r->maps, r->pid, r->maps.paths[i])))
+			continue;
+		if (!elf_find_function(file, "_dl_debug_state", &hook))
+			loader__attach_link_map_hook(r->loader, file, hook.file_offset);
+		free(file);
+		return;
+	}
+}
+
+static void warn_line(void *ctx, const char *msg)
+{
+	fprintf(stderr, "memtrace: warning: %s\n", msg);
+}
+
+static int load_probes(struct recording *r)
+{
+	struct loader_opts lo;
+	int err;
+
+	record_loader_opts(&r->o, &lo);
+	lo.pid = r->pid;
+	lo.on_record = on_record;
+	r->drain = drain__new(NULL);
+	if (!r->drain)
+		return fail("out of memory");
+	lo.ctx = r->drain;
+	if (r->o.shared_loader) {
+		/* a followed process: the supervisor's object, nothing to verify */
+		err = loader__add_target(r->o.shared_loader, &lo, r->o.slot, &r->loader);
+		if (err)
+			return fail("failed to record PID %d on the loaded BPF programs: %s", r->pid, strerror(-err));
+		return 0;
+	}
+	err = loader__open(&r->loader, &lo);
+	if (err)
+		return fail("failed to open the BPF programs: %s", strerror(-err));
+	err = loader__load(r->loader);
+	if (err == -EPERM || err == -EACCES)
+		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON", strerror(-err));
+	if (err)
+		return fail("failed to load the BPF programs: %s", strerror(-err));
+	return 0;
+}
+
+static void warn_text(const char *msg)
+{
+	warn_line(NULL, msg);
+}
+
+/* Unwind tables for the modules mapped now; later ones in refresh_modules. */
+static int start_unwinder(struct recording *r)
+{
+	char cache[PATH_MAX];
+	int err;
+
+	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes)
+		return 0;
+	r->unwinder = unwinder__new(r->pid, unwinder_default_cache(cache, sizeof(cache)), warn_text);
+	if (!r->unwinder)
+		return fail("out of memory");
+	err = unwinder__update(r->unwinder, r->loader, &r->maps);
+	if (err)
+		return fail("failed to load unwind tables: %s", strerror(-err));
+	if (r->o.verbose)
+		fprintf(stderr, "memtrace: unwind tables for %zu modules, %zu rows\n",
+			unwinder__modules(r->unwinder), unwinder__rows(r->unwinder));
+	return 0;
+}
+
+static int attach_probes(struct recording *r)
+{
+	const struct probe *bad = NULL;
+	int err;
+
+	err = loader__attach(r->loader, &r->probes, &bad);
+	if (err && kill(r->pid, 0) && errno == ESRCH)
+		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
+	if (err)
+		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
+	if (note_forwarders(r, &r->probes, &r->maps))
+		return fail("out of memory");
+	r->marks = mark_finder__new(r->pid);
+	if (!r->marks)
+		return fail("out of memory");
+	mark_finder__on_warning(r->marks, warn_line, NULL);
+	drain__set_string_reader(r->drain, mark_finder__read_string, r->marks);
+	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
+	if (err)
+		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
+	if (!r->o.empty_probes) {
+		watch_link_map(r);
+		err = loader__attach_thread_names(r->loader);
+		if (err)
+			fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name (%s)\n",
+				strerror(-err));
+	}
+	return start_unwinder(r);
+}
+
+static const char *base_name(const char *path)
+{
+	return strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+}
+
+/* The placement table of -v: where each probe sits and what it costs, and
+ * which functions have none because they only forward to a probed one. */
+static void print_probe(const struct probe *p)
+{
+	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s%s%s%s\n", p->func,
+		base_name(p->path), p->skipped, (unsigned long long)p->offset, p->insn,
+		p->emulated ? "emulated" : "single-stepped, ", p->emulated ? "" : p->why,
+		p->moved[0] ? ", " : "", p->moved, p->ret ? ", with return probe" : "");
+}
+
+static void print_forwarder(const struct forwarder *f)
+{
+	fprintf(stderr, "memtrace: probe %-36s %s+0x0 (file offset 0x%llx) none: forwards to %s\n", f->func,
+		base_name(f->path), (unsigned long long)f->file_offset, f->to);
+}
+
+static const char *mode_name(enum loader_mode m)
+{
+	return m == LOADER_SESSION ? "uprobe sessions" : m == LOADER_MULTI ? "multi-uprobe links" : "uprobes";
+}
+
+static void announce(struct recording *r)
+{
+	if (r->o.verbose) {
+		for (size_t i = 0; i < r->probes.nr; i++)
+			print_probe(&r->probes.v[i]);
+		for (size_t i = 0; i < r->probes.nr_fwd; i++)
+			print_forwarder(&r->probes.fwd[i]);
+		uint32_t insns;
+		uint64_t usec = loader__verify_usec(r->loader, &insns);
+
+		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
+		fprintf(stderr, "memtrace: BPF programs verified in %.1f ms (%u instructions processed)\n",
+			usec / 1000.0, insns);
+		if (mark_finder__count(r->marks))
+			fprintf(stderr, "memtrace: %zu of %zu memtrace.h marks on their 5-byte nop (a call, not a trap)\n",
+				mark_finder__count_nop5(r->marks), mark_finder__count(r->marks));
+	}
+	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s", r->pid, r->comm,
+		r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s");
+	if (mark_finder__count(r->marks))
+		fprintf(stderr, ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
+			mark_finder__count(r->marks) == 1 ? "" : "s");
+	if (r->o.discard_output)
+		fprintf(stderr, "\n");
+	else
+		fprintf(stderr, ", writing %s\n", record_output_is_stdout(r->output) ? "to stdout" : r->output);
+}
+
+/* What the target did, in words, from what changed and its name then. */
+static void describe_creds_change(struct recording *r, uint32_t why, const char *comm)
+{
+	bool exec = strcmp(comm, r->comm) != 0;
+	const char *what = why & MT_CREDS_UID ? "setuid" : why & MT_CREDS_GID ? "setgid" : "file-capability";
+	char how[128];
+
+	if (exec)
+		snprintf(how, sizeof(how), "%s exec of %s", what, comm);
+	else if (why & (MT_CREDS_UID | MT_CREDS_GID))
+		snprintf(how, sizeof(how), "%s() to another %s", what, why & MT_CREDS_UID ? "user" : "group");
+	else
+		snprintf(how, sizeof(how), "a capability gain");
+	snprintf(r->stop_reason, sizeof(r->stop_reason),
+		 "stopped recording PID %d: it changed credentials (%s)", r->pid, how);
+}
+
+/* The probes stopped recording the target at a privilege boundary. */
+static bool creds_crossed(struct recording *r)
+{
+	char comm[16] = "";
+	uint32_t why = loader__creds_changed(r->loader, comm, sizeof(comm));
+
+	if (!why)
+		return false;
+	describe_creds_change(r, why, comm);
+	fprintf(stderr, "%smemtrace: %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", r->stop_reason);
+	return true;
+}
+
+static bool target_gone(struct recording *r)
+{
+	struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
+	int status;
+
+	if (poll(&p, 1, 0) <= 0)
+		return false;
+	if (r->child.pid > 0 && waitpid(r->child.pid, &status, WNOHANG) == r->child.pid) {
+		r->exit_status = status;
+		r->child.pid = -1;
+	}
+	r->target_exited = true;
+	return true;
+}
+
+/* What a live view is told, now. */
+static struct record_live live_of(struct recording *r)
+{
+	struct record_live l = {
+		.pid = r->pid,
+		.comm = r->comm,
+		.cmdline = r->cmdline,
+		.output = r->o.discard_output ? NULL : r->output,
+		.probes = r->probes.nr,
+		.start_ns = r->start_ns,
+		.end_ns = r->end_ns,
+		.events = r->drain ? drain__events(r->drain) : 0,
+		.bytes_written = r->w ? trace_writer__bytes(r->w) : 0,
+		.target_exited = r->target_exited,
+		.stop = (volatile const int *)&stop_signal,
+	};
+
+	for (int cpu = 0; r->loader && cpu < loader__nr_cpus(r->loader); cpu++)
+		l.dropped += loader__drops(r->loader, cpu);
+	return l;
+}
+
+static int record_loop(struct recording *r)
+{
+	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
+	uint64_t next_flush = r->start_ns + FLUSH_NS;
+	int err = 0;
+
+	while (!stop_signal && !err) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+
+		if (t0 >= deadline || target_gone(r) || creds_crossed(r))
+			break;
+		err = loader__poll(r->loader, POLL_MS);
+		if (!err)
+			err = drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
+		if (!err && loader__link_map_changed(r->loader))
+			err = refresh_modules(r);
+		if (!err && t0 >= next_flush) {
+			err = refresh_modules(r);
+			if (!err)
+				err = trace_writer__flush(r->w);
+			next_flush = t0 + FLUSH_NS;
+		}
+		if (!err && r->view && r->view->tick) {
+			struct record_live l = live_of(r);
+
+			err = r->view->tick(r->view->ctx, &l, t0);
+			if (err > 0) {
+				r->view_quit = true;
+				err = 0;
+				break;
+			}
+		}
+	}
+	if (r->view && r->view->line_on_stderr)
+		fprintf(stderr, "\r\033[K");
+	return err;
+}
+
+struct symbolize_ctx {
+	struct symbolizer *s;
+	struct trace_writer *w;
+};
+
+static int symbolize_one(void *ctx, uint64_t addr)
+{
+	struct symbolize_ctx *c = ctx;
+	struct trace_symbol sym;
+
+	if (symbolizer__resolve(c->s, addr, &sym))
+		return 0;
+	return trace_writer__add_symbol(c->w, &sym);
+}
+
+static int write_symbols(struct recording *r)
+{
+	char root[64];
+	struct symbolize_ctx c = { .w = r->w };
+	int err;
+
+	snprintf(root, sizeof(root), "/proc/self/fd/%d", r->rootfd);
+	c.s = r->warm_symbols ? r->warm_symbols : symbolizer__new(r->rootfd >= 0 ? root : NULL);
+	r->warm_symbols = NULL; /* freed below, whichever it is */
+	if (!c.s)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->modules.nr; i++)
+		symbolizer__add_mapped_module(c.s, &r->modules.mods[i],
+					      procmaps__file(&r->maps, r->modules.mods[i].path));
+	err = drain__for_each_address(r->drain, symbolize_one, &c);
+	symbolizer__free(c.s);
+	return err;
+}
+
+/* Whether PATH can go into a shell command as it is. */
+static bool shell_safe(const char *path)
+{
+	return *path && strspn(path, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._/+,:=@-") ==
+				strlen(path);
+}
+
+/* The one line that ends a recording: where the trace is, how big, and
+ * what to run next. */
+static void announce_trace(const char *path, uint64_t events, uint64_t bytes)
+{
+	char size[32];
+
+	format_bytes(bytes, size, sizeof(size));
+	if (record_output_is_stdout(path)) {
+		fprintf(stderr, "memtrace: wrote the trace to stdout (%s, %llu events); next: memtrace report FILE, with the file it went to\n",
+			size, (unsigned long long)events);
+		return;
+	}
+	fprintf(stderr, "memtrace: wrote %s (%s, %llu events); next: memtrace report %s%s%s\n", path, size,
+		(unsigned long long)events, shell_safe(path) ? "" : "'", path, shell_safe(path) ? "" : "'");
+}
+
+/* Stop the probes, take what is still in the rings, then close the trace
+ * with its drops, symbols and END chunk. */
+static int finish(struct recording *r)
+{
+	struct trace_end end = { .exit_status = -1 };
+	uint64_t bytes = 0;
+	int err;
+
+	loader__set_recording(r->loader, false);
+	end.end_mono_ns = r->end_ns = now_ns(CLOCK_MONOTONIC);
+	loader__detach(r->loader);
+	err = loader__poll(r->loader, 0);
+	if (!err)
+		err = drain__flush(r->drain, UINT64_MAX);
+	for (int cpu = 0; !err && cpu < loader__nr_cpus(r->loader); cpu++) {
+		struct trace_drops d = { .cpu = cpu, .count = loader__drops(r->loader, cpu) };
+
+		end.dropped += d.count;
+		if (d.count)
+			err = trace_writer__add_drops(r->w, &d);
+	}
+	if (!err && !r->target_exited)
+		err = refresh_modules(r);
+	if (!err)
+		err = write_symbols(r);
+	end.events = drain__events(r->drain);
+	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
+	if (!r->stop_reason[0])
+		creds_crossed(r); /* in the last poll */
+	if (r->stop_reason[0]) {
+		end.flags |= TRACE_END_CREDS_CHANGED;
+		end.stop_reason = r->stop_reason;
+	}
+	end.exit_status = r->exit_status;
+	if (err) {
+		trace_writer__abort(r->w);
+		r->w = NULL;
+		return fail("failed to write %s: %s; the trace is readable up to the last complete chunk",
+			    r->output, strerror(-err));
+	}
+	err = trace_writer__close_sized(r->w, &end, &bytes);
+	r->w = NULL;
+	if (err)
+		return fail("failed to finish %s: %s", r->output, strerror(-err));
+	if (end.dropped)
+		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
+			(unsigned long long)end.dropped);
+	if (!r->o.discard_output)
+		announce_trace(r->output, end.events, bytes);
+	return 0;
+}
+
+/* A command we started: wait for it and pass on how it ended. */
+static int command_status(struct recording *r)
+{
+	int status = r->exit_status;
+
+	if (r->child.pid > 0 && waitpid(r->child.pid, &status, 0) < 0)
+		return 1;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return 1;
+}
+
+static void install_signals(bool forward)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+}
+
+/* A --follow-children recorder ends with its supervisor, however that dies
+ * (SIGKILL included): the kernel sends SIGTERM, which finishes the trace
+ * and detaches. Set here, after the exec: an exec of a file with
+ * capabilities (a setcap'd memtrace) clears the parent-death signal. */
+static int watch_supervisor(struct recording *r)
+{
+	prctl(PR_SET_NAME, "memtrace-rec");
+	if (prctl(PR_SET_PDEATHSIG, SIGTERM))
+		return fail("failed to watch the supervisor: %s", strerror(errno));
+	if (getppid() != r->o.supervisor)
+		return fail("the supervisor (PID %d) is gone; not recording", r->o.supervisor);
+	return 0;
+}
+
+static void cleanup(struct recording *r, bool failed)
+{
+	if (r->w) {
+		trace_writer__abort(r->w);
+		if (!record_output_is_stdout(r->output))
+			unlink(r->output); /* nothing was recorded: leave nothing behind */
+	}
+	loader__close(r->loader);
+	drain__free(r->drain);
+	probe_set__free(&r->probes);
+	procmaps__free(&r->maps);
+	module_set__free(&r->modules);
+	mark_finder__free(r->marks);
+	unwinder__free(r->unwinder);
+	free_strings(r->alloc_files, r->nr_alloc_files);
+	if (failed && (r->child.traced || r->child.go_fd >= 0))
+		launcher__kill(&r->child);
+	launcher__close(&r->child);
+	if (r->pidfd > 0)
+		close(r->pidfd);
+	if (r->rootfd >= 0)
+		close(r->rootfd);
+	free(r->cmdline);
+}
+
+int record_run(struct record_opts *o, const struct record_view *view)
+{
+	struct recording r = { .o = *o, .view = view, .pidfd = -1, .rootfd = -1, .exit_status = -1,
+			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1 } };
+	int err = 0;
+
+	install_signals(r.o.cmd != NULL);
+	if (view) {
+		r.tap = view->tap;
+		r.tap_ctx = view->tap_ctx ? view->tap_ctx : view->ctx;
+	}
+	if (r.o.supervisor)
+		err = watch_supervisor(&r);
+	if (!err)
+		err = check_system();
+	if (!err && r.o.follow)
+		return record_follow(&r.o, "/proc/self/exe");
+	if (r.o.cmd) {
+		/* Everything that can be checked is, before the command runs. */
+		if (!err)
+			err = check_command(&r);
+		if (!err)
+			err = check_output_early(&r);
+		if (!err)
+			err = load_launcher(&r);
+		if (!err)
+			err = load_probes(&r);
+		if (!err)
+			err = start_command(&r);
+	} else {
+		if (!err)
+			err = find_process(&r);
+	}
+	if (!err)
+		err = watch_target(&r);
+	if (!err)
+		err = bind_probes(&r);
+	if (!err)
+		err = check_output(&r);
+	if (!err && !r.loader)
+		err = load_probes(&r);
+	if (!err)
+		err = attach_probes(&r);
+	if (!err)
+		err = open_output(&r);
+	if (err) {
+		cleanup(&r, true);
+		if (view && view->done)
+			view->done(view->ctx, NULL);
+		return 1;
+	}
+	announce(&r);
+	if (launcher__release(&r.child))
+		fail("failed to let '%s' run: %s", r.o.cmd[0], strerror(errno));
+	err = record_loop(&r);
+	if ((stop_signal || r.view_quit) && r.child.pid > 0)
+		kill(r.child.pid, stop_signal ? stop_signal : SIGTERM); /* our command stops with us */
+	err = finish(&r) || err;
+	if (view && view->done) {
+		struct record_live l = live_of(&r);
+
+		view->done(view->ctx, &l);
+	}
+	cleanup(&r, false);
+	if (r.o.cmd) {
+		/* Recording failed (a full disk): the command still runs to its end. */
+		int status = command_status(&r);
+
+		return err ? 1 : r.view_quit ? 0 : status; /* q in top is no failure */
+	}
+	return err ? 1 : 0;
+}
