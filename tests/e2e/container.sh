@@ -75,6 +75,13 @@ run_case() {
 	else
 		ok "$name: /prog exists only in the container"
 	fi
+	if [ -n "${BEFORE_ATTACH:-}" ]; then
+		# inside the container (reached from here through its root), after
+		# the program mapped its files
+		for f in $BEFORE_ATTACH; do rm "/proc/$ns_pid/root$f"; done
+		expect_eq "$name: the program and its libc show as deleted in /proc/PID/maps" \
+			"$(grep -c -e '/prog (deleted)$' -e 'libc\.so.* (deleted)$' "/proc/$ns_pid/maps" | awk '{ print ($1 >= 2) }')" 1
+	fi
 	echo "# $name: /prog as the host's /proc/PID/maps shows it: $(awk '$6 ~ /prog$/ { print $6; exit }' "/proc/$ns_pid/maps")"
 
 	timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$trace" -p "$ns_pid" 2>"$TMP/err" &
@@ -122,6 +129,14 @@ src=$root
 root=$TMP/mnt
 mkdir -p "$root"
 run_case "pivot_root into a tmpfs" "$TMP/pivot.mtrace" \
+	unshare --mount --pid --fork --mount-proc sh -c '
+		mount -t tmpfs memtrace-ctr "$1" && cp -a "$2/." "$1/" && cd "$1" &&
+		mkdir old && pivot_root . old && exec /prog wait 5' sh "$root" "$src"
+
+# The same container after an upgrade inside it: /prog and its libc deleted
+# once the program runs, so neither exists anywhere but in its mappings.
+BEFORE_ATTACH="/prog $host_libc" run_case "pivot_root, files deleted in the container" \
+	"$TMP/pivot-deleted.mtrace" \
 	unshare --mount --pid --fork --mount-proc sh -c '
 		mount -t tmpfs memtrace-ctr "$1" && cp -a "$2/." "$1/" && cd "$1" &&
 		mkdir old && pivot_root . old && exec /prog wait 5' sh "$root" "$src"

@@ -19,6 +19,7 @@ expect_eq "record N=5 exit status" "$?" 0
 
 diff_cmd --json "$base" "$new" >"$json" 2>"$TMP/err"
 expect_eq "diff --json exit status" "$?" 0
+expect_eq "diff --json: the first key is the format, 2" "$(jq -r 'keys_unsorted[0] + "=" + (.format | tostring)' "$json")" format=2
 expect_eq "the largest growth is site_grow" "$(jqr "$json" '.sites[0].function')" site_grow
 expect_eq "site_grow's file and line" "$(jqr "$json" '.sites[0] | "\(.file):\(.line)"')" \
 	"$TOP/tests/progs/diff_growth.c:$(grep -n 'site_grow(void)' "$TOP/tests/progs/diff_growth.c" | cut -d: -f1)"

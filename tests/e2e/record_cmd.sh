@@ -19,6 +19,7 @@ else
 fi
 report_json "$trace" "$json"
 expect_eq "report --json exit status" "$?" 0
+expect_eq "report --json: the first key is the format, 2" "$(jq -r 'keys_unsorted[0] + "=" + (.format | tostring)' "$json")" format=2
 
 expect_alloc_patterns "$json" 0
 expect_eq "sites outside alloc_patterns' site_* functions" \

@@ -27,6 +27,7 @@ expect_eq "top --batch --json -- CMD: exit status" "$?" 0
 expect_eq "stderr says it attached" "$(grep -c '^memtrace: attached to PID' "$TMP/top.err")" 1
 n=$(wc -l <"$TMP/top.jsonl")
 expect_eq "one JSON object per line, each valid" "$(jq -c . "$TMP/top.jsonl" 2>/dev/null | wc -l)" "$n"
+expect_eq "every line starts with format 2" "$(jq -r 'keys_unsorted[0] + "=" + (.format | tostring)' "$TMP/top.jsonl" | sort -u)" format=2
 if [ "$n" -ge 6 ]; then ok "snapshots every 0.5 s over 3.2 s (and the final one): $n"; else not_ok "snapshots: $n, want >= 6"; fi
 # every snapshot after the first second: leak_step first, its live bytes the
 # leak's rate times the time since attach (within 5%), churn's live bytes 0

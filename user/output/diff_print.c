@@ -64,6 +64,7 @@ int diff_print__json(FILE *f, const struct diff *d)
 
 	json_out__init(&j, f);
 	json_out__begin_object(&j, false);
+	json_out__key_u64(&j, "format", MEMTRACE_JSON_FORMAT);
 	diff_print__json_totals(&j, &d->a, &d->b);
 	json_out__key(&j, "sites");
 	json_out__begin_array(&j, false);

@@ -23,6 +23,11 @@ struct json_out {
 
 void json_out__init(struct json_out *j, FILE *f);
 
+/* The version of the JSON that report --json, diff --json and top --batch
+ * --json write, their first key "format". Additions keep it; a change that
+ * is not an addition bumps it and is listed in docs/contract.md. */
+#define MEMTRACE_JSON_FORMAT 2
+
 /* A key inside an object; the next call writes its value. */
 void json_out__key(struct json_out *j, const char *key);
 

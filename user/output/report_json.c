@@ -283,6 +283,7 @@ int report_json__write(FILE *f, const struct analysis *a, unsigned int top)
 
 	json_out__init(&j, f);
 	json_out__begin_object(&j, false);
+	json_out__key_u64(&j, "format", MEMTRACE_JSON_FORMAT);
 	report_json__trace(&j, analysis__trace(a));
 	report_json__totals(&j, analysis__totals(a));
 	sites = analysis__sites(a, &n);

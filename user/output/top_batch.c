@@ -100,6 +100,7 @@ int top_batch__json(FILE *f, const struct top_snapshot *s, size_t top)
 
 	json_out__init(&j, f);
 	json_out__begin_object(&j, true);
+	json_out__key_u64(&j, "format", MEMTRACE_JSON_FORMAT);
 	json_out__key_u64(&j, "time_ns", s->elapsed_ns);
 	json_out__key(&j, "pid");
 	json_out__i64(&j, s->pid);
