@@ -1,30 +1,48 @@
 #!/bin/sh
-# Run every test tier and end with one line: "N passed, N failed".
-# Each test speaks TAP ("ok ..." / "not ok ..."); cmocka is asked to as well.
-# A test program that dies without saying "not ok" counts as one failure.
+# Run every test tier and end with one line: "N passed, N failed, N skipped".
+# Each test speaks TAP on stdout ("ok ..." / "not ok ...", "ok - # SKIP why"
+# for a check this host cannot make, and a plan "1..N"); cmocka is asked to
+# as well. What a test prints on stderr is shown, never counted. A test
+# program fails as a whole when it dies without saying "not ok", when it
+# prints no plan (it stopped before its end), or when its plan does not
+# match the checks it printed. A tier that cannot run (the end-to-end tier
+# without root) is a failure, not a silent skip.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 export MEMTRACE="$build/memtrace" PROGS="$build/progs" TOP="$top" BUILD="$build"
 export CMOCKA_MESSAGE_OUTPUT=TAP
 passed=0
 failed=0
+skipped=0
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+err=$(mktemp)
+trap 'rm -f "$log" "$err"' EXIT
 
 run_one() { # name, command...
 	name=$1; shift
 	echo "# $name"
-	"$@" >"$log" 2>&1
+	"$@" >"$log" 2>"$err"
 	rc=$?
 	cat "$log"
-	p=$(grep -c '^ok' "$log")
+	sed 's/^/# stderr: /' "$err"
+	s=$(grep -c '^ok .*# [Ss][Kk][Ii][Pp]' "$log")
+	p=$(($(grep -c '^ok' "$log") - s))
 	f=$(grep -c '^not ok' "$log")
+	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "not ok - $name exited with status $rc"
-		f=1
+		f=$((f + 1))
+	fi
+	if [ -z "$plan" ]; then
+		echo "not ok - $name printed no plan (1..N): it stopped before its end"
+		f=$((f + 1))
+	elif [ "$plan" != $((p + s + $(grep -c '^not ok' "$log"))) ]; then
+		echo "not ok - $name planned $plan checks and made $((p + s + $(grep -c '^not ok' "$log")))"
+		f=$((f + 1))
 	fi
 	passed=$((passed + p))
 	failed=$((failed + f))
+	skipped=$((skipped + s))
 }
 
 for t in "$build"/tests/test_*; do
@@ -34,10 +52,11 @@ for t in "$top"/tests/golden/*.sh "$top"/tests/e2e/*.sh; do
 	[ -f "$t" ] || continue
 	case "$t" in */lib.sh) continue ;; esac
 	if [ "$(id -u)" != 0 ] && [ "${t#*/e2e/}" != "$t" ]; then
-		echo "# skipping $(basename "$t"): e2e tests need root"
+		echo "not ok - $(basename "$t"): the end-to-end tier attaches real probes and needs root (sudo make test)"
+		failed=$((failed + 1))
 		continue
 	fi
 	run_one "$(basename "$(dirname "$t")"): $(basename "$t")" bash "$t"
 done
-echo "$passed passed, $failed failed"
+echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ] && [ "$passed" -gt 0 ]

@@ -92,7 +92,8 @@ check_notes() {
 }
 
 compilers=()
-for c in cc gcc clang; do command -v "$c" >/dev/null && compilers+=("$c"); done
+# Each compiler once: cc is gcc on Debian (the same binary twice checks nothing new).
+for c in gcc clang; do command -v "$c" >/dev/null && compilers+=("$c"); done
 cxx_for() { case $1 in clang) echo clang++ ;; gcc) echo g++ ;; *) echo c++ ;; esac; }
 
 for c in "${compilers[@]}"; do

@@ -19,8 +19,8 @@ if [ -z "$CHROMIUM" ] && [ "$(id -u)" = 0 ] && [ -n "${TOP:-}" ]; then
 	CHROMIUM=$(find_chromium)
 fi
 if [ -z "$CHROMIUM" ]; then
-	echo "# skip html.sh: chromium is not installed and could not be (run tests/install-deps.sh as root)"
-	exit 0
+	not_ok "chromium is not installed and could not be (run tests/install-deps.sh as root): the HTML report went unchecked"
+	finish
 fi
 
 # chromium URL [FLAGS...]: headless, offline, a fresh profile; stdout and

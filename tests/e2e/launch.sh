@@ -56,10 +56,11 @@ for path in hook entry; do
 	expect_eq "$p: static: no fallback line" "$(grep -c 'entry point' "$TMP/err")" 0
 	report_json "$TMP/static-$path.mtrace" "$TMP/static.json"
 	expect_alloc_patterns_sites "$TMP/static.json" "$p: static"
-	# Static glibc's own start-up (before main) makes 5 allocations in _dl_*.
-	expect_eq "$p: static: start-up allocations of static glibc" \
-		"$(jq '[.sites[] | select(.function | startswith("_dl_")) | .allocations] | add' "$TMP/static.json")" 5
-	expect_total "$TMP/static.json" allocations 61
+	# Static glibc's own start-up (before main) allocates too; how often is
+	# glibc's business, not a figure of ours: only that every allocation
+	# outside the program's sites is made in glibc's start-up (_dl_*).
+	expect_eq "$p: static: allocations outside alloc_patterns' sites are glibc's start-up" \
+		"$(jq '[.sites[] | select(.function | startswith("site_") | not) | .function | startswith("_dl_")] | all' "$TMP/static.json")" true
 	expect_total "$TMP/static.json" frees 48
 done
 unset MEMTRACE_LAUNCH

@@ -63,6 +63,14 @@ expect_eq "root: no 'stopped recording' line" "$(grep -c 'stopped recording' "$T
 (cd "$TMP/out" && as_nobody "$TMP/bin/memtrace" record --follow-children -o fc.mtrace -- \
 	"$passwd" -S root >"$TMP/fc.out" 2>"$TMP/fc.err")
 rc=$?
-if [ "$rc" != 0 ]; then ok "follow: passwd under nobody's tracer got no privilege (exit $rc)"; else not_ok "follow: passwd -S root succeeded as nobody"; fi
+# what passwd says to nobody untraced: refused, the same status
+(cd "$TMP/out" && as_nobody "$passwd" -S root >/dev/null 2>&1)
+want=$?
+if [ "$want" != 0 ]; then ok "passwd -S root is refused to nobody (exit $want)"; else not_ok "passwd -S root succeeds as nobody: the test proves nothing"; fi
+expect_eq "follow: passwd under nobody's tracer got no privilege: its own refusal's status" "$rc" "$want"
+report_json "$TMP/out/fc.mtrace" "$TMP/fc.json"
+expect_eq "follow: the trace is passwd's" "$(jqr "$TMP/fc.json" .trace.comm)" passwd
+n=$(jqr "$TMP/fc.json" .totals.allocations)
+if [ "${n:-0}" -gt 0 ]; then ok "follow: passwd's $n allocations recorded"; else not_ok "follow: no allocation of passwd in the trace"; fi
 expect_eq "follow: no 'stopped recording' line" "$(grep -c 'stopped recording' "$TMP/fc.err")" 0
 finish

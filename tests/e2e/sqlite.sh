@@ -12,7 +12,7 @@ cd "$TMP" || exit 1
 cat >script.sql <<'SQL'
 CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT, c REAL);
 WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 5000)
-INSERT INTO t SELECT x, hex(randomblob(16)), x * 1.5 FROM n;
+INSERT INTO t SELECT x, printf('%032x', x * 2654435761), x * 1.5 FROM n;
 CREATE INDEX tb ON t(b);
 SELECT count(*), sum(c) FROM t WHERE b LIKE 'A%';
 SELECT b FROM t ORDER BY b LIMIT 3;

@@ -67,8 +67,10 @@ wait "$target"
 
 # --- batch text ------------------------------------------------------------------------
 timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch -i 0.5 -d 1.2 -- "$LEAK" 2 >"$TMP/top.txt" 2>/dev/null
-expect_eq "top --batch: a header per snapshot" "$(grep -c '^memtrace top: PID [0-9]* (leak_rate), ' "$TMP/top.txt")" \
-	"$(grep -c '^  *LIVE BYTES' "$TMP/top.txt")"
+headers=$(grep -c '^memtrace top: PID [0-9]* (leak_rate), ' "$TMP/top.txt")
+expect_eq "top --batch: a header per snapshot" "$headers" "$(grep -c '^  *LIVE BYTES' "$TMP/top.txt")"
+# every 0.5 s over 1.2 s, and the last one: at least 3 (0 = 0 proves nothing)
+if [ "$headers" -ge 3 ]; then ok "top --batch: $headers snapshots"; else not_ok "top --batch: $headers snapshots, want >= 3"; fi
 expect_eq "top --batch: leak_step's row names its file and module" \
 	"$(grep -m1 -o "leak_step  $TOP/tests/progs/leak_rate.c:19  \\[leak_rate\\]" "$TMP/top.txt")" \
 	"leak_step  $TOP/tests/progs/leak_rate.c:19  [leak_rate]"
@@ -105,7 +107,9 @@ tmux new-session -d -s "$S" -x 80 -y 24 \
 if wait_screen 'leak_step' 10; then ok "screen: the top site appears"; else not_ok "screen: no leak_step"; screen; fi
 expect_eq "screen: the header" "$(screen | head -1 | grep -o '^memtrace top  PID [0-9]* (leak_rate)' | sed 's/PID [0-9]*/PID N/')" \
 	"memtrace top  PID N (leak_rate)"
-expect_eq "screen: fits 80 columns" "$(screen | awk 'length > 80' | wc -l)" 0
+# In 80 columns the row is cut at the site's path, never inside a figure.
+expect_eq "screen: 80 columns keep leak_step's five figures whole before its name" \
+	"$(screen | grep -cE '^ *[0-9.]+ [KMG]?i?B +[0-9]+ +[0-9.]+ [KMG]?i?B +[0-9]+ +[0-9.]+ [KMG]?i?B  leak_step')" 1
 expect_eq "screen: sorted by live bytes, leak_step is the first row" "$(screen | sed -n 5p | grep -o 'leak_step')" leak_step
 tmux send-keys -t "$S" 3
 wait_screen '>ALLOCATED' 3

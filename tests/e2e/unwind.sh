@@ -78,7 +78,11 @@ done
 # frame that has none (what memtrace did before unwind tables).
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --unwind-rows 0 -o "$TMP/fponly.mtrace" -- "$PROGS/nofp/unwind_levels" \
 	>/dev/null 2>"$TMP/err"
+expect_eq "frame pointers alone: record exit status" "$?" 0
 report_json "$TMP/fponly.mtrace" "$TMP/fponly.json"
+# three paths, each with its allocations: an empty report would reach main on none
+expect_eq "frame pointers alone: stacks recorded for the three paths" \
+	"$(jq "$NESTED"' | [.sites[].stacks[]] | length >= 3' "$TMP/fponly.json")" true
 reached=$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | index("main") != null] | map(select(.)) | length' "$TMP/fponly.json")
 if [ "$reached" -lt 3 ]; then ok "frame pointers alone: only $reached of 3 paths reach main"; else not_ok "frame pointers alone reached main on every path: the test proves nothing"; fi
 finish

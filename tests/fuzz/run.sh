@@ -51,4 +51,5 @@ for h in $harnesses; do
 		fails=$((fails + 1))
 	fi
 done
+echo "1..$(( $(echo $harnesses | wc -w) + 1 ))"
 exit $((fails > 0))
