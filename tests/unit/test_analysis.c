@@ -593,6 +593,7 @@ static struct analysis *tiny_trace(void)
 
 static const char tiny_json[] =
 	"{\n"
+	"  \"format\": 2,\n"
 	"  \"trace\": {\n"
 	"    \"command\": \"prog a\",\n"
 	"    \"pid\": 42,\n"

@@ -187,6 +187,7 @@ static int analysis__settle_stacks(struct analysis *a, const struct analysis_sta
 		if (!s->pub.figures.allocations)
 			continue;
 		s->pub.frames = replay__stack_frames(a->r, (uint32_t)i, &s->pub.nframes);
+		s->pub.site = replay_site_frame(s->pub.frames, s->pub.nframes);
 		if (!s->pub.frames && errno == ENOMEM)
 			return -ENOMEM;
 		by[(*n)++] = &s->pub;

@@ -11,8 +11,9 @@
  * valid until analysis__free.
  *
  * Rules of its own (tests/unit/test_analysis.c pins each one):
- * - Site: the first frame of the stack after the --alloc-fn rule, grouped
- *   by its innermost symbolized frame (module, function, file, line); an
+ * - Site: the first frame of the stack after the --alloc-fn rule that is
+ *   not Rust's allocation plumbing (replay_site_frame; those frames stay in
+ *   the stack), grouped by it (module, function, file, line); an
  *   address with no function name groups by module + offset; stack id 0 or
  *   an empty stack is the site "[no stack]".
  * - A site's peak_bytes are its live bytes at the moment of the global
@@ -50,6 +51,7 @@ struct analysis_stack {
 	uint32_t id;                         /* trace stack id; 0: no stack */
 	size_t nframes;
 	const struct analysis_frame *frames; /* innermost first */
+	size_t site;                         /* the frame that is its site (replay_site_frame) */
 };
 
 struct analysis_site {

@@ -173,6 +173,7 @@ static int frames_of(struct live_sites *l, uint32_t s, struct analysis_stack *ou
 	}
 	out->frames = l->frames[s].frames;
 	out->nframes = l->frames[s].n;
+	out->site = replay_site_frame(out->frames, out->nframes);
 	return 0;
 }
 

@@ -961,6 +961,30 @@ const struct analysis_frame *replay__stack_frames(struct replay *r, uint32_t s, 
 	return frames + skip;
 }
 
+static bool rust_plumbing(const struct analysis_frame *f)
+{
+	static const char *const shims[] = { "__rust_", "__rdl_", "__rg_" };
+
+	for (size_t i = 0; f->function && i < sizeof(shims) / sizeof(shims[0]); i++)
+		if (!strncmp(f->function, shims[i], strlen(shims[i])))
+			return true;
+	/* where rustc records the standard library's sources (its own build:
+	 * /rustc/HASH/library/..., std's crates under /rust/deps/; a
+	 * distribution's: .../library/alloc/src/...) and hashbrown's, whoever
+	 * built it */
+	return f->file && (!strncmp(f->file, "/rustc/", 7) || !strncmp(f->file, "/rust/deps/", 11) ||
+			   strstr(f->file, "/library/alloc/src/") || strstr(f->file, "/library/std/src/") ||
+			   strstr(f->file, "/library/core/src/") || strstr(f->file, "/hashbrown-"));
+}
+
+size_t replay_site_frame(const struct analysis_frame *f, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!rust_plumbing(&f[i]))
+			return i;
+	return 0;
+}
+
 /* The module (index into the trace's modules) whose mapping holds ADDR, or -1. */
 static int32_t module_of(const struct replay *r, uint64_t addr)
 {

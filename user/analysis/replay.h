@@ -229,6 +229,18 @@ const struct replay_stack *replay__stack(const struct replay *r, uint32_t stack)
  * stack). NULL with *N 0 when out of memory (errno ENOMEM) or empty. */
 const struct analysis_frame *replay__stack_frames(struct replay *r, uint32_t s, size_t *n);
 
+/* Which of the N frames F (innermost first) is the allocation's site: the
+ * first that is not Rust's allocation plumbing, as operator new is never
+ * the site in C++: the standard library's own code (alloc::alloc, RawVec,
+ * Vec, Box, String, hashbrown's raw table: files under /rustc/ and
+ * /rust/deps/, where rustc records them, or a distribution's
+ * .../library/{alloc,std,core}/src/ and any hashbrown-VERSION/) and the
+ * global allocator shims
+ * (__rust_alloc and friends, __rdl_*, __rg_*). The plumbing stays in the
+ * stack. 0 when every frame is plumbing (the library allocating for
+ * itself) or none is; C and C++ frames never are. */
+size_t replay_site_frame(const struct analysis_frame *f, size_t n);
+
 /* Modules, in the order written. 0 or -ENOENT past the last. */
 size_t replay__nmodules(const struct replay *r);
 int replay__module(const struct replay *r, size_t i, struct trace_module *out);

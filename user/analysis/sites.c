@@ -19,7 +19,7 @@ static enum site_kind site_kind_of(const struct analysis_stack *s)
 {
 	if (!s->nframes)
 		return SITE_NO_STACK;
-	return s->frames[0].function ? SITE_SYMBOLIZED : SITE_RAW;
+	return s->frames[s->site].function ? SITE_SYMBOLIZED : SITE_RAW;
 }
 
 /* Order stacks so that those of one site are adjacent. */
@@ -33,8 +33,8 @@ static int site_key_cmp(const void *px, const void *py)
 
 	if (kx != ky || kx == SITE_NO_STACK)
 		return (int)kx - (int)ky;
-	fx = &x->frames[0];
-	fy = &y->frames[0];
+	fx = &x->frames[x->site];
+	fy = &y->frames[y->site];
 	c = strcmp_null(fx->module, fy->module);
 	if (c || kx == SITE_RAW) {
 		if (c)
@@ -77,7 +77,7 @@ static int site_rank_cmp(const void *px, const void *py)
 
 static const char *site_name(struct arena *arena, const struct analysis_stack *s, int *err)
 {
-	const struct analysis_frame *f = &s->frames[0];
+	const struct analysis_frame *f = &s->frames[s->site];
 	const char *base;
 	char buf[64];
 	size_t n;
@@ -109,7 +109,7 @@ static const char *site_name(struct arena *arena, const struct analysis_stack *s
 static int site__init(struct arena *arena, struct analysis_site *site,
 		      const struct analysis_stack **by, size_t n)
 {
-	const struct analysis_frame *f = by[0]->nframes ? &by[0]->frames[0] : NULL;
+	const struct analysis_frame *f = by[0]->nframes ? &by[0]->frames[by[0]->site] : NULL;
 	const struct analysis_stack **stacks;
 	int err = 0;
 	size_t i;

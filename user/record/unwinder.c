@@ -164,7 +164,7 @@ static int mapping_bias(struct unwinder *u, const struct procmaps *pm, const str
 	free(file);
 	if (!f)
 		return -ENOENT;
-	err = elf_vaddr_of_offset(elf_file__elf(f), m->file_offset, &vaddr);
+	err = elf_vaddr_of_mapping(elf_file__elf(f), m->file_offset, true, &vaddr);
 	elf_file__close(f);
 	if (!err)
 		*bias = m->start - vaddr;

@@ -100,6 +100,8 @@ int elf_build_id(Elf *elf, uint8_t *buf, size_t cap, uint32_t *len)
 	return -ENODATA;
 }
 
+#define MAPPING_PAGE 4096 /* x86-64 */
+
 static int load_containing(Elf *elf, uint64_t x, bool by_offset, GElf_Phdr *out)
 {
 	size_t phnum, i;
@@ -129,6 +131,28 @@ int elf_vaddr_of_offset(Elf *elf, uint64_t offset, uint64_t *vaddr)
 	if (!err)
 		*vaddr = offset - ph.p_offset + ph.p_vaddr;
 	return err;
+}
+
+int elf_vaddr_of_mapping(Elf *elf, uint64_t offset, bool exec, uint64_t *vaddr)
+{
+	size_t phnum, i;
+
+	if (elf_getphdrnum(elf, &phnum) != 0)
+		return -EINVAL;
+	for (i = 0; i < phnum; i++) {
+		GElf_Phdr ph;
+		uint64_t lo;
+
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) != !exec)
+			continue;
+		/* the kernel maps a segment from the page its first byte is on */
+		lo = ph.p_offset & ~(uint64_t)(MAPPING_PAGE - 1);
+		if (offset >= lo && offset < ph.p_offset + ph.p_filesz) {
+			*vaddr = offset - ph.p_offset + ph.p_vaddr;
+			return 0;
+		}
+	}
+	return elf_vaddr_of_offset(elf, offset, vaddr);
 }
 
 int elf_offset_of_vaddr(Elf *elf, uint64_t vaddr, uint64_t *offset)

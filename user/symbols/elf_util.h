@@ -48,6 +48,12 @@ int elf_find_function(const char *path, const char *name, struct elf_function *o
  * 0, -ERANGE if no PT_LOAD does, -EINVAL on a broken ELF. */
 int elf_vaddr_of_offset(Elf *elf, uint64_t offset, uint64_t *vaddr);
 int elf_offset_of_vaddr(Elf *elf, uint64_t vaddr, uint64_t *offset);
+/* The ELF vaddr at the start of a mapping of the file from OFFSET (a page
+ * boundary), EXEC for an executable one: through the PT_LOAD of that kind
+ * the kernel mapped from there. It differs from elf_vaddr_of_offset where a
+ * linker (lld: Rust, clang) starts a segment mid-page, so the mapping's
+ * first page holds the end of the segment before it. 0, -ERANGE, -EINVAL. */
+int elf_vaddr_of_mapping(Elf *elf, uint64_t offset, bool exec, uint64_t *vaddr);
 
 /* The p_flags (PF_R, PF_W, PF_X) of the PT_LOAD whose file bytes hold
  * VADDR. 0, -ERANGE if none does. */
