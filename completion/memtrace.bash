@@ -63,19 +63,19 @@ _memtrace()
 			--alloc-fn -h --help --" -- "$cur")) ;;
 	report)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict -h --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict --symfs -h --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -X '!*.mtrace' -- "$cur") $(compgen -d -- "$cur"))
 		fi ;;
 	diff)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--json --html --top --fail-on-growth= --alloc-fn --strict -h --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--json --html --top --fail-on-growth= --alloc-fn --strict --symfs -h --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -X '!*.mtrace' -- "$cur") $(compgen -d -- "$cur"))
 		fi ;;
 	export)
 		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--format --metric -o --alloc-fn --strict -h --help" -- "$cur"))
+			COMPREPLY=($(compgen -W "--format --metric -o --alloc-fn --strict --symfs -h --help" -- "$cur"))
 		else
 			COMPREPLY=($(compgen -f -X '!*.mtrace' -- "$cur") $(compgen -d -- "$cur"))
 		fi ;;

@@ -36,7 +36,7 @@ struct diff_args {
 	const char *new_;
 };
 
-#define DIFF_USAGE "usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] BASE NEW"
+#define DIFF_USAGE "usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] [--symfs DIR] BASE NEW"
 
 static void diff_usage(FILE *f)
 {
@@ -49,6 +49,8 @@ static void diff_usage(FILE *f)
 		   "  --fail-on-growth=SIZE  exit 3 if total leaked or peak bytes grew by more\n"
 		   "                         than SIZE (K, M, G suffixes: powers of 1024)\n"
 		   "  --strict               a partial or damaged trace is an error, not a warning\n"
+		   "  --symfs DIR            the recording machine's files under DIR, for frames a\n"
+		   "                         trace does not name (matched by build-id)\n"
 		   "  -h, --help             show this help\n"
 		   "Sites match by function, file, line and module name, not by address; they\n"
 		   "are listed by growth of allocated bytes, largest first.\n"

@@ -82,6 +82,8 @@ static void export_usage(FILE *f)
 		   "                   %s\n"
 		   "  -o OUT           write OUT, which must not exist yet; - for stdout\n"
 		   "  --strict         a partial or damaged trace is an error, not a warning\n"
+		   "  --symfs DIR      the recording machine's files under DIR, for frames the\n"
+		   "                   trace does not name (matched by build-id)\n"
 		   "  -h, --help       show this help\n",
 		export_metric_names);
 }

@@ -29,7 +29,7 @@ struct report_args {
 	const char *path;
 };
 
-#define REPORT_USAGE "usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] FILE"
+#define REPORT_USAGE "usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] [--symfs DIR] FILE"
 
 static void report_usage(FILE *f)
 {
@@ -41,6 +41,8 @@ static void report_usage(FILE *f)
 		   "               sites and sizes for a chosen thread, zone, time range, search\n"
 		   "  --top N      entries per ranked list (text default %d; JSON default all)\n"
 		   "  --strict     a partial or damaged trace is an error, not a warning\n"
+		   "  --symfs DIR  the recording machine's files under DIR, for frames the trace\n"
+		   "               does not name (matched by build-id)\n"
 		   "  -h, --help   show this help\n",
 		REPORT_USAGE, REPORT_DEFAULT_TOP);
 }

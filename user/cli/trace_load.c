@@ -59,6 +59,8 @@ static const char *load_reason(int err)
 static bool strict;
 static const char *alloc_fns[32];
 static size_t nr_alloc_fns;
+/* --symfs DIR: the recorded machine's files under DIR (as perf's --symfs) */
+static const char *symfs;
 
 int trace_load_add_alloc_fn(const char *glob)
 {
@@ -101,6 +103,9 @@ int trace_load_option(int c, const char *arg)
 	switch (c) {
 	case 'S':
 		trace_load_set_strict(true);
+		return 1;
+	case 'Y':
+		symfs = arg;
 		return 1;
 	case 'A':
 		if (trace_load_add_alloc_fn(arg)) {
@@ -284,7 +289,7 @@ void debuginfod_tries__free(struct debuginfod_tries *t)
 static int note_unresolved(void *ctx, uint64_t addr, const struct trace_module *m, int32_t module)
 {
 	struct debuginfod_pass *p = ctx;
-	int err = debuginfod_try(&p->tries, m);
+	int err = debuginfod_enabled() ? debuginfod_try(&p->tries, m) : 0;
 
 	if (err > 0)
 		err = 0;
@@ -295,11 +300,14 @@ static int note_unresolved(void *ctx, uint64_t addr, const struct trace_module *
 	return err;
 }
 
-/* Name what the fetched debug files name: one symbolizer over every module
- * of the trace, in its order, so module indexes agree. */
+/* Name what the trace's own files name now: one symbolizer over every
+ * module of the trace, in its order, so module indexes agree; each file
+ * found by its recorded path (under --symfs DIR first), a debug file by
+ * build-id (/usr/lib/debug/.build-id, one debuginfod fetched), and never a
+ * file whose build-id differs from the recorded one. */
 static int name_addresses(struct analysis *a, const struct debuginfod_pass *p)
 {
-	struct symbolizer *s = symbolizer__new(NULL);
+	struct symbolizer *s = symbolizer__new(symfs);
 	struct trace_module m;
 	int err = s ? 0 : -ENOMEM;
 
@@ -316,19 +324,20 @@ static int name_addresses(struct analysis *a, const struct debuginfod_pass *p)
 	return err;
 }
 
-/* Frames still unnamed in modules with a build-id, named through debuginfod
- * when DEBUGINFOD_URLS is set; one line says what could not be fetched. */
-static int name_through_debuginfod(const char *trace, struct analysis *a)
+/* Frames the trace does not name (a recorder killed before it wrote its
+ * symbols, a module without them then) in modules with a build-id: named
+ * from the files found now, through debuginfod too when DEBUGINFOD_URLS is
+ * set; one line says what debuginfod could not fetch. */
+static int name_unresolved(const char *trace, struct analysis *a)
 {
 	struct debuginfod_pass p = { 0 };
 	int err;
 
-	if (!debuginfod_enabled())
-		return 0;
 	err = replay__for_each_unresolved(analysis__replay(a), note_unresolved, &p);
 	if (!err && p.nr_addrs)
 		err = name_addresses(a, &p);
-	debuginfod_tries__say(&p.tries, trace);
+	if (debuginfod_enabled())
+		debuginfod_tries__say(&p.tries, trace);
 	debuginfod_tries__free(&p.tries);
 	free(p.addrs);
 	return err;
@@ -350,7 +359,7 @@ int trace_load(const char *path, struct analysis *a)
 	if (!err && partial)
 		err = analysis__set_partial(a, partial);
 	if (!err)
-		err = name_through_debuginfod(path, a);
+		err = name_unresolved(path, a);
 	if (!err)
 		err = analysis__finish(a);
 	if (err == -ENOMEM)

@@ -27,7 +27,8 @@ int trace_load_add_alloc_fn(const char *glob);
  * table, and their handling: 1 if getopt's C (with ARG) was one of them,
  * 0 if not, -EINVAL after printing why. */
 #define TRACE_LOAD_LONGOPTS \
-	{ "strict", no_argument, NULL, 'S' }, { "alloc-fn", required_argument, NULL, 'A' }
+	{ "strict", no_argument, NULL, 'S' }, { "alloc-fn", required_argument, NULL, 'A' }, \
+	{ "symfs", required_argument, NULL, 'Y' }
 int trace_load_option(int c, const char *arg);
 
 /* getopt_long over ARGV for a command that reads traces, with the options
