@@ -75,7 +75,7 @@ expect_one_error "diff of a missing file" "$?" "$TMP/err"
 diff_cmd "$base" >/dev/null 2>"$TMP/err"
 expect_eq "diff with one trace: exit status (usage error)" "$?" 2
 expect_eq "diff with one trace: its usage line" "$(cat "$TMP/err")" \
-	"usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] BASE NEW"
+	"usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] [--symfs DIR] BASE NEW"
 diff_cmd --fail-on-growth=lots "$base" "$new" >/dev/null 2>"$TMP/err"
 expect_one_error "--fail-on-growth=lots" "$?" "$TMP/err"
 finish

@@ -11,11 +11,11 @@ cd "$TMP" || exit 1
 timeout -k 5 "$LIMIT" "$MEMTRACE" report >out 2>err
 expect_eq "report with no file: exit status" "$?" 2
 expect_eq "report with no file: what it says" "$(cat err)" \
-	"usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] FILE"
+	"usage: memtrace report [--json | --html OUT] [--top N] [--alloc-fn GLOB]... [--strict] [--symfs DIR] FILE"
 timeout -k 5 "$LIMIT" "$MEMTRACE" diff one.mtrace >out 2>err
 expect_eq "diff with one file: exit status" "$?" 2
 expect_eq "diff with one file: what it says" "$(cat err)" \
-	"usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] BASE NEW"
+	"usage: memtrace diff [--json | --html OUT] [--top N] [--fail-on-growth=SIZE] [--alloc-fn GLOB]... [--strict] [--symfs DIR] BASE NEW"
 
 # The last line of a recording. The size as memtrace's format_bytes writes it.
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -o 'my trace.mtrace' -- "$PROGS/alloc_patterns" >/dev/null 2>err
