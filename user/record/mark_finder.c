@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "mark_finder.h"
+#include "file_memo.h"
 #include "trace.h"
 #include "usdt.h"
 #include "util.h"
@@ -108,6 +109,7 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 	const char **names = NULL;
 	bool *on_nop5 = NULL;
 	size_t n = 0, nr = 0, nop5 = 0;
+	uint64_t known;
 	int err;
 
 	v = realloc(mf->files, (mf->nr_files + 1) * sizeof(*v));
@@ -117,7 +119,12 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 	}
 	mf->files = v;
 	mf->files[mf->nr_files++] = strdup(path);
+	if (!file_memo__get(file, FILE_MARKS, 0, &known) && !known) {
+		free(file); /* known to have none: most files (libc, the program) */
+		return 0;
+	}
 	err = usdt_sites(file, "memtrace", &sites, &n) ? 0 : 0; /* not ELF, unreadable: no marks */
+	file_memo__put(file, FILE_MARKS, 0, n);
 	marks = calloc(n ? n : 1, sizeof(*marks));
 	names = calloc(n ? n : 1, sizeof(*names));
 	on_nop5 = calloc(n ? n : 1, sizeof(*on_nop5));
@@ -228,6 +235,23 @@ int mark_finder__read_string(void *ctx, uint64_t addr, char *buf, size_t cap)
 		return read_file_string(mf, addr, buf, cap);
 	buf[n] = 0;
 	return 0;
+}
+
+void mark_finder_learn(int pid, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < pm->nr_paths; i++) {
+		char *file = procmaps__open_path(pm, pid, pm->paths[i]);
+		struct usdt_site *sites = NULL;
+		uint64_t known;
+		size_t n = 0;
+
+		if (file && file_memo__get(file, FILE_MARKS, 0, &known)) {
+			usdt_sites(file, "memtrace", &sites, &n);
+			file_memo__put(file, FILE_MARKS, 0, n);
+			free(sites);
+		}
+		free(file);
+	}
 }
 
 int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm)

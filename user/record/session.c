@@ -378,6 +378,8 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 	}
 	b->maps = r.maps;
 	b->probes = r.probes;
+	mark_finder_learn(pid, &b->maps);
+	unwinder_learn(pid, &b->maps);
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	b->sym = symbolizer__new(root);
 	for (size_t i = 0; b->sym && i < b->maps.nr; i++)

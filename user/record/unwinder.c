@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "unwinder.h"
 #include "elf_util.h"
+#include "file_memo.h"
 #include "unwind_table.h"
 #include "util.h"
 
@@ -153,22 +154,46 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 }
 
 /* Runtime address - ELF vaddr for the mapping M (its file offset's vaddr). */
+static int mapping_vaddr(const char *file, uint64_t file_offset, uint64_t *vaddr)
+{
+	struct elf_file *f;
+	int err;
+
+	if (!file_memo__get(file, FILE_MAPPING_VADDR, file_offset, vaddr))
+		return 0;
+	f = elf_file__open(file);
+	if (!f)
+		return -ENOENT;
+	err = elf_vaddr_of_mapping(elf_file__elf(f), file_offset, true, vaddr);
+	elf_file__close(f);
+	if (!err)
+		file_memo__put(file, FILE_MAPPING_VADDR, file_offset, *vaddr);
+	return err;
+}
+
 static int mapping_bias(struct unwinder *u, const struct procmaps *pm, const struct trace_module *m,
 			uint64_t *bias)
 {
 	char *file = procmaps__open_path(pm, u->pid, m->path);
-	struct elf_file *f = file ? elf_file__open(file) : NULL;
 	uint64_t vaddr;
-	int err;
+	int err = file ? mapping_vaddr(file, m->file_offset, &vaddr) : -ENOMEM;
 
 	free(file);
-	if (!f)
-		return -ENOENT;
-	err = elf_vaddr_of_mapping(elf_file__elf(f), m->file_offset, true, &vaddr);
-	elf_file__close(f);
 	if (!err)
 		*bias = m->start - vaddr;
 	return err;
+}
+
+void unwinder_learn(int pid, const struct procmaps *pm)
+{
+	for (size_t i = 0; i < pm->nr; i++) {
+		char *file = procmaps__open_path(pm, pid, pm->mods[i].path);
+		uint64_t vaddr;
+
+		if (file)
+			mapping_vaddr(file, pm->mods[i].file_offset, &vaddr);
+		free(file);
+	}
 }
 
 int unwinder__update(struct unwinder *u, struct loader *l, const struct procmaps *pm)

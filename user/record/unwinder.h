@@ -23,6 +23,11 @@ struct unwinder *unwinder__new(int pid, const char *cache_dir, unwinder_warn_fn 
  * -ENOMEM; a module without usable CFI simply has no table. */
 int unwinder__update(struct unwinder *u, struct loader *l, const struct procmaps *pm);
 
+/* Learn what unwinder__update will ask of PM's files (file_memo.h), so a
+ * process forked from this one finds it: the --follow-children supervisor,
+ * once per program. */
+void unwinder_learn(int pid, const struct procmaps *pm);
+
 /* Modules with a table, and rows written. */
 size_t unwinder__modules(const struct unwinder *u);
 size_t unwinder__rows(const struct unwinder *u);
