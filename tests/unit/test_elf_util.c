@@ -191,6 +191,34 @@ static void test_files_hash(void **state)
 	assert_int_equal(procmaps__files_hash(INT_MAX, &h3), -ENOENT);
 }
 
+/* What a --follow-children child's binding is checked by (procmaps__code_hash):
+ * a data file mapped (postgres maps shared memory per query) leaves it; an
+ * executable mapping moves it, and its end brings it back. */
+static void test_code_hash(void **state)
+{
+	uint64_t h0, h1, h2, h3;
+	void *data, *code;
+	int fd;
+
+	(void)state;
+	assert_int_equal(procmaps__code_hash(getpid(), &h0), 0);
+	fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	data = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	assert_ptr_not_equal(data, MAP_FAILED);
+	assert_int_equal(procmaps__code_hash(getpid(), &h1), 0);
+	assert_true(h1 == h0);
+	code = mmap(NULL, 4096, PROT_READ | PROT_EXEC, MAP_PRIVATE, fd, 0);
+	close(fd);
+	assert_ptr_not_equal(code, MAP_FAILED);
+	assert_int_equal(procmaps__code_hash(getpid(), &h2), 0);
+	assert_true(h2 != h1);
+	munmap(code, 4096);
+	munmap(data, 4096);
+	assert_int_equal(procmaps__code_hash(getpid(), &h3), 0);
+	assert_true(h3 == h0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -201,6 +229,7 @@ int main(void)
 		cmocka_unit_test(test_build_id),
 		cmocka_unit_test(test_no_build_id),
 		cmocka_unit_test(test_files_hash),
+		cmocka_unit_test(test_code_hash),
 	};
 
 	return cmocka_run_group_tests_name("elf_util", tests, NULL, NULL);

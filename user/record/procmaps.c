@@ -251,11 +251,23 @@ int procmaps__read(struct procmaps *pm, int pid)
 	return err;
 }
 
+static int maps_hash(int pid, bool exec_only, uint64_t *hash);
+
 int procmaps__files_hash(int pid, uint64_t *hash)
+{
+	return maps_hash(pid, false, hash);
+}
+
+int procmaps__code_hash(int pid, uint64_t *hash)
+{
+	return maps_hash(pid, true, hash);
+}
+
+static int maps_hash(int pid, bool exec_only, uint64_t *hash)
 {
 	uint64_t h = 0xcbf29ce484222325ULL;
 	size_t line_cap = 0;
-	char path[64], *line = NULL;
+	char path[64], *line = NULL, *p;
 	ssize_t len;
 	FILE *fp;
 	int err = 0;
@@ -268,6 +280,9 @@ int procmaps__files_hash(int pid, uint64_t *hash)
 		/* A file's path starts with '/'; a named anonymous mapping that
 		 * holds one only makes the hash change more often. */
 		if (!memchr(line, '/', len))
+			continue;
+		/* "start-end perms ...": perms[2] is x */
+		if (exec_only && (!(p = memchr(line, ' ', len)) || line + len - p < 4 || p[3] != 'x'))
 			continue;
 		for (ssize_t i = 0; i < len; i++)
 			h = (h ^ (unsigned char)line[i]) * 0x100000001b3ULL;

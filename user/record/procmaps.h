@@ -43,6 +43,11 @@ const char *procmaps__file(const struct procmaps *pm, const char *path);
  * malloc'd, NULL when out of memory. */
 char *procmaps__open_path(const struct procmaps *pm, int pid, const char *path);
 
+/* The same over PID's executable file mappings only: what its allocator
+ * functions, its modules and its stacks depend on, unchanged by the data
+ * files and shared memory a process maps and unmaps as it works. */
+int procmaps__code_hash(int pid, uint64_t *hash);
+
 /* The executable mapping containing ADDR, or NULL. */
 const struct trace_module *procmaps__find(const struct procmaps *pm, uint64_t addr);
 

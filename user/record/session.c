@@ -358,7 +358,7 @@ static int bind_once(struct recording *r)
 struct record_binding {
 	struct procmaps maps;
 	struct probe_set probes;
-	uint64_t files_hash; /* procmaps__files_hash before the search */
+	uint64_t code_hash; /* procmaps__code_hash before the search */
 	struct symbolizer *sym; /* its modules loaded: a forked recorder symbolizes with its copy */
 };
 
@@ -370,7 +370,7 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 
 	if (!b)
 		return NULL;
-	if (procmaps__files_hash(pid, &b->files_hash) || bind_once(&r)) {
+	if (procmaps__code_hash(pid, &b->code_hash) || bind_once(&r)) {
 		procmaps__free(&r.maps);
 		probe_set__free(&r.probes);
 		free(b);
@@ -397,14 +397,14 @@ void record_binding__free(struct record_binding *b)
 	free(b);
 }
 
-/* A process forked from one already bound, still mapping the same files:
+/* A process forked from one already bound, still mapping the same code:
  * the search's result is its too. This recorder was forked from the process
  * that holds the binding, so the copy in its memory is its own to keep. */
 static bool take_binding(struct recording *r)
 {
 	uint64_t h;
 
-	if (!r->o.binding || procmaps__files_hash(r->pid, &h) || h != r->o.binding->files_hash)
+	if (!r->o.binding || procmaps__code_hash(r->pid, &h) || h != r->o.binding->code_hash)
 		return false;
 	r->maps = r->o.binding->maps;
 	r->probes = r->o.binding->probes;
@@ -983,14 +983,17 @@ static int write_symbols(struct recording *r)
 
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", r->rootfd);
 	c.s = r->warm_symbols ? r->warm_symbols : symbolizer__new(r->rootfd >= 0 ? root : NULL);
-	r->warm_symbols = NULL; /* freed below, whichever it is */
 	if (!c.s)
 		return -ENOMEM;
 	for (size_t i = 0; i < r->modules.nr; i++)
 		symbolizer__add_mapped_module(c.s, &r->modules.mods[i],
 					      procmaps__file(&r->maps, r->modules.mods[i].path));
 	err = drain__for_each_address(r->drain, symbolize_one, &c);
-	symbolizer__free(c.s);
+	/* The copy of the supervisor's symbolizer is not freed: this recorder
+	 * exits next, and freeing it would first copy every page of it (a
+	 * fifth of a followed recorder's CPU under pgbench -C). */
+	if (!r->warm_symbols)
+		symbolizer__free(c.s);
 	return err;
 }
 
