@@ -36,6 +36,8 @@ if [ "$n" -gt 100 ]; then ok "site_forever named from bin/forever: $n allocation
 expect_eq "every frame of site_forever's stacks is named, to main" \
 	"$(jq -r "$NESTED"' | [.sites[] | select(.function == "site_forever") | .stacks[] | [.frames[].function // "?"] | .[0:2] | join(" < ")] | unique | join(",")' k.json)" \
 	"site_forever < main"
+expect_eq "every frame of those stacks has a name, libc's and the loader's too" \
+	"$(jq "$NESTED"' | [.sites[] | select(.function == "site_forever") | .stacks[].frames[] | select(.function == null)] | length' k.json)" 0
 expect_eq "its file and line too" "$(jqr k.json '[.sites[] | select(.function == "site_forever")][0] | "\(.file | sub(".*/"; "")):\(.line > 0)"')" \
 	"forever.c:true"
 expect_eq "export folded names it" "$("$MEMTRACE" export --format folded -o - k.mtrace 2>/dev/null | grep -c 'main;site_forever ')" 1
