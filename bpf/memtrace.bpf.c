@@ -475,12 +475,11 @@ static __always_inline bool remember_sampled(__u32 slot, __u64 ptr)
 	return false;
 }
 
-static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 kind, __u64 size, __u64 arg)
+/* SLOT: the caller's target_slot, looked up once per hit. */
+static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32 kind, __u64 size, __u64 arg)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid;
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 sp = PT_REGS_SP(ctx);
-	__u32 slot = target_slot(pid_tgid >> 32);
 	struct thread_state *st;
 	bool sampled;
 
@@ -544,7 +543,7 @@ static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
 	st = thread_state(true);
 	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(slot, ptr))
 		emit_free(slot, tid, ptr);
-	return on_alloc_enter(ctx, MT_KIND_FREE, 0, 0);
+	return on_alloc_enter(ctx, slot, MT_KIND_FREE, 0, 0);
 }
 
 static __always_inline void finish_realloc(__u32 tid, struct thread_state *st, __u64 ret)
@@ -675,7 +674,7 @@ int BPF_KPROBE(alloc_enter, __u64 a0, __u64 a1, __u64 a2)
 		kind = MT_KIND_MALLOC;
 		size = probe_arg(ctx, 0, a0);
 	}
-	return on_alloc_enter(ctx, kind, size, arg);
+	return on_alloc_enter(ctx, target_slot(bpf_get_current_pid_tgid() >> 32), kind, size, arg);
 }
 
 SEC("uprobe")

@@ -81,7 +81,6 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
-		{ "supervisor", required_argument, NULL, 'U' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -126,11 +125,6 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 					: !strcmp(optarg, "session") ? 3 : -1;
 			if (o->empty_probes < 0)
 				return fail("--empty-probes takes entry, entry+return or session");
-			break;
-		case 'U': /* internal: started by the --follow-children supervisor */
-			if (parse_u64(optarg, &v) || v == 0 || v > INT_MAX)
-				return fail("invalid supervisor PID '%s'", optarg);
-			o->supervisor = v;
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;

@@ -50,7 +50,6 @@ struct follow {
 	pid_t supervisor;         /* our pid: recorders watch it */
 	struct launcher launcher; /* holds every new program after linking */
 	bool seized;     /* -p: we joined a running process, and leave it running */
-	const char *self;
 	struct tracee *v;
 	size_t nr;
 	pid_t root;
@@ -119,8 +118,6 @@ static const struct record_binding *binding_of(struct follow *f, pid_t tgid)
 			return f->v[i].binding;
 	return NULL;
 }
-
-static pid_t proc_status_field(pid_t tid, const char *field);
 
 static pid_t proc_status_field(pid_t tid, const char *field)
 {
@@ -540,9 +537,9 @@ static int start_root(struct follow *f, struct launcher *l)
 	return 0;
 }
 
-int record_follow(const struct record_opts *o, const char *self)
+int record_follow(const struct record_opts *o)
 {
-	struct follow f = { .o = o, .self = self, .seized = o->pid > 0, .supervisor = getpid() };
+	struct follow f = { .o = o, .seized = o->pid > 0, .supervisor = getpid() };
 	struct sigaction sa = { .sa_handler = follow_on_signal };
 	struct launcher *l = &f.launcher;
 	int err = launcher__open(l);

@@ -21,7 +21,7 @@ struct record_opts {
 	bool verbose;
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
-	int supervisor;   /* --supervisor PID: a --follow-children recorder, ends with PID */
+	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */
 	bool discard_output; /* the trace file is only a sink (top without -o): removed at once */
 	/* A --follow-children recorder, forked from the supervisor: it records
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
@@ -81,7 +81,7 @@ int record_run(struct record_opts *o, const struct record_view *view);
  * attached. Returns the exit status for memtrace: the command's, or 0 for a
  * process we joined (left running when we stop).
  */
-int record_follow(const struct record_opts *o, const char *self);
+int record_follow(const struct record_opts *o);
 
 /* The allocator functions of PID, found as a recording of it would find
  * them, for the recordings of processes forked from it (record_opts's

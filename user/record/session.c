@@ -1150,7 +1150,7 @@ int record_run(struct record_opts *o, const struct record_view *view)
 	if (!err)
 		err = check_system();
 	if (!err && r.o.follow)
-		return record_follow(&r.o, "/proc/self/exe");
+		return record_follow(&r.o);
 	if (r.o.cmd) {
 		/* Everything that can be checked is, before the command runs. */
 		if (!err)

@@ -102,7 +102,11 @@ int elf_build_id(Elf *elf, uint8_t *buf, size_t cap, uint32_t *len)
 
 #define MAPPING_PAGE 4096 /* x86-64 */
 
-static int load_containing(Elf *elf, uint64_t x, bool by_offset, GElf_Phdr *out)
+/* The PT_LOAD whose file bytes hold X (a file offset, BY_OFFSET, else a
+ * vaddr). EXEC 0 or 1: only segments without or with PF_X, each as the
+ * kernel maps it, from the page its first byte is on (X a file offset);
+ * -1: any segment, its bytes alone. */
+static int load_containing(Elf *elf, uint64_t x, bool by_offset, int exec, GElf_Phdr *out)
 {
 	size_t phnum, i;
 
@@ -110,12 +114,16 @@ static int load_containing(Elf *elf, uint64_t x, bool by_offset, GElf_Phdr *out)
 		return -EINVAL;
 	for (i = 0; i < phnum; i++) {
 		GElf_Phdr ph;
-		uint64_t lo;
+		uint64_t lo, hi;
 
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD)
+		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD ||
+		    (exec >= 0 && !(ph.p_flags & PF_X) != !exec))
 			continue;
 		lo = by_offset ? ph.p_offset : ph.p_vaddr;
-		if (x >= lo && x - lo < ph.p_filesz) {
+		hi = lo + ph.p_filesz;
+		if (exec >= 0)
+			lo &= ~(uint64_t)(MAPPING_PAGE - 1);
+		if (x >= lo && x < hi) {
 			*out = ph;
 			return 0;
 		}
@@ -126,7 +134,7 @@ static int load_containing(Elf *elf, uint64_t x, bool by_offset, GElf_Phdr *out)
 int elf_vaddr_of_offset(Elf *elf, uint64_t offset, uint64_t *vaddr)
 {
 	GElf_Phdr ph;
-	int err = load_containing(elf, offset, true, &ph);
+	int err = load_containing(elf, offset, true, -1, &ph);
 
 	if (!err)
 		*vaddr = offset - ph.p_offset + ph.p_vaddr;
@@ -135,30 +143,20 @@ int elf_vaddr_of_offset(Elf *elf, uint64_t offset, uint64_t *vaddr)
 
 int elf_vaddr_of_mapping(Elf *elf, uint64_t offset, bool exec, uint64_t *vaddr)
 {
-	size_t phnum, i;
+	GElf_Phdr ph;
+	int err = load_containing(elf, offset, true, exec, &ph);
 
-	if (elf_getphdrnum(elf, &phnum) != 0)
-		return -EINVAL;
-	for (i = 0; i < phnum; i++) {
-		GElf_Phdr ph;
-		uint64_t lo;
-
-		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) != !exec)
-			continue;
-		/* the kernel maps a segment from the page its first byte is on */
-		lo = ph.p_offset & ~(uint64_t)(MAPPING_PAGE - 1);
-		if (offset >= lo && offset < ph.p_offset + ph.p_filesz) {
-			*vaddr = offset - ph.p_offset + ph.p_vaddr;
-			return 0;
-		}
-	}
-	return elf_vaddr_of_offset(elf, offset, vaddr);
+	if (err == -ERANGE)
+		return elf_vaddr_of_offset(elf, offset, vaddr);
+	if (!err)
+		*vaddr = offset - ph.p_offset + ph.p_vaddr;
+	return err;
 }
 
 int elf_offset_of_vaddr(Elf *elf, uint64_t vaddr, uint64_t *offset)
 {
 	GElf_Phdr ph;
-	int err = load_containing(elf, vaddr, false, &ph);
+	int err = load_containing(elf, vaddr, false, -1, &ph);
 
 	if (!err)
 		*offset = vaddr - ph.p_vaddr + ph.p_offset;
@@ -168,7 +166,7 @@ int elf_offset_of_vaddr(Elf *elf, uint64_t vaddr, uint64_t *offset)
 int elf_segment_flags(Elf *elf, uint64_t vaddr, uint32_t *flags)
 {
 	GElf_Phdr ph;
-	int err = load_containing(elf, vaddr, false, &ph);
+	int err = load_containing(elf, vaddr, false, -1, &ph);
 
 	if (!err)
 		*flags = ph.p_flags;
