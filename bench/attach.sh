@@ -41,30 +41,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
-verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
-verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
-now_us() { echo $(($(date +%s%N) / 1000)); }
-field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"; }
-
-# --- the host's trap: one malloc+free pair untraced, and with empty entry-only probes
-pair_ns() { # ARGS...: ns per pair of malloc_bench, under memtrace record ARGS if given
-	local line
-	if [ $# = 0 ]; then
-		line=$("$MB" 1 200000 2>/dev/null | grep '^malloc_bench ')
-	else
-		line=$("$MEMTRACE" record -o "$WORK/h.mtrace" "$@" -- "$MB" 1 200000 2>/dev/null | grep '^malloc_bench ')
-		rm -f "$WORK/h.mtrace"
-	fi
-	field ns_per_pair "$line"
-}
-B=$(for _ in 1 2 3; do pair_ns; done | median)
-E=$(for _ in 1 2 3; do pair_ns --empty-probes=entry; done | median)
-F=$(for _ in 1 2 3; do pair_ns --empty-probes=entry+return; done | median)
-HIT=$(calc "($E - $B) / 2 / 1000" 2)
+. bench/common.sh
+host_hit
 echo "attach bench: $(nproc) CPUs, kernel $(uname -r); this host: a uprobe hit $HIT us (entry-only probes: $(calc "$E - $B" 0) ns per malloc+free pair), F $(calc "($F - $B) / 1000" 2) us per pair"
 
 # --- verifier time of the one load (libbpf's BPF_LOG_STATS, summed over every program)

@@ -32,6 +32,46 @@ volatile __u32 recording[MT_MAX_TARGETS];
 
 #define SLOT(s) ((s) & (MT_MAX_TARGETS - 1))
 
+/*
+ * --budget: allocations are taken only while a slot's window is open
+ * (allocs_open, set by user space once the window's probes are attached);
+ * frees are taken whenever recording, so the tail after a window sees the
+ * frees of its blocks. Exact mode keeps it open. window_gen counts windows:
+ * an allocator call whose return fell outside its window left a thread's
+ * depth open, and the next window starts it afresh.
+ */
+volatile __u32 allocs_open[MT_MAX_TARGETS];
+volatile __u32 window_gen[MT_MAX_TARGETS];
+const volatile bool count_hits = false; /* --budget: count every probe hit per slot */
+
+/* Probe hits per slot and CPU: what the budget controller prices. */
+struct hit_count {
+	__u64 entries; /* entry probes (every allocator call) */
+	__u64 returns; /* return probes (allocation calls' returns) */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1); /* max_targets, set before load */
+	__type(key, __u32);
+	__type(value, struct hit_count);
+} hits SEC(".maps");
+
+static __always_inline void count_hit(__u32 slot, bool ret)
+{
+	struct hit_count *h;
+
+	if (!count_hits)
+		return;
+	h = bpf_map_lookup_elem(&hits, &slot);
+	if (!h)
+		return;
+	if (ret)
+		h->returns++;
+	else
+		h->entries++;
+}
+
 /* Bumped each time a slot gets a new process or a new trace (a recorder
  * after an exec): what this CPU has "seen" (stacks, names) is per slot and
  * epoch, since each trace must get every stack it uses. */
@@ -65,7 +105,7 @@ struct thread_state {
 	__u32 depth;    /* allocator calls open on this thread */
 	__u32 kind;     /* enum mt_func_kind of the outermost call */
 	__u32 slot;     /* the target slot of the thread's process */
-	__u32 pad2;
+	__u32 window;   /* window_gen of its slot when the call opened (--budget) */
 };
 
 /* Per-thread state lives with the task: no hash lookup on the hot path. */
@@ -485,7 +525,8 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 
 	if (slot == NO_TARGET)
 		return 0;
-	sampled = kind == MT_KIND_FREE || pick_sample(size);
+	count_hit(slot, false);
+	sampled = kind == MT_KIND_FREE || (allocs_open[slot] && pick_sample(size));
 	/* Nothing to learn from the return of an unsampled call that cannot nest:
 	 * a session cancels it. A realloc's return may still free a sampled block. */
 	if (!sampled && session_mode && !(bpf_get_attach_cookie(ctx) & MT_COOKIE_MAY_NEST) &&
@@ -494,6 +535,10 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 	st = thread_state(true);
 	if (!st)
 		return 0;
+	if (count_hits && st->window != window_gen[slot]) {
+		st->window = window_gen[slot];
+		st->depth = 0; /* its return fell outside the last window */
+	}
 	if (nested(st, sp)) {
 		st->depth++;
 		return 0;
@@ -518,6 +563,7 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 
 	if (slot == NO_TARGET || !ptr)
 		return 0;
+	count_hit(slot, false);
 	if (sample_mean && !maybe_sampled(slot, ptr))
 		return 0; /* never sampled: nothing to say, whatever the nesting */
 	st = thread_state(false);
@@ -540,6 +586,7 @@ static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
 
 	if (slot == NO_TARGET)
 		return 0;
+	/* on_alloc_enter below counts the hit */
 	st = thread_state(true);
 	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(slot, ptr))
 		emit_free(slot, tid, ptr);
@@ -566,6 +613,7 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 
 	if (!st || !st->depth)
 		return 0;
+	count_hit(st->slot, true);
 	if (--st->depth || !recording[SLOT(st->slot)] || !creds_traceable(st->slot))
 		return 0; /* creds: another thread's setuid() may land mid-call */
 	switch (st->kind) {

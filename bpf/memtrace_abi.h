@@ -33,6 +33,10 @@ enum mt_mark_kind {
 	MT_MARK_POOL_FREE = 5,   /* name: the pool; ptr */
 	MT_MARK_POOL_RESET = 6,  /* name: the pool */
 	MT_MARK_THREAD_NAME = 7, /* name: the calling thread's new name */
+	/* --budget windows, written by the recorder, not a probe (tid: the target's pid) */
+	MT_MARK_WINDOW_BEGIN = 8, /* allocations taken from here; size: weight x 1e6 */
+	MT_MARK_WINDOW_END = 9,   /* allocations no longer taken; frees still are */
+	MT_MARK_TAIL_END = 10,    /* frees no longer taken either */
 };
 
 /* A STRING whose text the kernel gave (a thread's name, bpf/threads.bpf.h)

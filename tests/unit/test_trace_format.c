@@ -1276,10 +1276,12 @@ static void test_skips_unknown(void **state)
 	memcpy(file + TRACE_HDR_OFF_VERSION, &v, 4);
 	memcpy(file + TRACE_HDR_OFF_SIZE, &hs, 4);
 
-	/* META with all-NULL strings and two extra bytes from a "later writer". */
+	/* META with all-NULL strings, no budget (three zero varints) and two
+	 * extra bytes from a "later writer". */
 	pl[pn++] = 0, pl[pn++] = 0, pl[pn++] = 0, pl[pn++] = 0;
 	pn += put_varint(pl + pn, encode_zigzag(-7));
 	pl[pn++] = 3, pl[pn++] = 0, pl[pn++] = 1, pl[pn++] = 2;
+	pl[pn++] = 0, pl[pn++] = 0, pl[pn++] = 0;
 	pl[pn++] = 0xaa, pl[pn++] = 0xbb;
 	rl += put_rec(raw + rl, TRACE_REC_META, pl, pn);
 	lines_add(&want, "meta cmd=[(null)] comm=[(null)] kernel=[(null)] host=[(null)] pid=-7 "
@@ -1318,14 +1320,14 @@ static void test_marks_invalid(void **state)
 	const char *path = tmp_path("marks-invalid.mtrace");
 	struct trace_writer *w = trace_writer__open(path, &sample_meta);
 	struct trace_string s0 = { 0, "zero" };
-	struct trace_mark m0 = { 0 }, m8 = { .kind = MT_MARK_THREAD_NAME + 1 };
+	struct trace_mark m0 = { 0 }, m8 = { .kind = MT_MARK_TAIL_END + 1 };
 
 	assert_non_null(w);
 	assert_int_equal(trace_writer__add_string(w, &s0), -EINVAL);
 	assert_int_equal(trace_writer__add_mark(w, &m0), -EINVAL);
 	assert_int_equal(trace_writer__add_mark(w, &m8), -EINVAL);
 	assert_int_equal(trace_writer__close(w, NULL), 0);
-	print_message("string id 0 and mark kinds 0 and 8 refused with EINVAL\n");
+	print_message("string id 0 and mark kinds 0 and %d refused with EINVAL\n", MT_MARK_TAIL_END + 1);
 }
 
 /* A trace written on a machine of the other byte order reads the same. */

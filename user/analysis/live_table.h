@@ -35,6 +35,7 @@ struct live_entry {
 	uint32_t stack;  /* stack index; LIVE_FREED: freed */
 	uint32_t thread; /* thread index */
 	uint32_t zone;   /* name of its exclusive zone; REPLAY_NONE */
+	uint32_t born_us; /* --budget traces: its time, us after the trace's start (mod 2^32) */
 };
 
 /* Linear probing. A free keeps its entry (as freed) rather than deleting

@@ -79,6 +79,9 @@ struct replay {
 	uint64_t marks;
 	uint64_t frames;
 	double sample_mean;     /* 0: every allocation was recorded */
+	double weight;          /* --budget: the current window's; else 1 */
+	uint64_t window_begin, window_end; /* the current window's marks */
+	uint64_t lifetime_buckets[64]; /* --budget: frees seen, by log2 of lifetime in ns */
 
 	struct live_table live;
 	uint64_t live_bytes, live_count;
@@ -243,6 +246,9 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.pid = m->pid;
 	r->trace.sample_bytes = m->sample_bytes;
 	r->sample_mean = (double)m->sample_bytes;
+	r->trace.budget.budget_ppm = m->budget_ppm;
+	r->trace.budget.hit_entry_ns = m->hit_entry_ns;
+	r->trace.budget.hit_return_ns = m->hit_return_ns;
 	r->start_mono_ns = m->start_mono_ns;
 	r->start_real_ns = m->start_real_ns;
 	if (err)
@@ -533,6 +539,8 @@ static int zone_end(struct replay *r, uint32_t th, uint32_t name, uint64_t ts)
 	return err;
 }
 
+static void window_mark(struct replay *r, const struct trace_mark *m);
+
 int replay__add_mark(struct replay *r, const struct trace_mark *m)
 {
 	uint32_t name = REPLAY_NONE, th;
@@ -541,6 +549,10 @@ int replay__add_mark(struct replay *r, const struct trace_mark *m)
 	r->marks++;
 	if (m->ts > r->max_ts)
 		r->max_ts = m->ts;
+	if (m->kind >= MT_MARK_WINDOW_BEGIN && m->kind <= MT_MARK_TAIL_END && r->trace.budget.budget_ppm) {
+		window_mark(r, m);
+		return 0;
+	}
 	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_THREAD_NAME)
 		return 0; /* a kind this version does not know */
 	if (m->kind != MT_MARK_FRAME || m->name) {
@@ -595,10 +607,19 @@ static inline int stack__index(struct replay *r, uint32_t id, uint32_t *idx)
 	return 0;
 }
 
-static inline uint64_t weigh(const struct replay *r, uint64_t size, uint64_t *count)
+/* The block SIZE allocation number SEQ stands for (the rules above). */
+static inline uint64_t weigh(const struct replay *r, uint64_t size, uint64_t seq, uint64_t *count)
 {
 	double w;
 
+	if (r->weight > 1) {
+		double whole = floor(r->weight);
+		/* a fixed pseudo-random draw per allocation: the same at its free */
+		double u = (double)((seq * 0x9E3779B97F4A7C15ULL) >> 11) / 9007199254740992.0;
+
+		*count = (uint64_t)whole + (u < r->weight - whole);
+		return (uint64_t)llround((double)size * r->weight);
+	}
 	if (!r->sample_mean) {
 		*count = 1;
 		return size;
@@ -611,7 +632,7 @@ static inline uint64_t weigh(const struct replay *r, uint64_t size, uint64_t *co
 
 uint64_t replay__weigh(const struct replay *r, uint64_t size, uint64_t *count)
 {
-	return weigh(r, size, count);
+	return weigh(r, size, r->alloc_seq, count);
 }
 
 static inline struct replay_block block_of(const struct replay *r, const struct live_entry *e, uint64_t ts)
@@ -627,8 +648,64 @@ static inline struct replay_block block_of(const struct replay *r, const struct 
 		.peak_epoch = r->peak_epoch,
 	};
 
-	b.bytes = weigh(r, e->size, &b.count);
+	b.bytes = weigh(r, e->size, e->seq, &b.count);
 	return b;
+}
+
+/* --budget: the lifetime of a block freed in sight, by log2 of ns. */
+static void note_lifetime(struct replay *r, const struct live_entry *e, uint64_t ts)
+{
+	uint32_t now_us = (uint32_t)((ts - r->start_mono_ns) / 1000);
+	uint64_t ns = (uint64_t)(uint32_t)(now_us - e->born_us) * 1000 + 1;
+
+	r->lifetime_buckets[63 - __builtin_clzll(ns)]++;
+	r->trace.budget.lifetimes_seen++;
+}
+
+/* --budget: the blocks still live at a tail's end outlived it. They stay
+ * counted live; their pointers are forgotten (the rules above). */
+static void retire_live(struct replay *r)
+{
+	for (size_t i = 0; i <= r->live.mask; i++) {
+		struct live_entry *e = &r->live.slots[i];
+		uint64_t count, bytes;
+
+		if (!e->ptr || live_entry__is_freed(e))
+			continue;
+		bytes = weigh(r, e->size, e->seq, &count);
+		r->trace.budget.long_lived_allocations += count;
+		r->trace.budget.long_lived_bytes += bytes;
+		live_table__mark_freed(&r->live, e);
+	}
+}
+
+static void window_mark(struct replay *r, const struct trace_mark *m)
+{
+	struct analysis_budget *b = &r->trace.budget;
+
+	switch (m->kind) {
+	case MT_MARK_WINDOW_BEGIN:
+		r->weight = m->size > 1000000 ? (double)m->size / 1e6 : 1.0;
+		r->window_begin = r->window_end = m->ts;
+		if (!b->windows || r->weight < b->min_weight)
+			b->min_weight = r->weight;
+		if (r->weight > b->max_weight)
+			b->max_weight = r->weight;
+		b->windows++;
+		break;
+	case MT_MARK_WINDOW_END:
+		if (m->ts > r->window_begin)
+			b->live_ns += m->ts - r->window_begin;
+		r->window_end = m->ts;
+		break;
+	case MT_MARK_TAIL_END:
+		if (m->ts > r->window_end)
+			b->tail_ns += m->ts - r->window_end;
+		if (m->ts > r->window_begin && (!b->min_tail_ns || m->ts - r->window_end < b->min_tail_ns))
+			b->min_tail_ns = m->ts - r->window_end;
+		retire_live(r);
+		break;
+	}
 }
 
 /* Take E out of the live figures. */
@@ -653,6 +730,8 @@ static int free_ptr(struct replay *r, uint64_t ptr, uint64_t ts)
 		return 0;
 	}
 	b = block_of(r, e, ts);
+	if (r->trace.budget.budget_ppm)
+		note_lifetime(r, e, ts);
 	temporary = r->threads[e->thread].last_seq == e->seq;
 	if (temporary)
 		r->totals.temporary_allocations += b.count;
@@ -695,9 +774,10 @@ static int alloc(struct replay *r, const struct trace_event *ev)
 
 		b.zone = z->name;
 	}
-	b.bytes = weigh(r, ev->size, &b.count);
 	e->size = ev->size;
 	e->seq = t->last_seq = ++r->alloc_seq;
+	e->born_us = (uint32_t)((ev->ts - r->start_mono_ns) / 1000);
+	b.bytes = weigh(r, ev->size, e->seq, &b.count);
 	e->stack = b.stack;
 	e->thread = b.thread;
 	e->zone = b.zone;
@@ -759,6 +839,28 @@ uint64_t replay__end_ns(const struct replay *r)
 	return r->trace.ended ? r->end_mono_ns : r->max_ts;
 }
 
+/* The lifetime percentiles the tails saw (each the top of its log2
+ * bucket), and the last window's blocks: long-lived as the others are. */
+static void budget_finish(struct replay *r)
+{
+	struct analysis_budget *b = &r->trace.budget;
+	static const double q[3] = { 0.5, 0.9, 0.99 };
+
+	for (int k = 0; k < 3 && b->lifetimes_seen; k++) {
+		uint64_t want = (uint64_t)ceil(q[k] * (double)b->lifetimes_seen), seen = 0;
+
+		for (int i = 0; i < 64; i++) {
+			seen += r->lifetime_buckets[i];
+			if (seen >= want) {
+				b->lifetime_ns[k] = i >= 63 ? UINT64_MAX : (2ULL << i) - 1;
+				break;
+			}
+		}
+	}
+	b->long_lived_allocations = r->totals.leaked_allocations;
+	b->long_lived_bytes = r->totals.leaked_bytes;
+}
+
 int replay__finish(struct replay *r)
 {
 	struct analysis_totals *t = &r->totals;
@@ -777,6 +879,9 @@ int replay__finish(struct replay *r)
 		return err;
 	t->leaked_allocations = r->live_count;
 	t->leaked_bytes = r->live_bytes;
+	if (r->trace.budget.budget_ppm)
+		budget_finish(r);
+	t->peak_unknown = r->trace.budget.budget_ppm != 0;
 	t->peak_time_ns = t->peak_bytes && r->peak_ts > start ? r->peak_ts - start : 0;
 	t->dropped_events = r->drops_sum > r->end_dropped ? r->drops_sum : r->end_dropped;
 	r->trace.duration_ns = start && end > start ? end - start : 0;

@@ -31,6 +31,13 @@
  * - Sampled traces (meta.sample_bytes = mean): a block of SIZE bytes was
  *   recorded with probability p = 1 - exp(-SIZE / mean) and stands for
  *   round(1/p) blocks and round(SIZE/p) bytes; every figure sums those.
+ * - --budget traces (meta.budget_ppm > 0): an allocation made in a window
+ *   (WINDOW_BEGIN's weight W: the time the window stands for over its live
+ *   time) stands for W blocks (floor(W) or floor(W) + 1, deterministically
+ *   dithered so they average W) and round(SIZE * W) bytes. At TAIL_END the
+ *   blocks still live are long-lived: they stay counted live (so "leaked"
+ *   means "outlived its window's tail") but their pointers are forgotten, so
+ *   a later allocation there is new and a later free of one is internal.
  * - Peak: the first moment the live bytes reach their maximum, checked after
  *   each event; each new maximum starts a new peak epoch.
  * - Names (zones, pools, frame labels, thread names) are interned by text.
@@ -74,6 +81,21 @@ struct analysis_trace {
 	bool partial;
 	const char *problem;   /* why it is partial; NULL if not */
 	const char *stop_reason; /* why recording stopped early; NULL if it did not */
+	/* --budget (budget_ppm > 0): the probes lived in windows */
+	struct analysis_budget {
+		uint64_t budget_ppm;    /* the budget, millionths of the target's work */
+		uint64_t hit_entry_ns;  /* a probe hit's cost as calibrated */
+		uint64_t hit_return_ns;
+		uint64_t windows;
+		uint64_t live_ns;       /* allocations taken, summed over windows */
+		uint64_t tail_ns;       /* frees only, after them */
+		uint64_t min_tail_ns;   /* the shortest window + tail: what "long-lived" means */
+		double min_weight, max_weight; /* what one recorded allocation stood for */
+		uint64_t lifetimes_seen; /* frees seen of blocks allocated in a window */
+		uint64_t lifetime_ns[3]; /* their p50, p90, p99 (from log-scale buckets) */
+		uint64_t long_lived_allocations; /* survived their window's tail: estimates */
+		uint64_t long_lived_bytes;
+	} budget;
 };
 
 /* The trace's totals, by the rules above. */
@@ -89,6 +111,7 @@ struct analysis_totals {
 	uint64_t unmatched_frees;       /* frees of pointers never seen allocated */
 	uint64_t internal_frees;        /* frees of pointers already freed, not reallocated */
 	uint64_t dropped_events;
+	bool peak_unknown;              /* --budget: the heap between windows is not seen */
 };
 
 /* One source-level frame: an address expands to one per inlined call. */

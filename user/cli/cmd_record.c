@@ -25,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE] [--lib PATH] [--stack-depth N] [--unwind-rows N]\n"
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT] [--lib PATH] [--stack-depth N] [--unwind-rows N]\n"
 		"                [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
@@ -36,6 +36,8 @@ static void usage(FILE *f)
 		"                       16 bytes a row (default 1M); 0: walk frame pointers only\n"
 		"      --sample=SIZE    sample allocations, one per SIZE bytes on average (e.g. 512K);\n"
 		"                       reported figures become unbiased estimates\n"
+		"      --budget PCT     bound what tracing costs the target to PCT percent of its\n"
+		"                       work: probes live in short windows, figures are estimates\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
@@ -52,6 +54,33 @@ void record_opts__defaults(struct record_opts *o)
 	o->ring_bytes = 8 << 20;
 }
 
+/* --budget PCT: a number above 0 and at most 100. */
+static int parse_budget(const char *s, double *pct)
+{
+	char *end;
+
+	errno = 0;
+	*pct = strtod(s, &end);
+	if (errno || end == s || *end || !(*pct > 0 && *pct <= 100))
+		return fail("invalid --budget '%s'; give the share of the target's time the probes may take, "
+			    "in percent, above 0 and at most 100 (e.g. --budget 5)", s);
+	return 0;
+}
+
+/* What record and top refuse to combine with --budget. */
+int record_check_budget(const struct record_opts *o)
+{
+	if (!o->budget)
+		return 0;
+	if (o->sample)
+		return fail("--budget and --sample do not combine: --budget already records a share of the time; give one of them");
+	if (o->follow)
+		return fail("--budget does not follow children yet; record the processes one by one with -p, or exactly with --follow-children");
+	if (o->empty_probes)
+		return fail("--budget and --empty-probes do not combine");
+	return 0;
+}
+
 int record_option(int c, const char *arg, struct record_opts *o)
 {
 	switch (c) {
@@ -62,6 +91,8 @@ int record_option(int c, const char *arg, struct record_opts *o)
 		return 1;
 	case 'd':
 		return parse_seconds(arg, &o->duration) ? -EINVAL : 1;
+	case 'P':
+		return parse_budget(arg, &o->budget) ? -EINVAL : 1;
 	default:
 		return 0;
 	}
@@ -81,6 +112,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
+		{ "budget", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -134,6 +166,8 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
+	if (record_check_budget(o))
+		return -EINVAL;
 	if (o->output && record_output_is_stdout(o->output) && o->cmd)
 		return fail("-o - writes the trace to stdout, where the command's output goes too; give -o FILE, or record it with -p");
 	if (o->output && record_output_is_stdout(o->output) && o->follow)

@@ -77,10 +77,12 @@ struct top {
 static void top_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace top [-i SEC] [-o FILE] [--batch [--json]] [--top N] [--alloc-fn GLOB]...\n"
-		   "                    [-d SEC] (-p PID | -- CMD [ARGS...])\n"
+		   "                    [-d SEC] [--budget PCT] (-p PID | -- CMD [ARGS...])\n"
 		   "  -i, --interval SEC  refresh every SEC seconds (default 1)\n"
 		   "  -o, --output FILE   also write the trace, as record would\n"
 		   "  -d, --duration SEC  stop after SEC seconds\n"
+		   "      --budget PCT    bound what tracing costs the target to PCT percent of its\n"
+		   "                      work (figures become estimates, a cycle late)\n"
 		   "      --batch         no screen: one text snapshot per interval on stdout\n"
 		   "      --json          with --batch: one JSON object per line instead\n"
 		   "      --top N         sites per batch snapshot (default %d)\n"
@@ -98,6 +100,7 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 		{ "interval", required_argument, NULL, 'i' },
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
+		{ "budget", required_argument, NULL, 'P' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'n' },
@@ -147,6 +150,8 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace top --help");
+	if (record_check_budget(o))
+		return -EINVAL;
 	if (t->json && !t->batch)
 		return fail("--json needs --batch: the screen view is not JSON");
 	t->interval_ns = (uint64_t)(interval * 1e9);
@@ -374,6 +379,7 @@ static int take_snapshot(struct top *t, const struct record_live *live, uint64_t
 
 	take_threads(t);
 	t->snap.pid = live->pid;
+	t->snap.budget = replay__trace(t->r)->budget.budget_ppm ? &replay__trace(t->r)->budget : NULL;
 	snprintf(t->comm, sizeof(t->comm), "%s", live->comm ? live->comm : "?");
 	t->snap.comm = t->comm;
 	t->snap.cmdline = live->cmdline;

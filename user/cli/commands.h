@@ -24,6 +24,7 @@ void record_opts__defaults(struct record_opts *o);
 /* -p PID, -o FILE, -d SEC: 1 if getopt's C was one of them, 0 if not,
  * -EINVAL after printing why its ARG is wrong. */
 int record_option(int c, const char *arg, struct record_opts *o);
+int record_check_budget(const struct record_opts *o);
 int cmd_version(int argc, char **argv);
 
 #endif /* MEMTRACE_COMMANDS_H */

@@ -325,6 +325,16 @@ static size_t pprof__comments(struct pprof *p, uint64_t *out)
 			 (unsigned long long)t->sample_bytes);
 		out[n++] = pprof__str(p, line);
 	}
+	if (t->budget.budget_ppm) {
+		snprintf(line, sizeof(line),
+			 "--budget %g%%: probes lived in %llu windows, allocations traced %.2f%% of the time; "
+			 "values are estimates (each recorded allocation stands for %.1f to %.1f); inuse is what "
+			 "outlived its window's tail, not the live heap",
+			 (double)t->budget.budget_ppm / 1e4, (unsigned long long)t->budget.windows,
+			 t->duration_ns ? 100.0 * (double)t->budget.live_ns / (double)t->duration_ns : 0.0,
+			 t->budget.min_weight, t->budget.max_weight);
+		out[n++] = pprof__str(p, line);
+	}
 	return n;
 }
 
@@ -342,7 +352,7 @@ static void pprof__free(struct pprof *p)
 int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out)
 {
 	struct pprof p = { .in = in };
-	uint64_t comments[3], default_type;
+	uint64_t comments[4], default_type;
 	size_t ncomments;
 	int err;
 

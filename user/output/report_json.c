@@ -26,6 +26,30 @@ void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 	json_out__key_bool(j, "partial", t->partial);
 	json_out__key_string(j, "problem", t->problem);
 	json_out__key_string(j, "stop_reason", t->stop_reason);
+	json_out__key(j, "budget");
+	if (!t->budget.budget_ppm) {
+		json_out__null(j);
+	} else {
+		const struct analysis_budget *b = &t->budget;
+
+		json_out__begin_object(j, false);
+		json_out__key_u64(j, "budget_ppm", b->budget_ppm);
+		json_out__key_u64(j, "hit_entry_ns", b->hit_entry_ns);
+		json_out__key_u64(j, "hit_return_ns", b->hit_return_ns);
+		json_out__key_u64(j, "windows", b->windows);
+		json_out__key_u64(j, "live_ns", b->live_ns);
+		json_out__key_u64(j, "tail_ns", b->tail_ns);
+		json_out__key_u64(j, "min_weight_ppm", (uint64_t)(b->min_weight * 1e6 + 0.5));
+		json_out__key_u64(j, "max_weight_ppm", (uint64_t)(b->max_weight * 1e6 + 0.5));
+		json_out__key_u64(j, "long_lived_age_ns", b->min_tail_ns);
+		json_out__key_u64(j, "long_lived_allocations", b->long_lived_allocations);
+		json_out__key_u64(j, "long_lived_bytes", b->long_lived_bytes);
+		json_out__key_u64(j, "lifetimes_seen", b->lifetimes_seen);
+		json_out__key_u64(j, "lifetime_p50_ns", b->lifetime_ns[0]);
+		json_out__key_u64(j, "lifetime_p90_ns", b->lifetime_ns[1]);
+		json_out__key_u64(j, "lifetime_p99_ns", b->lifetime_ns[2]);
+		json_out__end_object(j);
+	}
 	json_out__end_object(j);
 }
 
@@ -36,8 +60,15 @@ void report_json__totals(struct json_out *j, const struct analysis_totals *t)
 	json_out__key_u64(j, "allocations", t->allocations);
 	json_out__key_u64(j, "frees", t->frees);
 	json_out__key_u64(j, "allocated_bytes", t->allocated_bytes);
-	json_out__key_u64(j, "peak_bytes", t->peak_bytes);
-	json_out__key_u64(j, "peak_time_ns", t->peak_time_ns);
+	if (t->peak_unknown) {
+		json_out__key(j, "peak_bytes");
+		json_out__null(j);
+		json_out__key(j, "peak_time_ns");
+		json_out__null(j);
+	} else {
+		json_out__key_u64(j, "peak_bytes", t->peak_bytes);
+		json_out__key_u64(j, "peak_time_ns", t->peak_time_ns);
+	}
 	json_out__key_u64(j, "leaked_allocations", t->leaked_allocations);
 	json_out__key_u64(j, "leaked_bytes", t->leaked_bytes);
 	json_out__key_u64(j, "temporary_allocations", t->temporary_allocations);

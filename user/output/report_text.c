@@ -86,8 +86,42 @@ static void report_text__warnings(FILE *f, const struct analysis *a)
 		fprintf(f, "NOTE: sampled (one sample per %s allocated on average): "
 			   "figures are estimates\n", h);
 	}
-	if (tot->dropped_events || t->partial || t->sample_bytes)
+	if (t->budget.budget_ppm)
+		fprintf(f, "NOTE: recorded with --budget %g%%: the probes lived in windows, "
+			   "so every figure is an estimate (see \"Budget\" below)\n",
+			(double)t->budget.budget_ppm / 1e4);
+	if (tot->dropped_events || t->partial || t->sample_bytes || t->budget.budget_ppm)
 		fputc('\n', f);
+}
+
+/* What a --budget trace saw, how its figures were scaled, and what it
+ * cannot know. */
+static void report_text__budget(FILE *f, const struct analysis *a)
+{
+	const struct analysis_budget *b = &analysis__trace(a)->budget;
+	double wall = analysis__trace(a)->duration_ns ? (double)analysis__trace(a)->duration_ns : 1;
+	char t[32], p[3][32];
+
+	fprintf(f, "\nBudget (--budget %g%%: probe hits priced at %.1f us, %.1f us more with a return)\n",
+		(double)b->budget_ppm / 1e4, (double)b->hit_entry_ns / 1e3, (double)b->hit_return_ns / 1e3);
+	fprintf(f, "  windows:          %" PRIu64 "; allocations traced %.2f%% of the time, frees %.2f%% more\n",
+		b->windows, 100.0 * (double)b->live_ns / wall, 100.0 * (double)b->tail_ns / wall);
+	fprintf(f, "  scaling:          each allocation recorded stands for %.1f to %.1f (the target's work each\n"
+		   "                    window stands for over the work done in it)\n",
+		b->min_weight, b->max_weight);
+	fmt_duration(t, sizeof(t), b->min_tail_ns);
+	fprintf(f, "  long-lived:       %" PRIu64 " allocations, ", b->long_lived_allocations);
+	print_bytes(f, b->long_lived_bytes);
+	fprintf(f, " outlived their window's tail (> %s)\n", t);
+	if (b->lifetimes_seen) {
+		for (int i = 0; i < 3; i++)
+			fmt_duration(p[i], sizeof(p[i]), b->lifetime_ns[i]);
+		fprintf(f, "  lifetimes seen:   p50 < %s, p90 < %s, p99 < %s (%" PRIu64 " frees seen in windows and tails)\n",
+			p[0], p[1], p[2], b->lifetimes_seen);
+	}
+	fprintf(f, "  cannot know:      the live heap and its peak, leaks (a block older than its tail may\n"
+		   "                    still be freed), and sites that allocate only between windows;\n"
+		   "                    shares between sites are the firm part, totals the estimate\n");
 }
 
 static void report_text__summary(FILE *f, const struct analysis *a)
@@ -107,6 +141,14 @@ static void report_text__summary(FILE *f, const struct analysis *a)
 	fprintf(f, "  %-17s %" PRIu64 " calls, ", "allocations:", tot->allocations);
 	print_bytes(f, tot->allocated_bytes);
 	fprintf(f, "\n  %-17s %" PRIu64 " calls\n", "frees:", tot->frees);
+	if (t->budget.budget_ppm) {
+		fprintf(f, "  %-17s %" PRIu64 " allocations", "temporary:", tot->temporary_allocations);
+		if (tot->allocations)
+			fprintf(f, " (%.1f%% of calls)", 100.0 * tot->temporary_allocations / tot->allocations);
+		fprintf(f, "\n  %-17s not known with --budget\n", "peak:");
+		fprintf(f, "  %-17s %" PRIu64 "\n", "dropped events:", tot->dropped_events);
+		return;
+	}
 	fprintf(f, "  %-17s ", "peak:");
 	print_bytes(f, tot->peak_bytes);
 	fmt_duration(d, sizeof(d), tot->peak_time_ns);
@@ -220,6 +262,17 @@ static const struct ranking rankings[] = {
 	{ "Temporary allocations (freed before their thread allocated again)", value_temporary,
 	  describe_temporary, columns_temporary, 0, 0 },
 };
+
+/* --budget's leaks: what outlived its window's tail. */
+static void describe_long_lived(FILE *f, const struct analysis_figures *fig)
+{
+	print_bytes(f, fig->leaked_bytes);
+	fprintf(f, " long-lived in %" PRIu64 " allocation%s\n", fig->leaked_allocations,
+		plural(fig->leaked_allocations));
+}
+
+static const struct ranking long_lived = { "Long-lived (outlived their window's tail: estimates, not leaks)",
+					   value_leaked, describe_long_lived, columns_leaked, 3, 2 };
 
 static void print_frame(FILE *f, size_t i, const struct analysis_frame *fr)
 {
@@ -525,8 +578,17 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 	if (analysis__wrapper_candidate(a))
 		fprintf(f, "\n%s looks like an allocation wrapper: try --alloc-fn '%s*'\n",
 			analysis__wrapper_candidate(a), analysis__wrapper_candidate(a));
-	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++)
-		report_text__ranking(f, a, &rankings[i], top, by);
+	if (analysis__trace(a)->budget.budget_ppm)
+		report_text__budget(f, a);
+	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++) {
+		const struct ranking *r = &rankings[i];
+
+		if (analysis__trace(a)->budget.budget_ppm && r->value == value_peak)
+			continue; /* not known */
+		if (analysis__trace(a)->budget.budget_ppm && r->value == value_leaked)
+			r = &long_lived;
+		report_text__ranking(f, a, r, top, by);
+	}
 	report_text__marks(f, a, top);
 	free(by);
 	if (fflush(f) || ferror(f))

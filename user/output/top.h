@@ -41,6 +41,8 @@ struct top_snapshot {
 	uint64_t dropped;
 	size_t probes;
 	bool target_exited;
+	/* --budget: its windows so far (figures a cycle late); NULL: exact */
+	const struct analysis_budget *budget;
 	const struct top_row *rows; /* as shown: filtered, searched, sorted */
 	size_t nrows;
 	const uint64_t *history;    /* live bytes at each snapshot, oldest first */

@@ -76,6 +76,11 @@ int top_batch__text(FILE *f, const struct top_snapshot *s, size_t top)
 		s->pid, s->comm ? s->comm : "?", s->elapsed_ns / 1e9, live, s->live_change < 0 ? "-" : "+",
 		change, s->live_allocations, s->allocs_per_s, rate, s->dropped,
 		s->target_exited ? ", target exited" : "");
+	if (s->budget)
+		fprintf(f, "  --budget %g%%: %" PRIu64 " windows, allocations traced %.2f%% of the time; estimates, "
+			   "live = outlived its window's tail\n",
+			(double)s->budget->budget_ppm / 1e4, s->budget->windows,
+			s->elapsed_ns ? 100.0 * (double)s->budget->live_ns / (double)s->elapsed_ns : 0.0);
 	fprintf(f, "  %12s %11s %12s %12s  %s\n", "LIVE BYTES", "LIVE ALLOCS", "ALLOCATED", "BYTES/S",
 		"SITE");
 	for (size_t i = 0; i < s->nrows && i < top; i++) {
@@ -106,6 +111,16 @@ int top_batch__json(FILE *f, const struct top_snapshot *s, size_t top)
 	json_out__i64(&j, s->pid);
 	json_out__key(&j, "target_exited");
 	json_out__bool(&j, s->target_exited);
+	json_out__key(&j, "budget");
+	if (s->budget) {
+		json_out__begin_object(&j, true);
+		json_out__key_u64(&j, "budget_ppm", s->budget->budget_ppm);
+		json_out__key_u64(&j, "windows", s->budget->windows);
+		json_out__key_u64(&j, "live_ns", s->budget->live_ns);
+		json_out__end_object(&j);
+	} else {
+		json_out__null(&j);
+	}
 	json_out__key(&j, "totals");
 	json_out__begin_object(&j, true);
 	json_out__key_u64(&j, "live_bytes", s->live_bytes);

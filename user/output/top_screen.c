@@ -237,6 +237,10 @@ static void draw_header(const struct top_screen *t, const struct top_snapshot *s
 	put(0, 0, "memtrace top  PID %d (%s)  %.1f s  %zu probes  %llu dropped%s", s->pid,
 		 s->comm ? s->comm : "?", s->elapsed_ns / 1e9, s->probes, (unsigned long long)s->dropped,
 		 s->target_exited ? "  [exited]" : "");
+	if (s->budget)
+		put_more("  --budget %g%%: %llu windows, %.1f%% live (estimates)", (double)s->budget->budget_ppm / 1e4,
+			 (unsigned long long)s->budget->windows,
+			 s->elapsed_ns ? 100.0 * (double)s->budget->live_ns / (double)s->elapsed_ns : 0.0);
 	attroff(A_BOLD);
 	put(1, 0, "live %s (%s%s)  %llu blocks  %llu allocs/s  %s/s", live, s->live_change < 0 ? "-" : "+",
 		 change, (unsigned long long)s->live_allocations, (unsigned long long)s->allocs_per_s, rate);

@@ -315,6 +315,19 @@ static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t siz
 	return err;
 }
 
+int drain__add_mark(struct drain *d, const struct trace_mark *m)
+{
+	struct pending *p = pending_slot(d);
+
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->is_mark = true;
+	p->mark = *m;
+	p->ts = m->ts;
+	return 0;
+}
+
 int drain__record(struct drain *d, const void *data, size_t size)
 {
 	const struct mt_event_header *h = data;

@@ -38,6 +38,10 @@ int drain__add_allocator_code(struct drain *d, uint64_t start, uint64_t end);
 /* Take one ring record (ABI of bpf/memtrace_abi.h). 0 or -errno. */
 int drain__record(struct drain *d, const void *data, size_t size);
 
+/* A mark the recorder makes itself (--budget's windows), put among the
+ * events by its time like a probe's. 0 or -ENOMEM. */
+int drain__add_mark(struct drain *d, const struct trace_mark *m);
+
 /* Write, in time order, the pending events stamped before WATERMARK_NS
  * (UINT64_MAX: all of them). 0 or -errno from the writer. */
 int drain__flush(struct drain *d, uint64_t watermark_ns);

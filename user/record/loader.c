@@ -8,6 +8,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +41,11 @@ struct loader_shared {
 		uint32_t first_row, nr_rows, flags;
 	} mods[SHARED_MODULES];
 };
+struct fd_list {
+	int *v;
+	size_t nr, cap;
+};
+
 #define VERIFIER_LOG_BYTES 512 /* level 4 (stats) writes three short lines */
 
 struct loader {
@@ -53,9 +60,14 @@ struct loader {
 	enum loader_mode mode;
 	struct bpf_link **links; /* classic: one perf-event link per probe */
 	size_t nr_links;
-	int *link_fds;           /* multi: link fds */
-	size_t nr_link_fds;
-	size_t link_fds_cap;
+	struct fd_list fds;      /* multi: link fds */
+	/* --budget (opts.windowed): the allocator probes, attached only while a
+	 * window is open; the frees' links stay a tail longer than the allocations' */
+	struct probe *win_probes;
+	size_t nr_win_probes;
+	struct fd_list win[LOADER_NR_GROUPS];
+	int stats_fd;            /* BPF_ENABLE_STATS while windows run; 0: none */
+	int closing;             /* link closes in flight (closer threads), atomic */
 	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
@@ -129,13 +141,15 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->allowed_uid = l->opts.allowed_uid;
 	l->skel->rodata->allowed_gid = l->opts.allowed_gid;
 	l->skel->rodata->allowed_caps = l->opts.allowed_caps;
+	l->skel->rodata->count_hits = l->opts.windowed;
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_rows,
 				     l->opts.unwind_rows ? l->opts.unwind_rows : 1) ||
 	    bpf_map__set_max_entries(l->skel->maps.unwind_maps, l->opts.max_targets * 2 * MT_UNWIND_MAPS) ||
 	    bpf_map__set_max_entries(l->skel->maps.targets, l->opts.max_targets) ||
-	    bpf_map__set_max_entries(l->skel->maps.drops, l->opts.max_targets))
+	    bpf_map__set_max_entries(l->skel->maps.drops, l->opts.max_targets) ||
+	    bpf_map__set_max_entries(l->skel->maps.hits, l->opts.max_targets))
 		return -EINVAL;
 	/* Exact mode never touches the sampled-pointer set: a preallocated
 	 * hash of a million entries costs 140 ms of launch for nothing. */
@@ -362,9 +376,16 @@ static int add_target(struct loader *l)
 	bss->creds_changed[l->slot] = 0;
 	__atomic_fetch_add(&bss->target_epoch[l->slot], 1, __ATOMIC_SEQ_CST);
 	bss->link_map_changed[l->slot] = 0;
+	bss->allocs_open[l->slot] = !l->opts.windowed; /* --budget opens it per window */
 	bss->unwind_nr[l->slot][0] = bss->unwind_nr[l->slot][1] = 0;
 	/* unwind_gen[slot] goes on counting: the walker's cache keys on it */
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.drops), &l->slot, zeros, BPF_ANY))
+		err = -errno;
+	free(zeros);
+	zeros = calloc(l->nr_cpus, 2 * sizeof(uint64_t));
+	if (!zeros)
+		return -ENOMEM;
+	if (!err && bpf_map_update_elem(bpf_map__fd(l->skel->maps.hits), &l->slot, zeros, BPF_ANY))
 		err = -errno;
 	free(zeros);
 	if (!err && l->opts.pid > 0 && bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &tgid, &l->slot, BPF_ANY))
@@ -536,25 +557,39 @@ static int remember_link(struct loader *l, struct bpf_link *link)
 	return 0;
 }
 
+static int fd_list__push(struct fd_list *f, int fd)
+{
+	if (f->nr == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 64;
+		int *v = realloc(f->v, cap * sizeof(*v));
+
+		if (!v) {
+			close(fd);
+			return -ENOMEM;
+		}
+		f->v = v;
+		f->cap = cap;
+	}
+	f->v[f->nr++] = fd;
+	return 0;
+}
+
+/* Close the last fds of F down to KEEP, the newest first. */
+static void fd_list__close_to(struct fd_list *f, size_t keep)
+{
+	while (f->nr > keep)
+		close(f->v[--f->nr]);
+}
+
 static int remember_link_fd(struct loader *l, int fd)
 {
-	if (l->nr_link_fds == l->link_fds_cap) {
-		size_t cap = l->link_fds_cap ? l->link_fds_cap * 2 : 64;
-		int *v = realloc(l->link_fds, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->link_fds = v;
-		l->link_fds_cap = cap;
-	}
-	l->link_fds[l->nr_link_fds++] = fd;
-	return 0;
+	return fd_list__push(&l->fds, fd);
 }
 
 /* One link for PROG on every probe in PATH whose entry program (return
  * program, with RET) it is. */
 static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
-			const char *path, bool ret, const struct probe **failed)
+			const char *path, bool ret, const struct probe **failed, struct fd_list *into)
 {
 	struct uprobe_multi_req req = {
 		.session = l->mode == LOADER_SESSION && is_session_prog(l->skel, prog),
@@ -585,11 +620,20 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 	fd = uprobe_multi__attach(&req);
 	if (fd < 0)
 		return fd;
-	return remember_link_fd(l, fd);
+	return fd_list__push(into, fd);
 }
 
-static int attach_all_multi(struct loader *l, const struct probe_set *ps, const struct probe **failed)
+/* Whether PROG (an entry program) takes frees: the tail of a window keeps them. */
+static bool frees_prog(struct loader *l, const struct bpf_program *prog)
 {
+	return prog == l->skel->progs.free_enter || prog == l->skel->progs.delete_enter;
+}
+
+/* The links of GROUP's programs for every file of PS, into INTO. */
+static int attach_all_multi(struct loader *l, const struct probe_set *ps, const struct probe **failed,
+			    enum loader_group group, struct fd_list *into)
+{
+	bool allocs = group != LOADER_FREES, frees = group != LOADER_ALLOCS;
 	int err = 0;
 
 	for (size_t i = 0; i < ps->nr && !err; i++) {
@@ -600,14 +644,17 @@ static int attach_all_multi(struct loader *l, const struct probe_set *ps, const 
 			j++;
 		if (j < i)
 			continue; /* this file is done */
-		err = attach_multi(l, exit_prog(l), ps, path, true, failed);
+		if (allocs)
+			err = attach_multi(l, exit_prog(l), ps, path, true, failed, into);
 		for (int p = 0; p < PROBE_NR_PROGS && !err; p++) {
+			struct bpf_program *prog = entry_prog(l, p);
 			int q = 0;
 
-			while (q < p && entry_prog(l, q) != entry_prog(l, p))
+			while (q < p && entry_prog(l, q) != prog)
 				q++;
-			if (q == p) /* each program once: alloc_enter serves six kinds */
-				err = attach_multi(l, entry_prog(l, p), ps, path, false, failed);
+			if (q < p || !prog || (frees_prog(l, prog) ? !frees : !allocs))
+				continue; /* each program once: alloc_enter serves six kinds */
+			err = attach_multi(l, prog, ps, path, false, failed, into);
 		}
 	}
 	return err;
@@ -618,18 +665,206 @@ static void detach_since(struct loader *l, size_t keep_links, size_t keep_fds)
 {
 	while (l->nr_links > keep_links)
 		bpf_link__destroy(l->links[--l->nr_links]);
-	while (l->nr_link_fds > keep_fds)
-		close(l->link_fds[--l->nr_link_fds]);
+	while (l->fds.nr > keep_fds)
+		close(l->fds.v[--l->fds.nr]);
+}
+
+/* --budget: the probes of PS are attached at each window, not now. */
+static int keep_window_probes(struct loader *l, const struct probe_set *ps)
+{
+	struct probe *v = realloc(l->win_probes, (l->nr_win_probes + ps->nr) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	l->win_probes = v;
+	for (size_t i = 0; i < ps->nr; i++) {
+		struct probe *p = &v[l->nr_win_probes];
+
+		*p = ps->v[i];
+		p->path = strdup(ps->v[i].path);
+		if (!p->path)
+			return -ENOMEM;
+		l->nr_win_probes++;
+	}
+	return 0;
+}
+
+int loader__window_attach(struct loader *l, enum loader_group group, const struct probe **failed)
+{
+	struct probe_set ps = { .v = l->win_probes, .nr = l->nr_win_probes };
+	struct fd_list *into = &l->win[group == LOADER_FREES];
+	size_t keep = into->nr;
+	int err;
+
+	if (l->mode == LOADER_CLASSIC || group == LOADER_ALL)
+		return -EOPNOTSUPP;
+	err = attach_all_multi(l, &ps, failed, group, into);
+	if (err)
+		fd_list__close_to(into, keep);
+	return err;
+}
+
+/*
+ * Closing a multi-uprobe link removes its breakpoints at once, then waits
+ * for the kernel's RCU grace periods (20-45 ms here). Each link is closed on
+ * a thread of its own: the recorder keeps its clock, and a link is not left
+ * trapping while another's close waits (one closer thread made the frees'
+ * probes outlive their tail by tens of ms, unpriced). Concurrent waits share
+ * their grace periods.
+ */
+struct closing {
+	struct loader *l;
+	int fd;
+};
+
+static void *close_link(void *arg)
+{
+	struct closing *c = arg;
+
+	close(c->fd);
+	__atomic_fetch_sub(&c->l->closing, 1, __ATOMIC_SEQ_CST);
+	free(c);
+	return NULL;
+}
+
+static void close_later(struct loader *l, struct fd_list *f)
+{
+	pthread_attr_t attr;
+
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 64 * 1024);
+	while (f->nr) {
+		struct closing *c = malloc(sizeof(*c));
+		pthread_t t;
+
+		if (!c)
+			break;
+		*c = (struct closing){ .l = l, .fd = f->v[f->nr - 1] };
+		__atomic_fetch_add(&l->closing, 1, __ATOMIC_SEQ_CST);
+		if (pthread_create(&t, &attr, close_link, c)) {
+			__atomic_fetch_sub(&l->closing, 1, __ATOMIC_SEQ_CST);
+			free(c);
+			break;
+		}
+		f->nr--;
+	}
+	pthread_attr_destroy(&attr);
+	fd_list__close_to(f, 0); /* what could not go to a thread */
+}
+
+/* Wait until every link handed to a closer thread is closed. */
+static void closer_join(struct loader *l)
+{
+	while (__atomic_load_n(&l->closing, __ATOMIC_SEQ_CST))
+		usleep(1000);
+}
+
+void loader__window_detach(struct loader *l, enum loader_group group)
+{
+	if (group == LOADER_ALL || group == LOADER_ALLOCS)
+		close_later(l, &l->win[0]);
+	if (group == LOADER_ALL || group == LOADER_FREES)
+		close_later(l, &l->win[1]);
+}
+
+void loader__window_allocs(struct loader *l, bool open)
+{
+	struct memtrace_bpf__bss *bss = l->skel->bss;
+
+	if (open)
+		__atomic_fetch_add(&bss->window_gen[l->slot], 1, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&bss->allocs_open[l->slot], open ? 1 : 0, __ATOMIC_SEQ_CST);
+}
+
+int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns)
+{
+	struct hit_count {
+		uint64_t entries, returns;
+	} *v = calloc(l->nr_cpus, sizeof(*v));
+	int err = 0;
+
+	*entries = *returns = 0;
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.hits), &l->slot, v))
+		err = -errno;
+	for (int cpu = 0; !err && cpu < l->nr_cpus; cpu++) {
+		*entries += v[cpu].entries;
+		*returns += v[cpu].returns;
+	}
+	free(v);
+	return err;
+}
+
+/* Run time of the allocator programs so far (BPF_ENABLE_STATS must be on:
+ * loader__enable_stats), summed. */
+int loader__prog_ns(struct loader *l, uint64_t *run_ns, uint64_t *runs)
+{
+	struct bpf_program *progs[] = { l->skel->progs.alloc_enter, l->skel->progs.alloc_exit,
+					l->skel->progs.free_enter, l->skel->progs.delete_enter };
+
+	*run_ns = *runs = 0;
+	for (size_t i = 0; i < sizeof(progs) / sizeof(progs[0]); i++) {
+		struct bpf_prog_info info = { 0 };
+		__u32 len = sizeof(info);
+
+		if (bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len))
+			return -errno;
+		*run_ns += info.run_time_ns;
+		*runs += info.run_cnt;
+	}
+	return 0;
+}
+
+int loader__calibration_attach(struct loader *l, const char *path, uint64_t offset, bool with_return, int fds[2])
+{
+	struct memtrace_bpf *s = l->skel;
+	bool session = with_return && l->mode == LOADER_SESSION;
+	struct uprobe_multi_req req = {
+		.session = session,
+		.path = path,
+		.offsets = &offset,
+		.cnt = 1,
+		.pid = getpid(),
+	};
+
+	fds[0] = fds[1] = -1;
+	if (l->mode == LOADER_CLASSIC)
+		return -EOPNOTSUPP;
+	req.prog_fd = bpf_program__fd(session ? s->progs.empty_session : s->progs.empty_enter);
+	fds[0] = uprobe_multi__attach(&req);
+	if (fds[0] < 0)
+		return fds[0];
+	if (!with_return || session)
+		return 0;
+	req.prog_fd = bpf_program__fd(s->progs.empty_exit);
+	req.ret = true;
+	fds[1] = uprobe_multi__attach(&req);
+	if (fds[1] >= 0)
+		return 0;
+	close(fds[0]);
+	return fds[1];
+}
+
+int loader__enable_stats(struct loader *l)
+{
+	if (l->stats_fd > 0)
+		return 0;
+	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	return l->stats_fd < 0 ? l->stats_fd : 0;
 }
 
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed)
 {
-	size_t keep_links = l->nr_links, keep_fds = l->nr_link_fds;
+	size_t keep_links = l->nr_links, keep_fds = l->fds.nr;
 	struct bpf_link **links;
 	int err = 0;
 
+	if (l->opts.windowed)
+		return keep_window_probes(l, ps);
 	if (l->mode != LOADER_CLASSIC) {
-		err = attach_all_multi(l, ps, failed);
+		err = attach_all_multi(l, ps, failed, LOADER_ALL, &l->fds);
 		if (err)
 			detach_since(l, keep_links, keep_fds);
 		return err;
@@ -695,7 +930,7 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 	uint64_t *offsets = calloc(n ? n : 1, 3 * sizeof(uint64_t));
 	uint64_t *cookies = offsets + n, *ref_ctrs = offsets + 2 * n;
 	int fd = bpf_map__fd(l->skel->maps.usdt_specs), err = 0;
-	size_t keep_links = l->nr_links, keep_fds = l->nr_link_fds;
+	size_t keep_links = l->nr_links, keep_fds = l->fds.nr;
 	uint32_t used = 0;
 
 	if (!offsets)
@@ -789,9 +1024,11 @@ void loader__detach(struct loader *l)
 	for (size_t i = l->nr_links; i > 0; i--)
 		bpf_link__destroy(l->links[i - 1]);
 	l->nr_links = 0;
-	for (size_t i = l->nr_link_fds; i > 0; i--)
-		close(l->link_fds[i - 1]);
-	l->nr_link_fds = 0;
+	loader__window_allocs(l, false);
+	fd_list__close_to(&l->win[0], 0);
+	fd_list__close_to(&l->win[1], 0);
+	closer_join(l);
+	fd_list__close_to(&l->fds, 0);
 }
 
 uint64_t loader__drops(struct loader *l, int cpu)
@@ -826,7 +1063,14 @@ void loader__close(struct loader *l)
 	}
 	free(l->ring_fds);
 	free(l->links);
-	free(l->link_fds);
+	free(l->fds.v);
+	for (int g = 0; g < LOADER_NR_GROUPS; g++)
+		free(l->win[g].v);
+	for (size_t i = 0; i < l->nr_win_probes; i++)
+		free(l->win_probes[i].path);
+	free(l->win_probes);
+	if (l->stats_fd > 0)
+		close(l->stats_fd);
 	if (l->owns_skel) {
 		if (l->unwind_rows)
 			munmap(l->unwind_rows, l->unwind_rows_len);

@@ -32,6 +32,7 @@ struct loader_opts {
 	uint32_t allowed_uid;     /* the recorder's real uid and gid */
 	uint32_t allowed_gid;
 	uint64_t allowed_caps;    /* its permitted capabilities */
+	bool windowed;            /* --budget: allocator probes only in windows (loader__window_*) */
 	loader_record_fn on_record;
 	void *ctx;
 };
@@ -98,6 +99,30 @@ int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len,
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half);
 uint32_t loader__unwind_gen(struct loader *l);
 void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr);
+
+/*
+ * --budget's windows (opts.windowed): loader__attach only keeps the probes,
+ * and these attach and detach them, the allocations' (entry and return
+ * programs) and the frees' (free, operator delete) apart, so the frees of a
+ * window's blocks are seen for a tail after it. Multi-uprobe links only
+ * (-EOPNOTSUPP on classic uprobes). Allocations are taken only while
+ * loader__window_allocs is open; frees whenever recording.
+ */
+enum loader_group { LOADER_ALLOCS, LOADER_FREES, LOADER_ALL, LOADER_NR_GROUPS = 2 };
+int loader__window_attach(struct loader *l, enum loader_group group, const struct probe **failed);
+void loader__window_detach(struct loader *l, enum loader_group group);
+void loader__window_allocs(struct loader *l, bool open);
+/* Probe hits of this handle's process since it was added (windowed objects). */
+int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns);
+/* The kernel's run-time statistics of BPF programs, on from now until close;
+ * then the allocator programs' total run time and runs so far. 0 or -errno. */
+int loader__enable_stats(struct loader *l);
+int loader__prog_ns(struct loader *l, uint64_t *run_ns, uint64_t *runs);
+
+/* Empty probes on this process (the budget's calibration): at OFFSET in
+ * PATH, entry only or entry and return; FDS get the links (-1: none), for
+ * the caller to close. 0 or -errno. */
+int loader__calibration_attach(struct loader *l, const char *path, uint64_t offset, bool with_return, int fds[2]);
 
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);

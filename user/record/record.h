@@ -18,6 +18,7 @@ struct record_opts {
 	uint64_t ring_bytes;
 	bool ring_bytes_given; /* --buffer-size was given */
 	uint64_t sample;
+	double budget;    /* --budget PCT: 0 exact; else windows (user/record/budget.h) */
 	bool verbose;
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */

@@ -22,6 +22,7 @@
 #include "unwinder.h"
 #include "mark_finder.h"
 #include "util.h"
+#include "windows.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -41,6 +42,9 @@
 #include <unistd.h>
 
 #define POLL_MS 10
+/* --budget between windows: nothing comes, and every wakeup is a context
+ * switch taken from a loaded host (100-200 us each under a hypervisor here) */
+#define WINDOWS_POLL_MS 100
 #define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
 /* What a SIGKILL of the recorder can lose: the trace gets what is drained at
  * least this often, from the first interval after attach on (README: the
@@ -72,6 +76,8 @@ struct recording {
 	struct trace_writer *w;
 	struct drain *drain;
 	struct loader *loader;
+	struct budget_cost hit_cost; /* --budget: calibrated at attach */
+	struct windows *windows;     /* --budget: the windows; NULL in exact mode */
 	uint64_t start_ns;
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
@@ -650,6 +656,9 @@ static int open_output(struct recording *r)
 		.pid = r->pid,
 		.stack_depth = r->o.stack_depth,
 		.sample_bytes = r->o.sample,
+		.budget_ppm = (uint64_t)(r->o.budget * 10000 + 0.5),
+		.hit_entry_ns = (uint64_t)(r->hit_cost.entry_ns + 0.5),
+		.hit_return_ns = (uint64_t)(r->hit_cost.return_ns + 0.5),
 	};
 
 	uname(&u);
@@ -683,6 +692,9 @@ static int open_output(struct recording *r)
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	drain__set_writer(r->drain, r->w);
 	loader__set_recording(r->loader, true);
+	if (r->windows &&
+	    windows__start(r->windows, r->o.budget, &r->hit_cost, r->loader, r->drain, r->pid, r->start_ns))
+		return fail("out of memory");
 	return 0;
 }
 
@@ -724,6 +736,7 @@ static int load_probes(struct recording *r)
 	record_loader_opts(&r->o, &lo);
 	lo.pid = r->pid;
 	lo.on_record = on_record;
+	lo.windowed = r->o.budget > 0;
 	r->drain = drain__new(NULL);
 	if (!r->drain)
 		return fail("out of memory");
@@ -771,6 +784,28 @@ static int start_unwinder(struct recording *r)
 	return 0;
 }
 
+/* --budget prices every probe hit at this host's cost, timed here. */
+static int calibrate(struct recording *r)
+{
+	int err;
+
+	if (!r->o.budget)
+		return 0;
+	if (loader__mode(r->loader) == LOADER_CLASSIC)
+		return fail("--budget needs multi-uprobe links (Linux 6.6 or later); record exactly (without --budget) instead");
+	err = windows__calibrate(r->loader, &r->hit_cost);
+	if (err)
+		return fail("failed to time a probe hit on this host for --budget: %s", strerror(-err));
+	r->windows = calloc(1, sizeof(*r->windows));
+	if (!r->windows)
+		return fail("out of memory");
+	r->windows->stat_fd = r->windows->task_fd = -1;
+	if (r->o.verbose)
+		fprintf(stderr, "memtrace: a probe hit costs %.0f ns at entry, %.0f ns more with its return (--budget %g%%)\n",
+			r->hit_cost.entry_ns, r->hit_cost.return_ns, r->o.budget);
+	return 0;
+}
+
 static int attach_probes(struct recording *r)
 {
 	const struct probe *bad = NULL;
@@ -798,7 +833,8 @@ static int attach_probes(struct recording *r)
 			fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name (%s)\n",
 				strerror(-err));
 	}
-	return start_unwinder(r);
+	err = start_unwinder(r);
+	return err ? err : calibrate(r);
 }
 
 static const char *base_name(const char *path)
@@ -931,11 +967,22 @@ static int record_loop(struct recording *r)
 	while (!stop_signal && !err) {
 		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 
+		uint64_t mark;
+
 		if (t0 >= deadline || target_gone(r) || creds_crossed(r))
 			break;
-		err = loader__poll(r->loader, POLL_MS);
+		if (r->windows && windows__step(r->windows, t0)) {
+			if (target_gone(r))
+				break;
+			err = fail("failed to attach a --budget window to PID %d", r->pid);
+			break;
+		}
+		err = loader__poll(r->loader, r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
+		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
+		if (r->windows && windows__hold_ns(r->windows) < mark)
+			mark = windows__hold_ns(r->windows);
 		if (!err)
-			err = drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
+			err = drain__flush(r->drain, mark);
 		if (!err && loader__link_map_changed(r->loader))
 			err = refresh_modules(r);
 		if (!err && t0 >= next_flush) {
@@ -1020,6 +1067,20 @@ static void announce_trace(const char *path, uint64_t events, uint64_t bytes)
 		(unsigned long long)events, shell_safe(path) ? "" : "'", path, shell_safe(path) ? "" : "'");
 }
 
+/* What --budget did, in one line: the share of time the probes were live
+ * and what the controller priced them at. */
+static void announce_windows(struct recording *r)
+{
+	const struct budget *b = &r->windows->ctl;
+	double wall = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 1;
+
+	fprintf(stderr, "memtrace: --budget %g%%: allocations traced %.2f%% of the time in %llu window%s "
+			"(%llu cut short by a burst), frees %.2f%% more; probes cost the target about %.2f%% of its work\n",
+		r->o.budget, 100.0 * (double)b->live_ns / wall, (unsigned long long)b->windows,
+		b->windows == 1 ? "" : "s", (unsigned long long)b->cut_windows, 100.0 * (double)b->tail_ns / wall,
+		100.0 * b->cost_ns / (b->cpu * wall));
+}
+
 /* Stop the probes, take what is still in the rings, then close the trace
  * with its drops, symbols and END chunk. */
 static int finish(struct recording *r)
@@ -1030,8 +1091,10 @@ static int finish(struct recording *r)
 
 	loader__set_recording(r->loader, false);
 	end.end_mono_ns = r->end_ns = now_ns(CLOCK_MONOTONIC);
+	err = r->windows ? windows__finish(r->windows, r->end_ns) : 0;
 	loader__detach(r->loader);
-	err = loader__poll(r->loader, 0);
+	if (!err)
+		err = loader__poll(r->loader, 0);
 	if (!err)
 		err = drain__flush(r->drain, UINT64_MAX);
 	for (int cpu = 0; !err && cpu < loader__nr_cpus(r->loader); cpu++) {
@@ -1067,6 +1130,8 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
+	if (r->windows)
+		announce_windows(r);
 	if (!r->o.discard_output)
 		announce_trace(r->output, end.events, bytes);
 	return 0;
@@ -1117,6 +1182,9 @@ static void cleanup(struct recording *r, bool failed)
 			unlink(r->output); /* nothing was recorded: leave nothing behind */
 	}
 	loader__close(r->loader);
+	if (r->windows)
+		windows__free(r->windows);
+	free(r->windows);
 	drain__free(r->drain);
 	probe_set__free(&r->probes);
 	procmaps__free(&r->maps);

@@ -13,7 +13,11 @@
 /* The event and mark kinds are the ABI's, so bpf/ and user/ share one list. */
 #include "memtrace_abi.h"
 
-#define TRACE_VERSION 1
+/* Version 2: a --budget trace, whose events stand for more than
+ * themselves (its WINDOW marks weigh them): a reader that does not know the
+ * weights would misread every figure. Exact and sampled traces stay 1. */
+#define TRACE_VERSION 2
+#define TRACE_VERSION_UNWEIGHTED 1
 
 struct trace_meta {
 	const char *command_line; /* argv joined by spaces, or the target's cmdline */
@@ -25,6 +29,11 @@ struct trace_meta {
 	uint64_t sample_bytes;     /* 0: every allocation; else mean bytes between samples */
 	uint64_t start_mono_ns;    /* CLOCK_MONOTONIC at attach: event timestamps' clock */
 	uint64_t start_real_ns;    /* CLOCK_REALTIME at the same moment */
+	/* --budget (0: exact or sampled): the budget in millionths of the
+	 * target's work, and one probe hit's cost as calibrated at start */
+	uint64_t budget_ppm;
+	uint64_t hit_entry_ns;
+	uint64_t hit_return_ns;
 };
 
 /* A STACK record's last frame when the walk was cut: not an address. */

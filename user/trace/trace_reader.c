@@ -195,6 +195,11 @@ static int rec_meta(struct trace_reader *r, const uint8_t *p, const uint8_t *end
 	    get_varint(&p, end, &m.sample_bytes) || get_varint(&p, end, &m.start_mono_ns) ||
 	    get_varint(&p, end, &m.start_real_ns))
 		return -EBADMSG;
+	/* added later: absent from older traces */
+	m.budget_ppm = m.hit_entry_ns = m.hit_return_ns = 0;
+	if (p < end && (get_varint(&p, end, &m.budget_ppm) || get_varint(&p, end, &m.hit_entry_ns) ||
+			get_varint(&p, end, &m.hit_return_ns)))
+		return -EBADMSG;
 	r->meta_seen = true;
 	return ops->meta ? deliver(r, ops->meta(ctx, &m)) : 0;
 }
@@ -327,7 +332,7 @@ static int rec_mark(struct trace_reader *r, struct delta_state *st, const uint8_
 			return -EBADMSG;
 		m.ptr = st->pool_ptr;
 	}
-	if (m.kind == MT_MARK_POOL_ALLOC && get_varint(&p, end, &m.size))
+	if ((m.kind == MT_MARK_POOL_ALLOC || m.kind == MT_MARK_WINDOW_BEGIN) && get_varint(&p, end, &m.size))
 		return -EBADMSG;
 	m.tid = st->tid;
 	m.ts = st->ts;

@@ -350,7 +350,7 @@ static uint8_t *put_u(uint8_t *p, uint64_t v)
 static int writer_add_meta(struct trace_writer *w, const struct trace_meta *m)
 {
 	size_t need = 16 + str_bytes(m->command_line) + str_bytes(m->comm) +
-		      str_bytes(m->kernel) + str_bytes(m->hostname) + 5 * VARINT_MAX_LEN;
+		      str_bytes(m->kernel) + str_bytes(m->hostname) + 8 * VARINT_MAX_LEN;
 	int err = writer_prepare(w, TRACE_CHUNK_META, need);
 	if (err)
 		return err;
@@ -365,17 +365,20 @@ static int writer_add_meta(struct trace_writer *w, const struct trace_meta *m)
 	p = put_u(p, m->sample_bytes);
 	p = put_u(p, m->start_mono_ns);
 	p = put_u(p, m->start_real_ns);
+	p = put_u(p, m->budget_ppm);
+	p = put_u(p, m->hit_entry_ns);
+	p = put_u(p, m->hit_return_ns);
 	rec_close(w, payload, p);
 	return 0;
 }
 
-static int writer_write_header(struct trace_writer *w)
+static int writer_write_header(struct trace_writer *w, uint32_t version)
 {
 	uint8_t h[TRACE_HEADER_SIZE] = { 0 };
 
 	memcpy(h, TRACE_MAGIC, TRACE_MAGIC_LEN);
 	put_u16(h + TRACE_HDR_OFF_BOM, TRACE_BYTE_ORDER);
-	put_u32(h + TRACE_HDR_OFF_VERSION, TRACE_VERSION);
+	put_u32(h + TRACE_HDR_OFF_VERSION, version);
 	put_u32(h + TRACE_HDR_OFF_FLAGS, 0);
 	put_u32(h + TRACE_HDR_OFF_SIZE, TRACE_HEADER_SIZE);
 	w->bytes = TRACE_HEADER_SIZE;
@@ -456,7 +459,7 @@ static struct trace_writer *writer_open(int fd, const struct trace_meta *meta)
 	w->fd = fd;
 	err = writer_add_meta(w, meta);
 	if (!err)
-		err = writer_write_header(w);
+		err = writer_write_header(w, meta->budget_ppm ? TRACE_VERSION : TRACE_VERSION_UNWEIGHTED);
 	if (!err)
 		err = writer_start_thread(w);
 	if (err) {
@@ -675,7 +678,7 @@ int trace_writer__add_string(struct trace_writer *w, const struct trace_string *
 
 int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 {
-	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_THREAD_NAME)
+	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_TAIL_END)
 		return -EINVAL;
 	int err = writer_prepare(w, TRACE_CHUNK_DATA, EVENT_RECORD_MAX);
 	if (err)
@@ -691,7 +694,7 @@ int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 		p = put_delta(p, m->ptr, w->prev_pool_ptr);
 		w->prev_pool_ptr = m->ptr;
 	}
-	if (m->kind == MT_MARK_POOL_ALLOC)
+	if (m->kind == MT_MARK_POOL_ALLOC || m->kind == MT_MARK_WINDOW_BEGIN)
 		p = put_u(p, m->size);
 	rec_close(w, payload, p);
 	return writer_done_record(w);

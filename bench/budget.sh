@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# --budget (issue 24), measured in one run beside the host's uprobe hit cost:
+#   1. Debian's redis-server under redis-benchmark -P 16 at full load: requests/s
+#      with --budget 5 and --budget 1 against untraced, runs alternated, median of
+#      BUDGET_REPS (targets 0.95 x and 0.99 x);
+#   2. accuracy: every site holding >= 0.5% of an exact recording's allocated
+#      bytes (sites past redis' zmalloc family, --alloc-fn) is in a --budget 5
+#      recording of the same workload, its share within +-25% of the exact one;
+#   3. a burst: tests/progs/proportions at 10 k allocations/s, then as fast as it
+#      goes (about 1 M/s): its rounds after the switch, traced with --budget 5 and
+#      untraced; the slowdown should stay within the budget + 2 points.
+# A benchmark, not a test: figures and PASS/MISS, non-zero only when something
+# could not run. Knobs: BUDGET_REPS (3), BUDGET_REQUESTS (1000000 per test).
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build
+MEMTRACE=$BUILD/memtrace
+REPS=${BUDGET_REPS:-3}
+N=${BUDGET_REQUESTS:-1000000}
+PORT=16410
+
+die() {
+	echo "bench/budget: $*" >&2
+	exit 1
+}
+[ "$(id -u)" = 0 ] || die "attaches uprobes: run it as root"
+command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+	die "needs redis-server and redis-benchmark: apt-get install redis-server redis-tools"
+make -s all progs >/dev/null 2>&1 || die "failed to build memtrace (make all progs)"
+mkdir -p "$BUILD/bench"
+MB=$BUILD/bench/malloc_bench
+[ -x "$MB" ] || ${CC:-gcc} -O2 -g -fno-omit-frame-pointer -pthread -o "$MB" bench/malloc_bench.c ||
+	die "failed to build $MB"
+WORK=$(mktemp -d "$BUILD/bench/budget.XXXXXX") || die "no work directory"
+SERVER=""
+cleanup() {
+	[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+. bench/common.sh
+host_hit
+echo "budget bench: $(nproc) CPUs, kernel $(uname -r); this host: a uprobe hit $HIT us, F $(calc "($F - $B) / 1000" 2) us per malloc+free pair"
+
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$WORK" \
+	>"$WORK/redis.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 100); do
+	[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" = PONG ] && break
+	sleep 0.1
+done
+[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" = PONG ] || die "redis-server did not start"
+
+# requests/s over the four tests: all requests over the time they took
+rps() {
+	redis-benchmark -h 127.0.0.1 -p "$PORT" -P 16 -t set,get,lpush,lpop -r 10000 -d 100 -n "$1" -q 2>/dev/null |
+		tr '\r' '\n' | awk -v n="$1" '/requests per second/ { k++; t += n / $2 } END { if (t) printf "%.0f\n", k * n / t }'
+}
+# Start a recording of the server with ARGS; RECORDER gets its pid.
+record_server() {
+	local out=$1
+	shift
+	rm -f "$out" "$out.err"
+	"$MEMTRACE" record -p "$SERVER" -o "$out" "$@" 2>"$out.err" &
+	RECORDER=$!
+	for _ in $(seq 200); do
+		grep -q "memtrace: attached" "$out.err" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	die "memtrace never attached: $(cat "$out.err")"
+}
+stop_recording() {
+	kill -INT "$RECORDER"
+	wait "$RECORDER" || die "memtrace failed: $(cat "$1.err")"
+}
+traced_rps() { # N ARGS...
+	local n=$1 r
+	shift
+	record_server "$WORK/t.mtrace" "$@"
+	r=$(rps "$n")
+	stop_recording "$WORK/t.mtrace"
+	echo "$r"
+}
+
+# --- 1. throughput: untraced, --budget 5, --budget 1, alternated
+rps 100000 >/dev/null # warm the server: the first test creates its keys
+for _ in $(seq "$REPS"); do
+	echo "u $(rps "$N")"
+	echo "b5 $(traced_rps "$N" --budget 5)"
+	echo "b1 $(traced_rps "$N" --budget 1)"
+done >"$WORK/tp"
+U=$(awk '$1 == "u" { print $2 }' "$WORK/tp" | median)
+B5=$(awk '$1 == "b5" { print $2 }' "$WORK/tp" | median)
+B1=$(awk '$1 == "b1" { print $2 }' "$WORK/tp" | median)
+R5=$(calc "$B5 / $U" 3)
+R1=$(calc "$B1 / $U" 3)
+
+# --- 2. accuracy against an exact recording of the same workload
+ALLOC_FN=(--alloc-fn 'zmalloc*' --alloc-fn 'ztrymalloc*' --alloc-fn 'zcalloc*' --alloc-fn 'zrealloc*'
+	--alloc-fn 'ztryrealloc*' --alloc-fn 'zstrdup')
+shares() { # TRACE: "site share" lines, share of allocated bytes
+	"$MEMTRACE" report --json "${ALLOC_FN[@]}" "$1" |
+		jq -r '.totals.allocated_bytes as $t | .sites[] |
+			"\(.function // .name)|\(.file // "")|\(.line)|\(.module // "") \(.allocated_bytes / $t)"'
+}
+EXACT_N=$((N / 10))
+record_server "$WORK/exact.mtrace"
+rps "$EXACT_N" >/dev/null
+stop_recording "$WORK/exact.mtrace"
+record_server "$WORK/b5.mtrace" --budget 5
+rps "$N" >/dev/null
+stop_recording "$WORK/b5.mtrace"
+shares "$WORK/exact.mtrace" >"$WORK/exact.shares"
+shares "$WORK/b5.mtrace" >"$WORK/b5.shares"
+ACC=$(awk 'NR == FNR { b[$1] = $2; next }
+	$2 >= 0.005 { n++; e = ($1 in b) ? (b[$1] / $2 - 1) : -1; if (e < 0) e = -e
+		if (e > worst) { worst = e; site = $1 } if (e > 0.25) bad++ }
+	END { printf "%d %d %.3f %s\n", n, bad, worst, site }' "$WORK/b5.shares" "$WORK/exact.shares")
+read -r ACC_N ACC_BAD ACC_WORST ACC_SITE <<<"$ACC"
+WINDOWS=$("$MEMTRACE" report --json "$WORK/b5.mtrace" | jq -r '"\(.trace.budget.windows) windows, allocations traced \(100 * .trace.budget.live_ns / .trace.duration_ns * 100 | round / 100)% of the time"')
+
+# --- 3. a burst: 10 k allocations/s for 4 s, then as fast as the program goes
+PROP=$BUILD/progs/proportions
+burst_rounds() { sed -n 's/^burst rounds //p'; }
+for _ in $(seq "$REPS"); do
+	echo "u $("$PROP" 8 1000 4 8000 | burst_rounds)"
+	echo "b $("$MEMTRACE" record -o "$WORK/burst.mtrace" --budget 5 -- "$PROP" 8 1000 4 8000 2>/dev/null | burst_rounds)"
+	rm -f "$WORK/burst.mtrace"
+done >"$WORK/burst"
+BU=$(awk '$1 == "u" { print $2 }' "$WORK/burst" | median)
+BB=$(awk '$1 == "b" { print $2 }' "$WORK/burst" | median)
+SLOW=$(calc "(1 - $BB / $BU) * 100" 1)
+
+echo "--budget (median of $REPS, runs alternated; host uprobe hit $HIT us):"
+printf "  %-62s %10s  %s\n" "redis-benchmark -P 16 untraced, requests/s" "$U" ""
+printf "  %-62s %10s  %s\n" "--budget 5: requests/s, x untraced (target >= 0.95)" "$B5 $R5" "$(verdict_min "$R5" 0.95)"
+printf "  %-62s %10s  %s\n" "--budget 1: requests/s, x untraced (target >= 0.99)" "$B1 $R1" "$(verdict_min "$R1" 0.99)"
+printf "  %-62s %10s  %s\n" "sites >= 0.5% of exact bytes, share within 25% ($WINDOWS)" "$((ACC_N - ACC_BAD))/$ACC_N" \
+	"$([ "$ACC_BAD" = 0 ] && [ "$ACC_N" -gt 0 ] && echo PASS || echo "MISS (worst $ACC_WORST: $ACC_SITE)")"
+printf "  %-62s %10s  %s\n" "burst 10 k -> ~1 M allocs/s, --budget 5 slowdown % (<= 7)" "$SLOW" "$(verdict "$SLOW" 7)"
+echo "  (worst share error $ACC_WORST at $ACC_SITE; burst rounds untraced $BU, traced $BB)"

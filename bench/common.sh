@@ -1,0 +1,34 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Sourced by the bench scripts: figures and verdicts, and the host's uprobe
+# hit cost, which every row is printed beside (it moves every figure).
+# Needs MEMTRACE, MB (build/bench/malloc_bench) and WORK set.
+
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
+verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
+verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
+now_us() { echo $(($(date +%s%N) / 1000)); }
+field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"; }
+
+# ns per malloc+free pair of malloc_bench, under memtrace record ARGS if given
+pair_ns() {
+	local line
+	if [ $# = 0 ]; then
+		line=$("$MB" 1 200000 2>/dev/null | grep '^malloc_bench ')
+	else
+		line=$("$MEMTRACE" record -o "$WORK/h.mtrace" "$@" -- "$MB" 1 200000 2>/dev/null | grep '^malloc_bench ')
+		rm -f "$WORK/h.mtrace"
+	fi
+	field ns_per_pair "$line"
+}
+
+# Sets B (untraced), E (empty entry probes), F (entry+return) in ns per pair
+# and HIT, one uprobe hit in us.
+host_hit() {
+	B=$(for _ in 1 2 3; do pair_ns; done | median)
+	E=$(for _ in 1 2 3; do pair_ns --empty-probes=entry; done | median)
+	F=$(for _ in 1 2 3; do pair_ns --empty-probes=entry+return; done | median)
+	HIT=$(calc "($E - $B) / 2 / 1000" 2)
+}

@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# --budget: the probes live in windows, figures are estimates. On
+# tests/progs/proportions, whose three sites allocate 1 : 3 : 6 calls and
+# 100 : 600 : 300 bytes however long it runs, a 20 s recording at 5% must
+# find those proportions within 10%, every output must say it is an
+# estimate, and bad input gets one line and exit 2. Proportions, not
+# timings: what the budget costs is bench/budget.sh's.
+source "$(dirname "$0")/lib.sh"
+
+mt() { timeout -k 5 "$LIMIT" "$MEMTRACE" "$@"; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b ? a / b : 0 }'; }
+PROP=$PROGS/proportions
+
+# --- bad input: one line, exit 2, nothing started ---
+for bad in 0 101 abc 5x -1 ""; do
+	mt record --budget "$bad" -o "$TMP/bad.mtrace" -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
+	rc=$?
+	expect_one_error "--budget '$bad'" "$rc" "$TMP/e"
+	expect_eq "--budget '$bad': exit status" "$rc" 2
+done
+mt record --budget 5 --sample=64K -o "$TMP/bad.mtrace" -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
+rc=$?
+expect_one_error "--budget with --sample" "$rc" "$TMP/e" \
+	"memtrace: --budget and --sample do not combine: --budget already records a share of the time; give one of them"
+expect_eq "--budget with --sample: exit status" "$rc" 2
+mt record --budget 5 --follow-children -o "$TMP/bad.mtrace" -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
+rc=$?
+expect_one_error "--budget with --follow-children" "$rc" "$TMP/e"
+expect_eq "--budget with --follow-children: exit status" "$rc" 2
+mt top --batch --budget 0 -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
+rc=$?
+expect_one_error "top --budget 0" "$rc" "$TMP/e"
+expect_eq "top --budget 0: exit status" "$rc" 2
+if [ -e "$TMP/bad.mtrace" ]; then not_ok "a refused recording left a trace"; else ok "no refused recording left a trace"; fi
+
+# --- 20 s at 5%: the known proportions ---
+trace=$TMP/b5.mtrace
+timeout -k 5 120 "$MEMTRACE" record -o "$trace" --budget 5 -- "$PROP" 20 0 -1 8000 >"$TMP/out" 2>"$TMP/err"
+rc=$?
+expect_eq "record --budget 5 -- proportions 20 s: exit status" "$rc" 0
+if grep -q "^rounds [0-9]" "$TMP/out"; then ok "the program ran to its end: $(head -1 "$TMP/out")"; else not_ok "the program printed no rounds: $(cat "$TMP/out")"; fi
+if grep -q "^memtrace: --budget 5%: allocations traced .* windows" "$TMP/err"; then
+	ok "memtrace says what the windows covered"
+else
+	not_ok "no --budget summary line: $(tr '\n' '|' <"$TMP/err")"
+fi
+version=$(od -An -tu4 -j8 -N4 "$trace" | tr -d ' ')
+expect_eq "a --budget trace is format version 2 (weighted)" "$version" 2
+report_json "$trace" "$TMP/b5.json"
+expect_eq "report --json of it: exit status" $? 0
+windows=$(jqr "$TMP/b5.json" '.trace.budget.windows')
+if [ "${windows:-0}" -ge 10 ]; then ok "$windows windows in 20 s"; else not_ok "only '${windows}' windows in 20 s"; fi
+expect_eq "trace.budget.budget_ppm" "$(jqr "$TMP/b5.json" '.trace.budget.budget_ppm')" 50000
+expect_eq "totals.peak_bytes (not known)" "$(jqr "$TMP/b5.json" '.totals.peak_bytes')" null
+small=$(site "$TMP/b5.json" site_small allocations)
+if [ "${small:-0}" -gt 0 ]; then
+	sb=$(site "$TMP/b5.json" site_small allocated_bytes)
+	expect_within "site_mid calls / site_small calls" "$(ratio "$(site "$TMP/b5.json" site_mid allocations)" "$small")" 3 10
+	expect_within "site_keep calls / site_small calls" "$(ratio "$(site "$TMP/b5.json" site_keep allocations)" "$small")" 6 10
+	expect_within "site_mid bytes / site_small bytes" "$(ratio "$(site "$TMP/b5.json" site_mid allocated_bytes)" "$sb")" 6 10
+	expect_within "site_keep bytes / site_small bytes" "$(ratio "$(site "$TMP/b5.json" site_keep allocated_bytes)" "$sb")" 3 10
+	expect_within "site_small: temporary share (freed at once)" "$(ratio "$(site "$TMP/b5.json" site_small temporary_allocations)" "$small")" 1 10
+else
+	not_ok "site_small has no allocations: $(jq -c '[.sites[] | {function, allocations}]' "$TMP/b5.json")"
+fi
+keep=$(site "$TMP/b5.json" site_keep allocations)
+expect_within "site_keep: long-lived share (kept in a ring of 60000)" \
+	"$(ratio "$(site "$TMP/b5.json" site_keep leaked_allocations)" "$keep")" 1 10
+expect_eq "site_small: none long-lived" "$(site "$TMP/b5.json" site_small leaked_allocations)" 0
+mt report "$trace" >"$TMP/b5.txt" 2>"$TMP/e"
+expect_eq "the text report says it is an estimate" \
+	"$(grep -c '^NOTE: recorded with --budget 5%: the probes lived in windows, so every figure is an estimate' "$TMP/b5.txt")" 1
+expect_eq "the text report: peak not known" "$(grep -c '^  peak: *not known with --budget$' "$TMP/b5.txt")" 1
+expect_eq "the text report: long-lived, not leaks" \
+	"$(grep -c "^Long-lived (outlived their window's tail: estimates, not leaks)$" "$TMP/b5.txt")" 1
+mt export --format pprof -o "$TMP/b5.pb.gz" "$trace" 2>"$TMP/e"
+expect_eq "export --format pprof: exit status" $? 0
+expect_eq "the pprof profile's comment says --budget" "$(gzip -dc "$TMP/b5.pb.gz" | grep -a -c -- '--budget 5%: probes lived in')" 1
+mt report --html "$TMP/b5.html" "$trace" 2>"$TMP/e"
+expect_eq "report --html: exit status" $? 0
+expect_eq "the HTML page warns it is an estimate" "$(grep -c "Recorded with --budget" "$TMP/b5.html")" 1
+
+# --- -p at 1% on a running program: it is unharmed and the sites are found ---
+"$PROP" 6 0 -1 8000 >"$TMP/p.out" &
+target=$!
+sleep 0.5
+mt record -p "$target" -d 3 --budget 1 -o "$TMP/b1.mtrace" >/dev/null 2>"$TMP/e"
+expect_eq "record -p --budget 1 -d 3: exit status" $? 0
+wait "$target"
+expect_eq "the target's own exit status" $? 0
+if grep -q "^rounds [0-9]" "$TMP/p.out"; then ok "the target ran to its end"; else not_ok "the target printed no rounds"; fi
+report_json "$TMP/b1.mtrace" "$TMP/b1.json"
+expect_eq "report --json of it: exit status" $? 0
+expect_eq "all three sites seen at 1%" "$(jq -r '[.sites[].function] | map(select(test("^site_"))) | sort | join(" ")' "$TMP/b1.json")" \
+	"site_keep site_mid site_small"
+
+# --- top says so in its header ---
+mt top --batch -i 1 -d 3 --budget 5 -- "$PROP" 3 0 -1 8000 >"$TMP/top.out" 2>"$TMP/e"
+expect_eq "top --batch --budget 5: exit status" $? 0
+if grep -q "^  --budget 5%: [0-9]* windows, allocations traced" "$TMP/top.out"; then
+	ok "top's snapshots say --budget"
+else
+	not_ok "top's snapshots do not say --budget: $(head -3 "$TMP/top.out" | tr '\n' '|')"
+fi
+finish

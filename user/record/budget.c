@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* The --budget controller (budget.h). */
+#include "budget.h"
+
+#include <string.h>
+
+/* The cost of the first windows is a guess from the trap alone; measured
+ * run times replace it. */
+#define PROG_GUESS 0.3
+
+static double clamp(double v, double lo, double hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* Half the old figure, half the new: a burst moves it at once, one odd
+ * window does not decide alone. */
+static double ewma(double old, double v)
+{
+	return old > 0 ? 0.5 * old + 0.5 * v : v;
+}
+
+void budget__init(struct budget *b, double pct, const struct budget_cost *trap, int max_cpu, uint64_t now_ns,
+		  const struct budget_sample *s)
+{
+	memset(b, 0, sizeof(*b));
+	b->fraction = pct / 100.0;
+	b->trap = *trap;
+	b->prog_ns_per_hit = PROG_GUESS * trap->entry_ns;
+	b->cpu = 1.0;
+	b->max_cpu = max_cpu > 0 ? max_cpu : 1;
+	b->state = BUDGET_OFF;
+	b->since_ns = b->cycle_start_ns = now_ns;
+	b->next_ns = now_ns + BUDGET_START_NS;
+	b->at = b->cycle_at = *s;
+}
+
+double budget__price(const struct budget *b, const struct budget_sample *from, const struct budget_sample *to)
+{
+	double de = (double)(to->entries - from->entries), dr = (double)(to->returns - from->returns);
+	double cost = de * b->trap.entry_ns + dr * b->trap.return_ns;
+
+	if (to->prog_runs > from->prog_runs)
+		return cost + (double)(to->prog_ns - from->prog_ns);
+	return cost + (de + dr) * b->prog_ns_per_hit;
+}
+
+/* Cost per ns of wall time the budget pays: a share of the target's own work. */
+static double pay_rate(const struct budget *b)
+{
+	return BUDGET_AIM * b->fraction * b->cpu;
+}
+
+/* The target's own work since the cycle began, in cores: its CPU time less
+ * what the probes took of it. */
+static void measure_cpu(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	double wall = (double)(now_ns - b->cycle_start_ns);
+	double work = (double)(s->target_cpu_ns - b->cycle_at.target_cpu_ns) - budget__price(b, &b->cycle_at, s);
+
+	if (wall <= 0)
+		return;
+	/* Clock ticks are 10 ms: a cycle of 50 ms reads 0, 10 or 20 ms of work. */
+	b->cpu = ewma(b->windows ? b->cpu : 0, clamp(work / wall, 0.01, b->max_cpu));
+}
+
+static enum budget_action open_window(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	double w = (double)BUDGET_WINDOW_NS;
+
+	measure_cpu(b, now_ns, s);
+	if (!b->windows) {
+		w = (double)BUDGET_FIRST_WINDOW_NS;
+	} else if (b->phi_live > 0) {
+		/* A window and its tail must fit what the longest cycle pays. */
+		double fit = pay_rate(b) * (double)BUDGET_MAX_PERIOD_NS / (b->phi_live + b->phi_tail);
+
+		w = clamp(fit, (double)BUDGET_MIN_WINDOW_NS, w);
+	}
+	b->state = BUDGET_LIVE;
+	b->since_ns = b->cycle_start_ns = now_ns;
+	b->at = b->cycle_at = *s;
+	b->window_ns = (uint64_t)w;
+	b->next_ns = now_ns + b->window_ns;
+	return BUDGET_OPEN;
+}
+
+static enum budget_action close_window(struct budget *b, uint64_t now_ns, const struct budget_sample *s,
+				       double cost, bool cut)
+{
+	uint64_t w = now_ns > b->since_ns ? now_ns - b->since_ns : 1;
+	uint64_t runs = s->prog_runs - b->at.prog_runs;
+
+	if (runs)
+		b->prog_ns_per_hit = (double)(s->prog_ns - b->at.prog_ns) / (double)runs;
+	b->phi_live = ewma(b->phi_live, cost / (double)w);
+	if (!b->phi_tail)
+		b->phi_tail = b->phi_live / 2; /* until a tail is measured */
+	b->window_cost_ns = cost;
+	b->live_ns += w;
+	b->windows++;
+	b->cut_windows += cut;
+	b->state = BUDGET_TAIL;
+	b->since_ns = now_ns;
+	b->at = *s;
+	b->window_ns = w;
+	b->next_ns = now_ns + w; /* the tail: as long as the window */
+	return BUDGET_CLOSE;
+}
+
+static enum budget_action end_tail(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	uint64_t t = now_ns > b->since_ns ? now_ns - b->since_ns : 1;
+	double tail_cost = budget__price(b, &b->at, s), cycle_cost, period, elapsed, rate = pay_rate(b);
+
+	b->phi_tail = ewma(b->phi_tail, tail_cost / (double)t);
+	b->tail_cost_ns = tail_cost;
+	b->tail_ns += t;
+	cycle_cost = b->window_cost_ns + tail_cost;
+	b->cost_ns += cycle_cost;
+	/* The cycle lasts until the budget has paid for it, and for what an
+	 * earlier one overspent; a little jitter keeps windows from locking on
+	 * to a periodic target (a frame loop). */
+	period = (cycle_cost + b->debt_ns) / rate;
+	period *= 0.9 + 0.2 * (double)((now_ns * 2654435761ULL >> 16) & 1023) / 1023.0;
+	elapsed = (double)(now_ns - b->cycle_start_ns);
+	period = clamp(period, elapsed, (double)BUDGET_MAX_PERIOD_NS > elapsed ? (double)BUDGET_MAX_PERIOD_NS : elapsed);
+	b->debt_ns = cycle_cost + b->debt_ns - rate * period;
+	/* Credit is not banked beyond one window's worth: a quiet minute must
+	 * not pay for a burst's minute. */
+	if (b->debt_ns < -rate * (double)BUDGET_WINDOW_NS)
+		b->debt_ns = -rate * (double)BUDGET_WINDOW_NS;
+	b->state = BUDGET_OFF;
+	b->since_ns = now_ns;
+	b->at = *s;
+	b->next_ns = b->cycle_start_ns + (uint64_t)period;
+	return BUDGET_TAIL_END;
+}
+
+enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	double cost;
+	bool cut;
+
+	switch (b->state) {
+	case BUDGET_OFF:
+		return now_ns < b->next_ns ? BUDGET_WAIT : open_window(b, now_ns, s);
+	case BUDGET_LIVE:
+		cost = budget__price(b, &b->at, s);
+		/* A burst: the window has spent its share of what the longest
+		 * cycle pays (the window's planned length keeps it below). */
+		cut = cost > pay_rate(b) * (double)BUDGET_MAX_PERIOD_NS *
+				     (b->phi_live > 0 ? b->phi_live / (b->phi_live + b->phi_tail) : 0.5);
+		if (now_ns < b->next_ns && !cut)
+			return BUDGET_WAIT;
+		return close_window(b, now_ns, s, cost, cut && now_ns < b->next_ns);
+	case BUDGET_TAIL:
+		return now_ns < b->next_ns ? BUDGET_WAIT : end_tail(b, now_ns, s);
+	}
+	return BUDGET_WAIT;
+}
+
+uint64_t budget__next_ns(const struct budget *b)
+{
+	return b->next_ns;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_BUDGET_H
+#define MEMTRACE_BUDGET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * --budget PCT: the controller that keeps what the probes cost the target
+ * within PCT percent of the target's own work (docs/budget.md).
+ *
+ * The probes live only in windows. A cycle is: a window with every
+ * allocator probe (allocations are taken), a tail as long as the window with
+ * only the free probes (the frees of the window's blocks are seen), then
+ * nothing until the next window. What a window costs is priced from what
+ * the probes counted (bpf/memtrace.bpf.c's hits) times this host's cost of
+ * one hit (calibrated on memtrace's own process at start) plus the BPF
+ * programs' measured run time; the next window starts when the budget has
+ * paid for this one, so the fraction of time live adapts to the target's
+ * allocation rate. A burst is caught inside the window in progress: the
+ * recorder looks at the counters every millisecond while it is open and
+ * ends it once it has spent what a whole cycle may.
+ *
+ * Pure: the caller attaches, detaches and counts; this only decides when.
+ */
+
+#define BUDGET_WINDOW_NS (5 * 1000 * 1000ULL)      /* a window's length when the budget allows */
+#define BUDGET_FIRST_WINDOW_NS (2 * 1000 * 1000ULL) /* the first: nothing is known yet */
+#define BUDGET_MIN_WINDOW_NS (1000 * 1000ULL)
+#define BUDGET_MAX_PERIOD_NS (2000 * 1000 * 1000ULL) /* a window at least this often */
+#define BUDGET_START_NS (50 * 1000 * 1000ULL)        /* the target's CPU is measured first */
+#define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (attach, detach) */
+
+/* What one probe hit costs the target on this host, calibrated. */
+struct budget_cost {
+	double entry_ns;  /* an entry probe: the trap and an empty program */
+	double return_ns; /* a return probe's extra */
+};
+
+/* Cumulative counters the caller reads at each tick. */
+struct budget_sample {
+	uint64_t entries, returns; /* probe hits (loader__hits) */
+	uint64_t prog_ns, prog_runs; /* the BPF programs' run time and runs; 0 runs: not measured */
+	uint64_t target_cpu_ns;    /* the target's CPU time (utime + stime) */
+	uint64_t self_cpu_ns;      /* the recorder's own (every thread), for its report */
+};
+
+enum budget_action {
+	BUDGET_WAIT,     /* nothing to do before budget__next_ns */
+	BUDGET_OPEN,     /* attach every probe and take allocations */
+	BUDGET_CLOSE,    /* stop taking allocations, detach their probes; the frees' stay */
+	BUDGET_TAIL_END, /* detach the frees' probes */
+};
+
+struct budget {
+	double fraction;         /* PCT / 100 */
+	struct budget_cost trap;
+	double prog_ns_per_hit;  /* measured while live; an estimate until then */
+	double phi_live;         /* cost per ns of a window with every probe */
+	double phi_tail;         /* ... with the free probes only */
+	double cpu;              /* cores the target's own work used (it sets the budget) */
+	double max_cpu;
+	double debt_ns;          /* cost spent beyond what the budget paid, carried to the next cycle */
+	enum { BUDGET_OFF, BUDGET_LIVE, BUDGET_TAIL } state;
+	uint64_t since_ns;       /* the state's start */
+	uint64_t next_ns;        /* when the next action is due */
+	uint64_t cycle_start_ns; /* the window's start */
+	uint64_t window_ns;      /* the window in progress: its planned length; after, its length */
+	struct budget_sample at; /* counters at the state's start */
+	struct budget_sample cycle_at; /* ... at the cycle's start */
+	double window_cost_ns;   /* the last window's, priced */
+	double tail_cost_ns;     /* the last tail's */
+	/* totals, for the trace and the report */
+	uint64_t windows;
+	uint64_t live_ns;        /* allocations taken, summed */
+	uint64_t tail_ns;        /* frees only, summed */
+	uint64_t cut_windows;    /* ended early by a burst */
+	double cost_ns;          /* priced, summed */
+};
+
+/* PCT in (0, 100]; MAX_CPU: cores the target may use (the host's). */
+void budget__init(struct budget *b, double pct, const struct budget_cost *trap, int max_cpu, uint64_t now_ns,
+		  const struct budget_sample *s);
+/* What to do at NOW_NS given counters S; the caller does it at once. */
+enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct budget_sample *s);
+/* When to tick next, at the latest. */
+uint64_t budget__next_ns(const struct budget *b);
+/* What a span's hits cost the target, in ns. */
+double budget__price(const struct budget *b, const struct budget_sample *from, const struct budget_sample *to);
+
+#endif /* MEMTRACE_BUDGET_H */

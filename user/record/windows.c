@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* --budget's windows in a recording (windows.h). */
+#include "windows.h"
+#include "drain.h"
+#include "loader.h"
+#include "trace.h"
+#include "util.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#define CALIBRATION_CALLS 1000
+#define CALIBRATION_ROUNDS 3
+
+/* What the calibration probes: a call that starts as allocators do where
+ * memtrace probes them, on an instruction the kernel emulates (a push; see
+ * placement.h), so the hit costs what theirs do, not a single-step's. */
+void windows_calibration_site(volatile uint64_t *x);
+__asm__(".text\n"
+	".globl windows_calibration_site\n"
+	".type windows_calibration_site, @function\n"
+	"windows_calibration_site:\n"
+	"	push %rbx\n"
+	"	addq $1, (%rdi)\n"
+	"	pop %rbx\n"
+	"	ret\n"
+	".size windows_calibration_site, . - windows_calibration_site\n");
+
+/* Where this process's code for FN is in its executable: a file offset. */
+static int own_offset(const void *fn, uint64_t *offset)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (err && fgets(line, sizeof(line), f)) {
+		unsigned long long start, end, off;
+		char perms[8];
+
+		if (sscanf(line, "%llx-%llx %7s %llx", &start, &end, perms, &off) != 4)
+			continue;
+		if ((uintptr_t)fn >= start && (uintptr_t)fn < end && perms[2] == 'x') {
+			*offset = (uintptr_t)fn - start + off;
+			err = 0;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
+/* ns per call of the calibration site, the fastest of the rounds. */
+static double time_calls(void)
+{
+	volatile uint64_t sink = 0;
+	double best = 0;
+
+	for (int r = 0; r < CALIBRATION_ROUNDS; r++) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC);
+		double per;
+
+		for (int i = 0; i < CALIBRATION_CALLS; i++)
+			windows_calibration_site(&sink);
+		per = (double)(now_ns(CLOCK_MONOTONIC) - t0) / CALIBRATION_CALLS;
+		if (!r || per < best)
+			best = per;
+	}
+	return best;
+}
+
+static int probed_time(struct loader *l, uint64_t offset, bool with_return, double *ns)
+{
+	int fds[2], err = loader__calibration_attach(l, "/proc/self/exe", offset, with_return, fds);
+
+	if (err)
+		return err;
+	*ns = time_calls();
+	for (int i = 0; i < 2; i++) {
+		if (fds[i] >= 0)
+			close(fds[i]);
+	}
+	return 0;
+}
+
+int windows__calibrate(struct loader *l, struct budget_cost *out)
+{
+	double bare, entry, both;
+	uint64_t offset;
+	int err = own_offset((const void *)windows_calibration_site, &offset);
+
+	if (err)
+		return err;
+	bare = time_calls();
+	err = probed_time(l, offset, false, &entry);
+	if (!err)
+		err = probed_time(l, offset, true, &both);
+	if (err)
+		return err;
+	out->entry_ns = entry > bare ? entry - bare : 1;
+	out->return_ns = both > entry ? both - entry : 1;
+	return 0;
+}
+
+/* The target's run time so far, in ns, to the ns: every thread's
+ * /proc/PID/task/TID/schedstat (the group's /proc/PID/stat counts in 10 ms
+ * ticks, as long as a window). 0 if unreadable; then the coarse figure. */
+static uint64_t target_runtime_ns(int task_fd)
+{
+	uint64_t sum = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (task_fd < 0 || (fd = dup(task_fd)) < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		char path[300], buf[128];
+		int sfd;
+		ssize_t n;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "%s/schedstat", de->d_name);
+		sfd = openat(task_fd, path, O_RDONLY | O_CLOEXEC);
+		if (sfd < 0)
+			continue; /* a thread that just exited */
+		n = read(sfd, buf, sizeof(buf) - 1);
+		close(sfd);
+		if (n > 0) {
+			buf[n] = 0;
+			sum += strtoull(buf, NULL, 10);
+		}
+	}
+	closedir(d);
+	return sum;
+}
+
+/* The target's CPU time so far (all its threads), in ns; 0 if unknown. */
+static uint64_t target_cpu_ns(int fd)
+{
+	static long hz;
+	char buf[1024], *p;
+	unsigned long long utime, stime;
+	ssize_t n;
+
+	if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+		return 0;
+	if (!hz)
+		hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
+	return (utime + stime) * (1000000000ULL / (uint64_t)hz);
+}
+
+/* The recorder's CPU time so far, every thread. */
+static uint64_t self_cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return ((uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+		(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)) * 1000;
+}
+
+/* The counters now; LIGHT: the probe hits only (a live window's check for a
+ * burst, every millisecond), which the controller prices by its estimate. */
+static void sample_as(struct windows *w, struct budget_sample *s, bool light)
+{
+	memset(s, 0, sizeof(*s));
+	loader__hits(w->l, &s->entries, &s->returns);
+	if (light)
+		return;
+	s->self_cpu_ns = self_cpu_ns();
+	if (w->stats)
+		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
+	s->target_cpu_ns = target_runtime_ns(w->task_fd);
+	if (!s->target_cpu_ns)
+		s->target_cpu_ns = target_cpu_ns(w->stat_fd);
+}
+
+static void sample(struct windows *w, struct budget_sample *s)
+{
+	sample_as(w, s, false);
+}
+
+int windows__start(struct windows *w, double pct, const struct budget_cost *cost, struct loader *l,
+		   struct drain *d, int pid, uint64_t now_ns)
+{
+	struct budget_sample s;
+	char path[64];
+
+	memset(w, 0, sizeof(*w));
+	w->l = l;
+	w->d = d;
+	w->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	w->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	w->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Without the kernel's statistics (no CAP_SYS_ADMIN) the programs'
+	 * time is guessed from the trap's. */
+	w->stats = loader__enable_stats(l) == 0;
+	sample(w, &s);
+	budget__init(&w->ctl, pct, cost, (int)sysconf(_SC_NPROCESSORS_ONLN), now_ns, &s);
+	return 0;
+}
+
+/* What window S stands for: its share of time (from its start to NEXT,
+ * over its live time) times how much slower the target worked while live.
+ * That slowdown is pooled over every window so far: one window of an idle
+ * target has too little work for a ratio (a timer's few allocations would
+ * stand for seconds), and where the probes took nearly all of a live
+ * window's run time, its work is a small difference of large figures
+ * whose pricing error only averages out over many windows. Bounded to
+ * 1 .. 50: at worst, time alone. */
+static double window_weight(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
+{
+	uint64_t live = s->end > s->begin ? s->end - s->begin : 1;
+	double all = (double)(next > s->begin ? next - s->begin : live);
+	double slow = 1;
+
+	if (s->run_begin && s->run_end > s->run_begin && run_next > s->run_end && all > (double)live) {
+		double run_live = (double)(s->run_end - s->run_begin);
+		double run_off = (double)(run_next - s->run_end);
+		double work_live = run_live - s->cost_live, work_off = run_off - s->cost_tail;
+
+		if (getenv("MEMTRACE_DEBUG_BUDGET"))
+			fprintf(stderr, "weight: live %.2f ms run %.2f cost %.2f | off %.2f ms run %.2f tail cost %.2f\n",
+				live / 1e6, run_live / 1e6, s->cost_live / 1e6, (all - live) / 1e6, run_off / 1e6,
+				s->cost_tail / 1e6);
+		/* signed: the pricing's error averages out over windows */
+		w->work_live += work_live;
+		w->time_live += (double)live;
+		w->work_off += work_off;
+		w->time_off += all - (double)live;
+	}
+	if (w->work_live > 0 && w->time_live > 0 && w->time_off > 0)
+		slow = (w->work_off / w->time_off) / (w->work_live / w->time_live);
+	slow = slow < 1 ? 1 : slow > 50 ? 50 : slow;
+	w->slowdown = slow;
+	return all / (double)live * slow;
+}
+
+/* The marks of window S, which stands for the time from its start to NEXT. */
+static int write_window(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
+{
+	double weight = window_weight(w, s, next, run_next);
+	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
+	int err;
+
+	m.size = (uint64_t)(weight < 1 ? 1e6 : weight * 1e6 + 0.5);
+	err = drain__add_mark(w->d, &m);
+	m = (struct trace_mark){ .kind = MT_MARK_WINDOW_END, .tid = (uint32_t)w->pid, .ts = s->end };
+	if (!err)
+		err = drain__add_mark(w->d, &m);
+	m = (struct trace_mark){ .kind = MT_MARK_TAIL_END, .tid = (uint32_t)w->pid, .ts = s->tail_end };
+	return err ? err : drain__add_mark(w->d, &m);
+}
+
+static int open_window(struct windows *w)
+{
+	const struct probe *bad = NULL;
+	int err = loader__window_attach(w->l, LOADER_FREES, &bad);
+
+	if (!err)
+		err = loader__window_attach(w->l, LOADER_ALLOCS, &bad);
+	if (err) {
+		loader__window_detach(w->l, LOADER_ALL);
+		return err;
+	}
+	sample(w, &w->at_begin);
+	w->cur.run_begin = w->at_begin.target_cpu_ns;
+	w->cur.begin = now_ns(CLOCK_MONOTONIC);
+	loader__window_allocs(w->l, true);
+	if (w->have_prev) {
+		w->have_prev = false;
+		return write_window(w, &w->prev, w->cur.begin, w->cur.run_begin);
+	}
+	return 0;
+}
+
+static void close_window(struct windows *w)
+{
+	loader__window_allocs(w->l, false);
+	w->cur.end = now_ns(CLOCK_MONOTONIC);
+	sample(w, &w->at_end);
+	w->cur.run_end = w->at_end.target_cpu_ns;
+	w->cur.cost_live = budget__price(&w->ctl, &w->at_begin, &w->at_end);
+	loader__window_detach(w->l, LOADER_ALLOCS);
+}
+
+static void end_tail(struct windows *w)
+{
+	struct budget_sample s;
+
+	loader__window_detach(w->l, LOADER_FREES);
+	w->cur.tail_end = now_ns(CLOCK_MONOTONIC);
+	sample(w, &s);
+	w->cur.cost_tail = budget__price(&w->ctl, &w->at_end, &s);
+	w->prev = w->cur;
+	w->have_prev = true;
+}
+
+int windows__step(struct windows *w, uint64_t now_ns)
+{
+	bool due = now_ns >= budget__next_ns(&w->ctl);
+	struct budget_sample s;
+
+	if (!due && w->ctl.state != BUDGET_LIVE)
+		return 0; /* nothing to look at: the recorder stays idle between windows */
+	sample_as(w, &s, !due);
+	switch (budget__tick(&w->ctl, now_ns, &s)) {
+	case BUDGET_OPEN:
+		return open_window(w);
+	case BUDGET_CLOSE:
+		close_window(w);
+		return 0;
+	case BUDGET_TAIL_END:
+		end_tail(w);
+		if (getenv("MEMTRACE_DEBUG_BUDGET"))
+			fprintf(stderr, "budget: window %.2f ms tail %.2f ms, phi live %.3f tail %.3f, prog %.0f ns/hit, "
+					"cpu %.2f, debt %.2f ms, next in %.1f ms; hits %llu/%llu\n",
+				(w->cur.end - w->cur.begin) / 1e6, (w->cur.tail_end - w->cur.end) / 1e6, w->ctl.phi_live,
+				w->ctl.phi_tail, w->ctl.prog_ns_per_hit, w->ctl.cpu, w->ctl.debt_ns / 1e6,
+				((double)w->ctl.next_ns - (double)now_ns) / 1e6, (unsigned long long)s.entries,
+				(unsigned long long)s.returns);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms)
+{
+	uint64_t next = budget__next_ns(&w->ctl), ms;
+
+	if (w->ctl.state == BUDGET_LIVE)
+		return 1; /* a burst is caught within the window */
+	if (next <= now_ns)
+		return 0;
+	ms = (next - now_ns + 999999) / 1000000;
+	return ms < (uint64_t)max_ms ? (int)ms : max_ms;
+}
+
+uint64_t windows__hold_ns(const struct windows *w)
+{
+	if (w->have_prev)
+		return w->prev.begin;
+	if (w->ctl.state != BUDGET_OFF)
+		return w->cur.begin;
+	return UINT64_MAX;
+}
+
+int windows__finish(struct windows *w, uint64_t end_ns)
+{
+	struct budget_sample s;
+	int err = 0;
+
+	if (w->ctl.state == BUDGET_OFF) {
+		if (w->have_prev)
+			err = write_window(w, &w->prev, end_ns, target_runtime_ns(w->task_fd));
+		w->have_prev = false;
+		return err;
+	}
+	/* what the window or tail in progress cost so far */
+	sample(w, &s);
+	w->ctl.tail_cost_ns = 0;
+	if (w->ctl.state == BUDGET_LIVE) {
+		w->ctl.window_cost_ns = budget__price(&w->ctl, &w->ctl.at, &s);
+		close_window(w);
+		w->ctl.live_ns += w->cur.end - w->cur.begin;
+		w->ctl.windows++;
+		w->ctl.cost_ns += w->ctl.window_cost_ns;
+	} else {
+		w->ctl.tail_cost_ns = budget__price(&w->ctl, &w->ctl.at, &s);
+		w->ctl.cost_ns += w->ctl.tail_cost_ns;
+	}
+	end_tail(w);
+	w->ctl.state = BUDGET_OFF;
+	w->have_prev = false;
+	return write_window(w, &w->cur, end_ns, target_runtime_ns(w->task_fd));
+}
+
+void windows__free(struct windows *w)
+{
+	if (w->stat_fd > 0)
+		close(w->stat_fd);
+	if (w->task_fd > 0)
+		close(w->task_fd);
+	w->stat_fd = w->task_fd = -1;
+}

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef MEMTRACE_WINDOWS_H
+#define MEMTRACE_WINDOWS_H
+
+#include "budget.h"
+#include <stdbool.h>
+#include <stdint.h>
+
+/*
+ * --budget in a recording: the budget controller's decisions carried out on
+ * the loader (attach, detach, the allocation gate), and each window written
+ * into the trace as WINDOW_BEGIN (with its weight), WINDOW_END and TAIL_END
+ * marks (docs/trace-format.md).
+ *
+ * A window's weight is the target's work in the time it stands for (from
+ * its start to the next window's start, or the trace's end) over its work
+ * while the window was live: work is its run time less what the probes
+ * cost it, which is most of a live window's run time for a target that
+ * allocates often. (Time alone would be off by that slowdown: 8 x for a
+ * loaded redis-server, 1000 x for a loop that only allocates.) Without run
+ * times, time it is. That is known only when the next window opens, so the
+ * drain writes nothing past the start of a window whose marks are not in
+ * yet (windows__hold_ns); in between windows the probes send nothing, so
+ * what waits is a window's events.
+ */
+struct loader;
+struct drain;
+
+struct window_span {
+	uint64_t begin, end, tail_end; /* CLOCK_MONOTONIC ns */
+	uint64_t run_begin, run_end;   /* the target's run time then (0: unknown) */
+	double cost_live, cost_tail;   /* what the probes cost it, priced */
+};
+
+struct windows {
+	struct budget ctl;
+	struct loader *l;
+	struct drain *d;
+	int pid;
+	int stat_fd;          /* /proc/PID/stat, for the target's CPU time */
+	int task_fd;          /* /proc/PID/task: each thread's run time, to the ns */
+	bool stats;           /* the kernel's BPF run-time statistics are on */
+	bool have_prev;       /* PREV's marks wait for the next window's start */
+	struct window_span prev, cur;
+	struct budget_sample at_begin, at_end; /* counters when the window opened and closed */
+	double work_live, time_live, work_off, time_off; /* pooled over windows: the slowdown */
+	double slowdown;      /* the last window's */
+};
+
+/* This host's cost of a probe hit, timed on empty probes on this process. */
+int windows__calibrate(struct loader *l, struct budget_cost *out);
+
+/* Start with PCT percent on L (loaded with opts.windowed, probes given),
+ * its events going through D, for process PID. 0 or -errno. */
+int windows__start(struct windows *w, double pct, const struct budget_cost *cost, struct loader *l,
+		   struct drain *d, int pid, uint64_t now_ns);
+/* Carry out what is due at NOW_NS. 0 or -errno (a failed attach: the target is gone). */
+int windows__step(struct windows *w, uint64_t now_ns);
+/* How long the recorder may sleep, in ms: 1 while a window is open. */
+int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms);
+/* The drain may write events stamped before this only (UINT64_MAX: any). */
+uint64_t windows__hold_ns(const struct windows *w);
+/* Close what is open and write the last windows' marks; END_NS is the
+ * trace's end. 0 or -ENOMEM. */
+int windows__finish(struct windows *w, uint64_t end_ns);
+void windows__free(struct windows *w);
+
+#endif /* MEMTRACE_WINDOWS_H */
