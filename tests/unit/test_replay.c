@@ -149,6 +149,61 @@ static void string(struct analysis *a, uint32_t id, const char *text)
 	assert_int_equal(analysis__add_string(a, &s), 0);
 }
 
+/* --budget windows: weights (dithered counts averaging the weight, rounded
+ * bytes), the tail's end retiring what is still live as long-lived, and
+ * what a forgotten pointer's later free and allocation are. */
+static void test_budget_windows(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START, .budget_ppm = 50000,
+				   .hit_entry_ns = 5000, .hit_return_ns = 1000 };
+	struct analysis *a = analysis__new();
+	const struct analysis_budget *b;
+	const struct analysis_totals *t;
+	struct seen s = { 0 };
+
+	assert_non_null(a);
+	assert_int_equal(replay__observe(analysis__replay(a), &seen_ops, &s), 0);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	/* window 1: each allocation stands for 2.5 */
+	mark(a, MT_MARK_WINDOW_BEGIN, 42, 0, 0, 0, 2500000);
+	for (uint64_t i = 0; i < 1000; i++)
+		ev(a, MT_EVENT_ALLOC, 7, 10 + i, 0, 0x10000 + i * 16, 40, 1);
+	for (uint64_t i = 0; i < 500; i++) /* half freed in the window */
+		ev(a, MT_EVENT_FREE, 7, 2000 + i, 0, 0x10000 + i * 16, 0, 0);
+	mark(a, MT_MARK_WINDOW_END, 42, 3000, 0, 0, 0);
+	for (uint64_t i = 500; i < 600; i++) /* a hundred more in the tail */
+		ev(a, MT_EVENT_FREE, 7, 3100 + i, 0, 0x10000 + i * 16, 0, 0);
+	mark(a, MT_MARK_TAIL_END, 42, 5000, 0, 0, 0);
+	/* 400 outlived the tail; one of them is freed later, one reallocated */
+	ev(a, MT_EVENT_FREE, 7, 9000, 0, 0x10000 + 700 * 16, 0, 0);
+	mark(a, MT_MARK_WINDOW_BEGIN, 42, 10000, 0, 0, 1000000); /* weight 1 */
+	ev(a, MT_EVENT_ALLOC, 7, 10010, 0, 0x10000 + 800 * 16, 8, 1);
+	mark(a, MT_MARK_WINDOW_END, 42, 10100, 0, 0, 0);
+	mark(a, MT_MARK_TAIL_END, 42, 10300, 0, 0, 0);
+	assert_int_equal(analysis__finish(a), 0);
+	t = analysis__totals(a);
+	b = &analysis__trace(a)->budget;
+	/* 1000 x 2.5, dithered per allocation: within a few of 2500 */
+	assert_true(t->allocations >= 2480 + 1 && t->allocations <= 2520 + 1);
+	assert_int_equal(t->allocated_bytes, 1000 * 100 + 8);
+	assert_int_equal(s.replaced, 0);   /* 0x10000 + 800 * 16 was forgotten: a new block */
+	assert_int_equal(t->internal_frees, 1); /* the later free of a forgotten one */
+	assert_true(b->long_lived_allocations >= 990 - 5 + 1 && b->long_lived_allocations <= 1010 + 1);
+	assert_int_equal(b->long_lived_bytes, 400 * 100 + 8);
+	assert_int_equal(t->leaked_bytes, b->long_lived_bytes); /* "leaked" means long-lived */
+	assert_true(t->peak_unknown);
+	assert_int_equal(b->windows, 2);
+	assert_int_equal(b->live_ns, 3000 + 100);
+	assert_int_equal(b->tail_ns, 2000 + 200);
+	assert_int_equal(b->min_tail_ns, 200);
+	assert_int_equal(b->lifetimes_seen, 600);
+	assert_true(b->min_weight == 1.0 && b->max_weight == 2.5);
+	print_message("--budget: %llu allocations from 1000 at 2.5 and 1 at 1; %llu long-lived; "
+		      "a retired pointer's free is internal, its reuse a new block\n",
+		      (unsigned long long)t->allocations, (unsigned long long)b->long_lived_allocations);
+	analysis__free(a);
+}
+
 /* The engine's rules as the callbacks tell them. */
 static void test_callbacks_follow_the_rules(void **state)
 {
@@ -322,6 +377,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_callbacks_follow_the_rules),
+		cmocka_unit_test(test_budget_windows),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),
 	};

@@ -119,12 +119,14 @@ static enum budget_action end_tail(struct budget *b, uint64_t now_ns, const stru
 	cycle_cost = b->window_cost_ns + tail_cost;
 	b->cost_ns += cycle_cost;
 	/* The cycle lasts until the budget has paid for it, and for what an
-	 * earlier one overspent; a little jitter keeps windows from locking on
-	 * to a periodic target (a frame loop). */
+	 * earlier one overspent: the budget is the bound, the longest period
+	 * only what windows are sized for. A little jitter keeps windows from
+	 * locking on to a periodic target (a frame loop). */
 	period = (cycle_cost + b->debt_ns) / rate;
 	period *= 0.9 + 0.2 * (double)((now_ns * 2654435761ULL >> 16) & 1023) / 1023.0;
 	elapsed = (double)(now_ns - b->cycle_start_ns);
-	period = clamp(period, elapsed, (double)BUDGET_MAX_PERIOD_NS > elapsed ? (double)BUDGET_MAX_PERIOD_NS : elapsed);
+	if (period < elapsed)
+		period = elapsed;
 	b->debt_ns = cycle_cost + b->debt_ns - rate * period;
 	/* Credit is not banked beyond one window's worth: a quiet minute must
 	 * not pay for a burst's minute. */
@@ -147,10 +149,10 @@ enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct 
 		return now_ns < b->next_ns ? BUDGET_WAIT : open_window(b, now_ns, s);
 	case BUDGET_LIVE:
 		cost = budget__price(b, &b->at, s);
-		/* A burst: the window has spent its share of what the longest
-		 * cycle pays (the window's planned length keeps it below). */
-		cut = cost > pay_rate(b) * (double)BUDGET_MAX_PERIOD_NS *
-				     (b->phi_live > 0 ? b->phi_live / (b->phi_live + b->phi_tail) : 0.5);
+		/* A burst: the window has spent twice what it was planned to
+		 * (at least what the budget pays for a whole window's time). */
+		cut = cost > 2 * b->phi_live * (double)b->window_ns &&
+		      cost > pay_rate(b) * (double)BUDGET_WINDOW_NS;
 		if (now_ns < b->next_ns && !cut)
 			return BUDGET_WAIT;
 		return close_window(b, now_ns, s, cost, cut && now_ns < b->next_ns);

@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * budget.h: the --budget controller on a simulated target. The simulation
+ * is the controller's own model made concrete: a single-threaded target
+ * busy all the time, whose allocator calls hit the probes at a rate that
+ * the test sets, each hit costing what the calibration said. What the
+ * controller must do: keep the priced cost within the budget over time,
+ * adapt the share of time live to the rate, end a window early when a burst
+ * arrives inside it, and carry what a cycle overspent into the next.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "budget.h"
+
+#define MS 1000000ULL
+
+struct sim {
+	struct budget b;
+	struct budget_sample s;
+	uint64_t now;
+	bool allocs, frees; /* which probes are attached */
+	double rate;        /* allocator calls per ns of the target's time, if traced */
+	double cost;        /* what the probes took, priced as the controller prices it */
+	uint64_t live_ns, windows, cuts;
+};
+
+/* One ms of the target: it makes allocator calls at RATE while untraced,
+ * half allocations (an entry and a return when their probes are attached)
+ * and half frees (an entry); a probed call costs its hits, so a traced
+ * target makes fewer calls per ms, as a real one does. Its run time is the
+ * whole ms. */
+static void run_ms(struct sim *m)
+{
+	double per_call = 0, calls, e = 0, r = 0;
+
+	if (m->allocs)
+		per_call += (m->b.trap.entry_ns + m->b.trap.return_ns + 2 * m->b.prog_ns_per_hit) / 2;
+	if (m->frees)
+		per_call += (m->b.trap.entry_ns + m->b.prog_ns_per_hit) / 2;
+	calls = m->rate > 0 ? (double)MS / (1 / m->rate + per_call) : 0;
+	if (m->allocs) {
+		e += calls / 2;
+		r += calls / 2;
+	}
+	if (m->frees)
+		e += calls / 2;
+	m->s.entries += (uint64_t)e;
+	m->s.returns += (uint64_t)r;
+	m->s.target_cpu_ns += MS;
+	m->cost += e * m->b.trap.entry_ns + r * m->b.trap.return_ns + (e + r) * m->b.prog_ns_per_hit;
+	m->now += MS;
+	if (m->allocs)
+		m->live_ns += MS;
+}
+
+static void step(struct sim *m)
+{
+	switch (budget__tick(&m->b, m->now, &m->s)) {
+	case BUDGET_OPEN:
+		m->allocs = m->frees = true;
+		m->windows++;
+		break;
+	case BUDGET_CLOSE:
+		if (m->now < m->b.since_ns) /* never: since is now */
+			fail();
+		m->allocs = false;
+		break;
+	case BUDGET_TAIL_END:
+		m->frees = false;
+		break;
+	default:
+		break;
+	}
+	run_ms(m);
+}
+
+static void sim_init(struct sim *m, double pct, double rate)
+{
+	struct budget_cost c = { .entry_ns = 5000, .return_ns = 1300 };
+
+	*m = (struct sim){ .now = 1000 * MS, .rate = rate };
+	budget__init(&m->b, pct, &c, 1, m->now, &m->s);
+}
+
+/* The priced cost over a long run stays within the budget of the target's
+ * work, and below it by no more than the controller's margin. */
+static void test_steady_within_budget(void **state)
+{
+	static const double pct[] = { 5, 1 }, rate[] = { 1e-5, 1e-4, 1e-3 }; /* 10 k, 100 k, 1 M calls/s */
+
+	for (size_t i = 0; i < 2; i++) {
+		for (size_t k = 0; k < 3; k++) {
+			struct sim m;
+			double share;
+
+			sim_init(&m, pct[i], rate[k]);
+			for (int t = 0; t < 60000; t++) /* a minute */
+				step(&m);
+			share = m.cost / (60000.0 * MS - m.cost);
+			assert_true(share <= pct[i] / 100 * 1.05);
+			assert_true(share >= pct[i] / 100 * 0.5);
+			assert_true(m.windows >= 30); /* at least one every 2 s */
+			print_message("--budget %g at %.0f k calls/s: %.2f%% of its work, %llu windows, live %.2f%%\n",
+				      pct[i], rate[k] * 1e6, 100 * share, (unsigned long long)m.windows,
+				      100.0 * m.live_ns / (60000.0 * MS));
+		}
+	}
+}
+
+/* A burst inside a window ends it before its planned length, and what the
+ * cycle spent beyond its share is paid by a longer pause. */
+static void test_burst_cuts_the_window(void **state)
+{
+	struct sim m;
+	uint64_t planned, cut_at = 0;
+	double before;
+
+	sim_init(&m, 5, 1e-5);
+	for (int t = 0; t < 20000; t++)
+		step(&m);
+	/* wait for a window to open, then make the target 100 x busier */
+	while (m.b.state != BUDGET_LIVE)
+		step(&m);
+	planned = m.b.next_ns;
+	before = m.b.cut_windows;
+	m.rate = 1e-3;
+	while (m.b.state == BUDGET_LIVE) {
+		cut_at = m.now;
+		step(&m);
+	}
+	assert_true(m.b.cut_windows == before + 1);
+	assert_true(cut_at < planned);
+	print_message("a 100 x burst ended the window %.1f ms before its planned end\n",
+		      (double)(planned - cut_at) / MS);
+	/* over the next minute at the burst's rate, still within the budget */
+	m.cost = 0;
+	for (int t = 0; t < 60000; t++)
+		step(&m);
+	assert_true(m.cost / (60000.0 * MS - m.cost) <= 0.05 * 1.05);
+}
+
+/* An idle target: windows without hits cost nothing and come at the
+ * shortest period the cycle allows, so a quiet service is sampled often. */
+static void test_idle_target(void **state)
+{
+	struct sim m;
+
+	sim_init(&m, 1, 0);
+	for (int t = 0; t < 10000; t++)
+		step(&m);
+	assert_true(m.cost == 0);
+	assert_true(m.windows >= 100);
+	print_message("idle target: %llu windows in 10 s\n", (unsigned long long)m.windows);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_steady_within_budget),
+		cmocka_unit_test(test_burst_cuts_the_window),
+		cmocka_unit_test(test_idle_target),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
