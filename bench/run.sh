@@ -431,4 +431,8 @@ echo "  linker hook (default): $(calc "$L_HOOK / 1000" 1) ms   entry-point fallb
 # --- attach, launch and forked children (issue 22): their own script, same run
 echo
 bash bench/attach.sh || die "the attach rows failed"
+
+# --- --budget (issue 24): redis-server's throughput, accuracy, a burst
+echo
+bash bench/budget.sh || die "the --budget rows failed"
 exit 0

@@ -72,10 +72,16 @@ static enum budget_action open_window(struct budget *b, uint64_t now_ns, const s
 	if (!b->windows) {
 		w = (double)BUDGET_FIRST_WINDOW_NS;
 	} else if (b->phi_live > 0) {
-		/* A window and its tail must fit what the longest cycle pays. */
-		double fit = pay_rate(b) * (double)BUDGET_MAX_PERIOD_NS / (b->phi_live + b->phi_tail);
+		/* Cheap windows grow, so a quiet target is seen a good share of
+		 * the time without attaching more than 20 times a second; dear
+		 * ones shrink until a window and its tail fit what the longest
+		 * cycle pays. */
+		double phi = b->phi_live + b->phi_tail;
+		double fit = pay_rate(b) * (double)BUDGET_MIN_PERIOD_NS / phi;
 
-		w = clamp(fit, (double)BUDGET_MIN_WINDOW_NS, w);
+		if (fit < w)
+			fit = clamp(pay_rate(b) * (double)BUDGET_MAX_PERIOD_NS / phi, (double)BUDGET_MIN_WINDOW_NS, w);
+		w = clamp(fit, (double)BUDGET_MIN_WINDOW_NS, (double)BUDGET_MAX_WINDOW_NS);
 	}
 	b->state = BUDGET_LIVE;
 	b->since_ns = b->cycle_start_ns = now_ns;
@@ -111,32 +117,53 @@ static enum budget_action close_window(struct budget *b, uint64_t now_ns, const 
 static enum budget_action end_tail(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
 {
 	uint64_t t = now_ns > b->since_ns ? now_ns - b->since_ns : 1;
-	double tail_cost = budget__price(b, &b->at, s), cycle_cost, period, elapsed, rate = pay_rate(b);
+	double tail_cost = budget__price(b, &b->at, s), cycle_cost, min_period;
 
 	b->phi_tail = ewma(b->phi_tail, tail_cost / (double)t);
-	b->tail_cost_ns = tail_cost;
 	b->tail_ns += t;
+	b->tail_cost_ns = tail_cost;
 	cycle_cost = b->window_cost_ns + tail_cost;
 	b->cost_ns += cycle_cost;
-	/* The cycle lasts until the budget has paid for it, and for what an
-	 * earlier one overspent: the budget is the bound, the longest period
-	 * only what windows are sized for. A little jitter keeps windows from
-	 * locking on to a periodic target (a frame loop). */
-	period = (cycle_cost + b->debt_ns) / rate;
-	period *= 0.9 + 0.2 * (double)((now_ns * 2654435761ULL >> 16) & 1023) / 1023.0;
-	elapsed = (double)(now_ns - b->cycle_start_ns);
-	if (period < elapsed)
-		period = elapsed;
-	b->debt_ns = cycle_cost + b->debt_ns - rate * period;
-	/* Credit is not banked beyond one window's worth: a quiet minute must
-	 * not pay for a burst's minute. */
-	if (b->debt_ns < -rate * (double)BUDGET_WINDOW_NS)
-		b->debt_ns = -rate * (double)BUDGET_WINDOW_NS;
+	/* The next window opens once the target's work since this one began
+	 * has paid for this cycle and for what an earlier one overspent
+	 * (pay_off): the budget is the bound. Not sooner than BUDGET_MIN_PERIOD_NS
+	 * from its start, with a little jitter that keeps windows from locking
+	 * on to a periodic target (a frame loop). */
+	b->owed_ns = cycle_cost + b->debt_ns;
+	b->debt_ns = 0;
+	min_period = (double)BUDGET_MIN_PERIOD_NS * (0.9 + 0.2 * (double)((now_ns * 2654435761ULL >> 16) & 1023) / 1023.0);
+	b->min_next_ns = b->cycle_start_ns + (uint64_t)min_period;
 	b->state = BUDGET_OFF;
 	b->since_ns = now_ns;
 	b->at = *s;
-	b->next_ns = b->cycle_start_ns + (uint64_t)period;
+	b->next_ns = now_ns;
 	return BUDGET_TAIL_END;
+}
+
+/* Between windows: open when the work done since the last window began
+ * has paid what is owed; else say when to look again, at the latest
+ * BUDGET_LOOK_NS on (the target may get busier: it then pays sooner). */
+static enum budget_action off_tick(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	double work = (double)(s->target_cpu_ns - b->cycle_at.target_cpu_ns) - budget__price(b, &b->cycle_at, s);
+	double paid = BUDGET_AIM * b->fraction * (work > 0 ? work : 0), wait;
+
+	if (now_ns < b->next_ns)
+		return BUDGET_WAIT;
+	if (b->windows && (now_ns < b->min_next_ns || paid < b->owed_ns)) {
+		wait = paid < b->owed_ns ? (b->owed_ns - paid) / (BUDGET_AIM * b->fraction * b->cpu) : 0;
+		if (now_ns + wait < b->min_next_ns)
+			wait = (double)(b->min_next_ns - now_ns);
+		b->next_ns = now_ns + (uint64_t)(wait < BUDGET_LOOK_NS ? wait : BUDGET_LOOK_NS);
+		return BUDGET_WAIT;
+	}
+	/* Credit is not banked beyond one window's worth: a quiet minute must
+	 * not pay for a burst's minute. */
+	b->debt_ns = b->owed_ns - paid;
+	if (b->debt_ns < -pay_rate(b) * (double)BUDGET_WINDOW_NS)
+		b->debt_ns = -pay_rate(b) * (double)BUDGET_WINDOW_NS;
+	b->owed_ns = 0;
+	return open_window(b, now_ns, s);
 }
 
 enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
@@ -146,7 +173,7 @@ enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct 
 
 	switch (b->state) {
 	case BUDGET_OFF:
-		return now_ns < b->next_ns ? BUDGET_WAIT : open_window(b, now_ns, s);
+		return off_tick(b, now_ns, s);
 	case BUDGET_LIVE:
 		cost = budget__price(b, &b->at, s);
 		/* A burst: the window has spent twice what it was planned to

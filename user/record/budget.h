@@ -27,8 +27,11 @@
 #define BUDGET_WINDOW_NS (5 * 1000 * 1000ULL)      /* a window's length when the budget allows */
 #define BUDGET_FIRST_WINDOW_NS (2 * 1000 * 1000ULL) /* the first: nothing is known yet */
 #define BUDGET_MIN_WINDOW_NS (1000 * 1000ULL)
+#define BUDGET_MAX_WINDOW_NS (20 * 1000 * 1000ULL)  /* a cheap window's: its tail as long, in the shortest period */
 #define BUDGET_MAX_PERIOD_NS (2000 * 1000 * 1000ULL) /* a window at least this often */
 #define BUDGET_START_NS (50 * 1000 * 1000ULL)        /* the target's CPU is measured first */
+#define BUDGET_MIN_PERIOD_NS (50 * 1000 * 1000ULL)   /* windows at most 20 a second: each attach costs */
+#define BUDGET_LOOK_NS (100 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
 #define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (attach, detach) */
 
 /* What one probe hit costs the target on this host, calibrated. */
@@ -61,6 +64,8 @@ struct budget {
 	double cpu;              /* cores the target's own work used (it sets the budget) */
 	double max_cpu;
 	double debt_ns;          /* cost spent beyond what the budget paid, carried to the next cycle */
+	double owed_ns;          /* between windows: what the target's work must pay before the next */
+	uint64_t min_next_ns;    /* ... and not before this */
 	enum { BUDGET_OFF, BUDGET_LIVE, BUDGET_TAIL } state;
 	uint64_t since_ns;       /* the state's start */
 	uint64_t next_ns;        /* when the next action is due */
