@@ -11,7 +11,9 @@
 #      of the exact one;
 #   3. a burst: tests/progs/proportions at 10 k allocations/s, then as fast as it
 #      goes (about 1 M/s): its rounds after the switch, traced with --budget 5 and
-#      untraced; the slowdown should stay within the budget + 2 points.
+#      untraced; the slowdown should stay within the budget + 2 points;
+#   4. totals: the allocations a --budget 5 recording of proportions estimates,
+#      over the count the program printed (no target: the issue asks for shares).
 # A benchmark, not a test: figures and PASS/MISS, non-zero only when something
 # could not run. Knobs: BUDGET_REPS (3), BUDGET_REQUESTS (1000000 per test).
 set -u -o pipefail
@@ -140,6 +142,16 @@ BU=$(awk '$1 == "u" { print $2 }' "$WORK/burst" | median)
 BB=$(awk '$1 == "b" { print $2 }' "$WORK/burst" | median)
 SLOW=$(calc "(1 - $BB / $BU) * 100" 1)
 
+# --- 4. totals: the estimated allocations of proportions (about 1 M a second) against its count
+for _ in $(seq "$REPS"); do
+	rounds=$("$MEMTRACE" record -o "$WORK/tot.mtrace" --budget 5 -- "$PROP" 8 0 -1 8000 2>/dev/null | sed -n 's/^rounds //p')
+	est=$("$MEMTRACE" report --json "$WORK/tot.mtrace" | jq '.totals.allocations / 10')
+	rm -f "$WORK/tot.mtrace"
+	calc "$est / $rounds" 3
+	echo
+done >"$WORK/tot"
+TOT=$(median <"$WORK/tot")
+
 echo "--budget (median of $REPS, runs alternated; host uprobe hit $HIT us):"
 printf "  %-62s %10s  %s\n" "redis-benchmark -P 16 untraced, requests/s" "$U" ""
 printf "  %-62s %10s  %s\n" "--budget 5: requests/s, x untraced (target >= 0.95)" "$B5 $R5" "$(verdict_min "$R5" 0.95)"
@@ -147,4 +159,5 @@ printf "  %-62s %10s  %s\n" "--budget 1: requests/s, x untraced (target >= 0.99)
 printf "  %-62s %10s  %s\n" "sites >= 0.5% of exact bytes, share within 25% ($WINDOWS)" "$((ACC_N - ACC_BAD))/$ACC_N" \
 	"$([ "$ACC_BAD" = 0 ] && [ "$ACC_N" -gt 0 ] && echo PASS || echo "MISS (worst $ACC_WORST: $ACC_SITE)")"
 printf "  %-62s %10s  %s\n" "burst 10 k -> ~1 M allocs/s, --budget 5 slowdown % (<= 7)" "$SLOW" "$(verdict "$SLOW" 7)"
+printf "  %-62s %10s  %s\n" "estimated / true allocations, proportions at ~1 M/s, --budget 5" "$TOT" "(no target)"
 echo "  (worst share error $ACC_WORST at $ACC_SITE; burst rounds untraced $BU, traced $BB)"

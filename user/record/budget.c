@@ -74,13 +74,12 @@ static enum budget_action open_window(struct budget *b, uint64_t now_ns, const s
 	} else if (b->phi_live > 0) {
 		/* Cheap windows grow, so a quiet target is seen a good share of
 		 * the time without attaching more than 20 times a second; dear
-		 * ones shrink until a window and its tail fit what the longest
-		 * cycle pays. */
+		 * ones shrink, down to 1 ms, towards one window every 100 ms. */
 		double phi = b->phi_live + b->phi_tail;
 		double fit = pay_rate(b) * (double)BUDGET_MIN_PERIOD_NS / phi;
 
-		if (fit < w)
-			fit = clamp(pay_rate(b) * (double)BUDGET_MAX_PERIOD_NS / phi, (double)BUDGET_MIN_WINDOW_NS, w);
+		if (fit < w) /* many short windows see more than a few long ones */
+			fit = clamp(pay_rate(b) * (double)BUDGET_DEAR_PERIOD_NS / phi, (double)BUDGET_MIN_WINDOW_NS, w);
 		w = clamp(fit, (double)BUDGET_MIN_WINDOW_NS, (double)BUDGET_MAX_WINDOW_NS);
 	}
 	b->state = BUDGET_LIVE;

@@ -223,45 +223,43 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 }
 
 /* What window S stands for: its share of time (from its start to NEXT,
- * over its live time) times how much slower the target worked while live.
- * That slowdown is pooled over every window so far: one window of an idle
- * target has too little work for a ratio (a timer's few allocations would
- * stand for seconds), and where the probes took nearly all of a live
- * window's run time, its work is a small difference of large figures
- * whose pricing error only averages out over many windows. Bounded to
- * 1 .. 50: at worst, time alone. */
-static double window_weight(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
+ * over its live time) times how much slower the target worked while it was
+ * live than after it. A target's work rate is its run time less the share
+ * the probes took of it (priced), per ns of wall time. That share is
+ * bounded to 90%: where the probes take nearly all of a window's run time,
+ * the work left is a small difference of large figures. Each window its
+ * own: an idle window (a timer, connections arriving) is not slowed, a busy
+ * one is, and one slowdown for both would make a window that caught a few
+ * connections stand for seconds of them. */
+static double window_weight(const struct window_span *s, uint64_t next, uint64_t run_next)
 {
 	uint64_t live = s->end > s->begin ? s->end - s->begin : 1;
 	double all = (double)(next > s->begin ? next - s->begin : live);
 	double slow = 1;
 
 	if (s->run_begin && s->run_end > s->run_begin && run_next > s->run_end && all > (double)live) {
-		double run_live = (double)(s->run_end - s->run_begin);
-		double run_off = (double)(run_next - s->run_end);
-		double work_live = run_live - s->cost_live, work_off = run_off - s->cost_tail;
+		double run_live = (double)(s->run_end - s->run_begin), run_off = (double)(run_next - s->run_end);
+		double phi_live = s->cost_live / run_live, phi_off = s->cost_tail / run_off;
+		double rate_live, rate_off;
 
+		phi_live = phi_live > 0.9 ? 0.9 : phi_live < 0 ? 0 : phi_live;
+		phi_off = phi_off > 0.9 ? 0.9 : phi_off < 0 ? 0 : phi_off;
+		rate_live = run_live * (1 - phi_live) / (double)live;
+		rate_off = run_off * (1 - phi_off) / (all - (double)live);
+		slow = rate_live > 0 ? rate_off / rate_live : 1;
 		if (getenv("MEMTRACE_DEBUG_BUDGET"))
-			fprintf(stderr, "weight: live %.2f ms run %.2f cost %.2f | off %.2f ms run %.2f tail cost %.2f\n",
-				live / 1e6, run_live / 1e6, s->cost_live / 1e6, (all - live) / 1e6, run_off / 1e6,
-				s->cost_tail / 1e6);
-		/* signed: the pricing's error averages out over windows */
-		w->work_live += work_live;
-		w->time_live += (double)live;
-		w->work_off += work_off;
-		w->time_off += all - (double)live;
+			fprintf(stderr, "weight: live %.2f ms run %.2f cost %.2f | off %.2f ms run %.2f tail cost %.2f | "
+					"slower %.2f\n", live / 1e6, run_live / 1e6, s->cost_live / 1e6,
+				(all - (double)live) / 1e6, run_off / 1e6, s->cost_tail / 1e6, slow);
 	}
-	if (w->work_live > 0 && w->time_live > 0 && w->time_off > 0)
-		slow = (w->work_off / w->time_off) / (w->work_live / w->time_live);
 	slow = slow < 1 ? 1 : slow > 50 ? 50 : slow;
-	w->slowdown = slow;
 	return all / (double)live * slow;
 }
 
 /* The marks of window S, which stands for the time from its start to NEXT. */
 static int write_window(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
 {
-	double weight = window_weight(w, s, next, run_next);
+	double weight = window_weight(s, next, run_next);
 	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
 	int err;
 

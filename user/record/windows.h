@@ -17,8 +17,8 @@
  * while the window was live: work is its run time less what the probes
  * cost it, which is most of a live window's run time for a target that
  * allocates often. (Time alone would be off by that slowdown: 8 x for a
- * loaded redis-server, 1000 x for a loop that only allocates.) Without run
- * times, time it is. That is known only when the next window opens, so the
+ * loaded redis-server, 10 x and more for a loop that mostly allocates.)
+ * Without run times, time it is. That is known only when the next window opens, so the
  * drain writes nothing past the start of a window whose marks are not in
  * yet (windows__hold_ns); in between windows the probes send nothing, so
  * what waits is a window's events.
@@ -43,8 +43,6 @@ struct windows {
 	bool have_prev;       /* PREV's marks wait for the next window's start */
 	struct window_span prev, cur;
 	struct budget_sample at_begin, at_end; /* counters when the window opened and closed */
-	double work_live, time_live, work_off, time_off; /* pooled over windows: the slowdown */
-	double slowdown;      /* the last window's */
 };
 
 /* This host's cost of a probe hit, timed on empty probes on this process. */
