@@ -24,10 +24,6 @@ rc=$?
 expect_one_error "--budget with --sample" "$rc" "$TMP/e" \
 	"memtrace: --budget and --sample do not combine: --budget already records a share of the time; give one of them"
 expect_eq "--budget with --sample: exit status" "$rc" 2
-mt record --budget 5 --follow-children -o "$TMP/bad.mtrace" -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
-rc=$?
-expect_one_error "--budget with --follow-children" "$rc" "$TMP/e"
-expect_eq "--budget with --follow-children: exit status" "$rc" 2
 mt top --batch --budget 0 -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
 rc=$?
 expect_one_error "top --budget 0" "$rc" "$TMP/e"
@@ -94,6 +90,24 @@ report_json "$TMP/b1.mtrace" "$TMP/b1.json"
 expect_eq "report --json of it: exit status" $? 0
 expect_eq "all three sites seen at 1%" "$(jq -r '[.sites[].function] | map(select(test("^site_"))) | sort | join(" ")' "$TMP/b1.json")" \
 	"site_keep site_mid site_small"
+
+# --- --follow-children: each process its own windows, the hit timed once ---
+mkdir -p "$TMP/f"
+(cd "$TMP/f" && timeout -k 5 "$LIMIT" "$MEMTRACE" record --budget 5 --follow-children -o f.mtrace -- \
+	sh -c "$PROP 3 0 -1 8000 & $PROP 3 0 -1 8000 & wait" >/dev/null 2>"$TMP/e")
+expect_eq "record --budget 5 --follow-children: exit status" $? 0
+n=0
+for t in "$TMP"/f/f.*.1.mtrace; do
+	[ -f "$t" ] || continue
+	n=$((n + 1))
+	report_json "$t" "$TMP/f.json"
+	small=$(site "$TMP/f.json" site_small allocations)
+	expect_eq "$(basename "$t"): format version 2 and windows" \
+		"$(od -An -tu4 -j8 -N4 "$t" | tr -d ' ') $(jqr "$TMP/f.json" '.trace.budget.windows > 2')" "2 true"
+	expect_within "$(basename "$t"): site_mid calls / site_small calls" \
+		"$(ratio "$(site "$TMP/f.json" site_mid allocations)" "$small")" 3 20
+done
+expect_eq "a trace for each proportions the shell started" "$n" 2
 
 # --- top says so in its header ---
 mt top --batch -i 1 -d 3 --budget 5 -- "$PROP" 3 0 -1 8000 >"$TMP/top.out" 2>"$TMP/e"

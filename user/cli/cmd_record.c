@@ -74,8 +74,6 @@ int record_check_budget(const struct record_opts *o)
 		return 0;
 	if (o->sample)
 		return fail("--budget and --sample do not combine: --budget already records a share of the time; give one of them");
-	if (o->follow)
-		return fail("--budget does not follow children yet; record the processes one by one with -p, or exactly with --follow-children");
 	if (o->empty_probes)
 		return fail("--budget and --empty-probes do not combine");
 	return 0;

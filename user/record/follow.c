@@ -17,6 +17,7 @@
 #include "record.h"
 #include "record_setup.h"
 #include "util.h"
+#include "windows.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,6 +59,7 @@ struct follow {
 	struct loader *loader;    /* the one loaded object every recorder shares */
 	uint32_t max_slots;
 	bool *slot_used;          /* slot 0 is the loader's own, never a target's */
+	double hit_entry_ns, hit_return_ns; /* --budget: a probe hit, timed once for every recorder */
 	struct record_binding **bindings; /* one per program seen: a forked child shares its parent's */
 	size_t nr_bindings;
 };
@@ -207,6 +209,8 @@ static void run_recorder(struct follow *f, const struct tracee *t, const char *o
 	o.shared_loader = f->loader;
 	o.slot = slot;
 	o.binding = t->binding;
+	o.hit_entry_ns = f->hit_entry_ns;
+	o.hit_return_ns = f->hit_return_ns;
 	/* a server forks many: rings of 1 MiB a CPU each unless asked */
 	if (!o.ring_bytes_given && o.ring_bytes > FOLLOW_RING_BYTES)
 		o.ring_bytes = FOLLOW_RING_BYTES;
@@ -294,6 +298,17 @@ static int load_shared(struct follow *f)
 			    strerror(-err));
 	if (err)
 		return fail("failed to load the BPF programs: %s", strerror(-err));
+	/* --budget: a probe hit is timed once, here, not by every recorder
+	 * while its process is held */
+	if (f->o->budget) {
+		struct budget_cost c;
+
+		err = windows__calibrate(f->loader, &c);
+		if (err)
+			return fail("failed to time a probe hit on this host for --budget: %s", strerror(-err));
+		f->hit_entry_ns = c.entry_ns;
+		f->hit_return_ns = c.return_ns;
+	}
 	/* Thread names come from tracepoints, attached once for every recorder. */
 	if (!f->o->empty_probes && loader__attach_thread_names(f->loader))
 		fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name\n");

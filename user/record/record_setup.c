@@ -29,6 +29,7 @@ void record_loader_opts(const struct record_opts *o, struct loader_opts *lo)
 	lo->ring_bytes = o->ring_bytes;
 	lo->empty_probes = o->empty_probes;
 	lo->sample_mean = o->sample;
+	lo->windowed = o->budget > 0;
 	lo->unwind_rows = o->stack_depth ? o->unwind_rows : 0;
 	/* Without CAP_SYS_PTRACE, the kernel's ptrace rule decides what we
 	 * may see, in BPF (bpf/memtrace.bpf.c says how). */

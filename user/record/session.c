@@ -736,7 +736,6 @@ static int load_probes(struct recording *r)
 	record_loader_opts(&r->o, &lo);
 	lo.pid = r->pid;
 	lo.on_record = on_record;
-	lo.windowed = r->o.budget > 0;
 	r->drain = drain__new(NULL);
 	if (!r->drain)
 		return fail("out of memory");
@@ -793,7 +792,8 @@ static int calibrate(struct recording *r)
 		return 0;
 	if (loader__mode(r->loader) == LOADER_CLASSIC)
 		return fail("--budget needs multi-uprobe links (Linux 6.6 or later); record exactly (without --budget) instead");
-	err = windows__calibrate(r->loader, &r->hit_cost);
+	r->hit_cost = (struct budget_cost){ .entry_ns = r->o.hit_entry_ns, .return_ns = r->o.hit_return_ns };
+	err = r->hit_cost.entry_ns > 0 ? 0 : windows__calibrate(r->loader, &r->hit_cost);
 	if (err)
 		return fail("failed to time a probe hit on this host for --budget: %s", strerror(-err));
 	r->windows = calloc(1, sizeof(*r->windows));
