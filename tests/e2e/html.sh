@@ -146,4 +146,17 @@ expect_eq "marks: pool table" "$(grep -o 'id="pools"><table>.*' "$TMP/dom.html" 
 expect_eq "marks: thread table" "$(grep -o 'id="threads"><table>.*' "$TMP/dom.html" | grep -o '<td class="fn">[^<]*' | sed 's/.*>//' | tr '\n' ' ')" \
 	"main worker-0 worker-1 "
 
+# --- a --budget trace: the page says its figures are estimates, and its
+# chart that it is not the live heap ---
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --budget 5 -o "$TMP/budget.mtrace" -- "$PROGS/proportions" 2 0 -1 8000 \
+	>/dev/null 2>"$TMP/err"
+expect_eq "budget: record --budget 5 exit status" $? 0
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/budget.html" "$TMP/budget.mtrace" 2>"$TMP/err"
+expect_eq "budget: report --html exit status" $? 0
+chromium "file://$TMP/budget.html" --dump-dom >"$TMP/bdom.html" 2>/dev/null
+expect_eq "budget: the rendered page warns its figures are estimates" \
+	"$(grep -c '<p class="warn">Recorded with --budget 5%: the probes lived in [0-9]* windows' "$TMP/bdom.html")" 1
+expect_eq "budget: the chart's note says it is not the live heap" \
+	"$(grep -c '<p class="note">Not the live heap (--budget does not see it)' "$TMP/bdom.html")" 1
+
 finish
