@@ -29,7 +29,7 @@
 #define BUDGET_MIN_WINDOW_NS (1000 * 1000ULL)
 #define BUDGET_MAX_WINDOW_NS (20 * 1000 * 1000ULL)  /* a cheap window's: its tail as long, in the shortest period */
 #define BUDGET_MAX_PERIOD_NS (2000 * 1000 * 1000ULL) /* a window at least this often */
-#define BUDGET_START_NS (50 * 1000 * 1000ULL)        /* the target's CPU is measured first */
+#define BUDGET_START_NS (50 * 1000 * 1000ULL)        /* the first window opens within this */
 #define BUDGET_MIN_PERIOD_NS (50 * 1000 * 1000ULL)   /* windows at most 20 a second: each attach costs */
 #define BUDGET_DEAR_PERIOD_NS (100 * 1000 * 1000ULL) /* what dear windows shrink towards */
 #define BUDGET_LOOK_NS (100 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
