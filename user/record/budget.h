@@ -46,7 +46,6 @@ struct budget_sample {
 	uint64_t entries, returns; /* probe hits (loader__hits) */
 	uint64_t prog_ns, prog_runs; /* the BPF programs' run time and runs; 0 runs: not measured */
 	uint64_t target_cpu_ns;    /* the target's CPU time (utime + stime) */
-	uint64_t self_cpu_ns;      /* the recorder's own (every thread), for its report */
 };
 
 enum budget_action {

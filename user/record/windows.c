@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #define CALIBRATION_CALLS 1000
@@ -168,17 +167,6 @@ static uint64_t target_cpu_ns(int fd)
 	return (utime + stime) * (1000000000ULL / (uint64_t)hz);
 }
 
-/* The recorder's CPU time so far, every thread. */
-static uint64_t self_cpu_ns(void)
-{
-	struct rusage ru;
-
-	if (getrusage(RUSAGE_SELF, &ru))
-		return 0;
-	return ((uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
-		(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec)) * 1000;
-}
-
 /* The counters now; LIGHT: the probe hits only (a live window's check for a
  * burst, every millisecond), which the controller prices by its estimate. */
 static void sample_as(struct windows *w, struct budget_sample *s, bool light)
@@ -187,7 +175,6 @@ static void sample_as(struct windows *w, struct budget_sample *s, bool light)
 	loader__hits(w->l, &s->entries, &s->returns);
 	if (light)
 		return;
-	s->self_cpu_ns = self_cpu_ns();
 	if (w->stats)
 		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
 	s->target_cpu_ns = target_runtime_ns(w->task_fd);
