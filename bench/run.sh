@@ -432,6 +432,10 @@ echo "  linker hook (default): $(calc "$L_HOOK / 1000" 1) ms   entry-point fallb
 echo
 bash bench/attach.sh || die "the attach rows failed"
 
+# --- the BPF programs' own time per run and per pair (issue 26)
+echo
+bash bench/prog_cost.sh || die "the program cost rows failed"
+
 # --- --budget (issue 24): redis-server's throughput, accuracy, a burst
 echo
 bash bench/budget.sh || die "the --budget rows failed"
