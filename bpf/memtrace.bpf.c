@@ -379,6 +379,18 @@ static __always_inline __u32 target_slot(__u32 tgid)
 	return SLOT(*slot);
 }
 
+/* The slot of the process an allocator probe fired in. Its link was
+ * attached for that one process (the kernel runs the program for no other
+ * thread group), so a recording of one process needs no lookup; the
+ * processes of a followed tree share the programs, and the map tells them
+ * apart. */
+static __always_inline __u32 probe_slot(__u32 tgid)
+{
+	if (max_targets == 1)
+		return recording[0] && creds_traceable(0) ? 0 : NO_TARGET;
+	return target_slot(tgid);
+}
+
 static __always_inline void emit_free(__u32 slot, __u32 tid, __u64 ptr)
 {
 	void *ring = cpu_ring(slot);
@@ -558,7 +570,7 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, slot = target_slot(pid_tgid >> 32);
+	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid >> 32);
 	struct thread_state *st;
 
 	if (slot == NO_TARGET || !ptr)
@@ -581,7 +593,7 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, slot = target_slot(pid_tgid >> 32);
+	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid >> 32);
 	struct thread_state *st;
 
 	if (slot == NO_TARGET)
@@ -722,7 +734,7 @@ int BPF_KPROBE(alloc_enter, __u64 a0, __u64 a1, __u64 a2)
 		kind = MT_KIND_MALLOC;
 		size = probe_arg(ctx, 0, a0);
 	}
-	return on_alloc_enter(ctx, target_slot(bpf_get_current_pid_tgid() >> 32), kind, size, arg);
+	return on_alloc_enter(ctx, probe_slot(bpf_get_current_pid_tgid() >> 32), kind, size, arg);
 }
 
 SEC("uprobe")
