@@ -124,7 +124,6 @@ static enum budget_action end_tail(struct budget *b, uint64_t now_ns, const stru
 
 	b->phi_tail = ewma(b->phi_tail, tail_cost / (double)t);
 	b->tail_ns += t;
-	b->tail_cost_ns = tail_cost;
 	cycle_cost = b->window_cost_ns + tail_cost;
 	b->cost_ns += cycle_cost;
 	/* The next window opens once the target's work since this one began
@@ -190,6 +189,21 @@ enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct 
 		return now_ns < b->next_ns ? BUDGET_WAIT : end_tail(b, now_ns, s);
 	}
 	return BUDGET_WAIT;
+}
+
+void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	uint64_t t = now_ns > b->since_ns ? now_ns - b->since_ns : 0;
+
+	if (b->state == BUDGET_LIVE) {
+		b->live_ns += t;
+		b->windows++;
+	} else if (b->state == BUDGET_TAIL) {
+		b->tail_ns += t;
+	}
+	if (b->state != BUDGET_OFF)
+		b->cost_ns += budget__price(b, &b->at, s);
+	b->state = BUDGET_OFF;
 }
 
 uint64_t budget__next_ns(const struct budget *b)

@@ -28,7 +28,6 @@
 #define BUDGET_FIRST_WINDOW_NS (2 * 1000 * 1000ULL) /* the first: nothing is known yet */
 #define BUDGET_MIN_WINDOW_NS (1000 * 1000ULL)
 #define BUDGET_MAX_WINDOW_NS (20 * 1000 * 1000ULL)  /* a cheap window's: its tail as long, in the shortest period */
-#define BUDGET_MAX_PERIOD_NS (2000 * 1000 * 1000ULL) /* a window at least this often */
 #define BUDGET_START_NS (50 * 1000 * 1000ULL)        /* the first window opens within this */
 #define BUDGET_MIN_PERIOD_NS (50 * 1000 * 1000ULL)   /* windows at most 20 a second: each attach costs */
 #define BUDGET_DEAR_PERIOD_NS (100 * 1000 * 1000ULL) /* what dear windows shrink towards */
@@ -74,7 +73,6 @@ struct budget {
 	struct budget_sample at; /* counters at the state's start */
 	struct budget_sample cycle_at; /* ... at the cycle's start */
 	double window_cost_ns;   /* the last window's, priced */
-	double tail_cost_ns;     /* the last tail's */
 	/* totals, for the trace and the report */
 	uint64_t windows;
 	uint64_t live_ns;        /* allocations taken, summed */
@@ -88,6 +86,9 @@ void budget__init(struct budget *b, double pct, const struct budget_cost *trap, 
 		  const struct budget_sample *s);
 /* What to do at NOW_NS given counters S; the caller does it at once. */
 enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct budget_sample *s);
+/* Recording stops at NOW_NS: the window or tail in progress ends there
+ * and counts in the totals. What to detach is the caller's. */
+void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s);
 /* When to tick next, at the latest. */
 uint64_t budget__next_ns(const struct budget *b);
 /* What a span's hits cost the target, in ns. */

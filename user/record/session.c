@@ -799,7 +799,6 @@ static int calibrate(struct recording *r)
 	r->windows = calloc(1, sizeof(*r->windows));
 	if (!r->windows)
 		return fail("out of memory");
-	r->windows->stat_fd = r->windows->task_fd = -1;
 	if (r->o.verbose)
 		fprintf(stderr, "memtrace: a probe hit costs %.0f ns at entry, %.0f ns more with its return (--budget %g%%)\n",
 			r->hit_cost.entry_ns, r->hit_cost.return_ns, r->o.budget);

@@ -364,21 +364,11 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 		w->have_prev = false;
 		return err;
 	}
-	/* what the window or tail in progress cost so far */
 	sample(w, &s);
-	w->ctl.tail_cost_ns = 0;
-	if (w->ctl.state == BUDGET_LIVE) {
-		w->ctl.window_cost_ns = budget__price(&w->ctl, &w->ctl.at, &s);
+	if (w->ctl.state == BUDGET_LIVE)
 		close_window(w);
-		w->ctl.live_ns += w->cur.end - w->cur.begin;
-		w->ctl.windows++;
-		w->ctl.cost_ns += w->ctl.window_cost_ns;
-	} else {
-		w->ctl.tail_cost_ns = budget__price(&w->ctl, &w->ctl.at, &s);
-		w->ctl.cost_ns += w->ctl.tail_cost_ns;
-	}
 	end_tail(w);
-	w->ctl.state = BUDGET_OFF;
+	budget__stop(&w->ctl, end_ns, &s);
 	w->have_prev = false;
 	return write_window(w, &w->cur, end_ns, target_runtime_ns(w->task_fd));
 }
