@@ -115,18 +115,22 @@ if [ -x "$PGBIN/postgres" ] && id postgres >/dev/null 2>&1; then
 		rm -f "$WORK"/pg*.mtrace
 		echo "${t:-0}"
 	}
-	U=() T=() TB=()
+	U=() T=() TB=() TE=()
 	for _ in 1 2 3; do # interleaved, so a slow minute hits all alike
 		U+=("$(tps)")
 		T+=("$(traced_tps)")
 		TB+=("$(traced_tps --budget 5)")
+		TE+=("$(traced_tps --empty-probes entry+return)")
 	done
 	PG_U=$(printf '%s\n' "${U[@]}" | median)
 	PG_T=$(printf '%s\n' "${T[@]}" | median)
 	PG_TB=$(printf '%s\n' "${TB[@]}" | median)
+	PG_TE=$(printf '%s\n' "${TE[@]}" | median)
+	PG_ERATIO=$(calc "$PG_TE / $PG_U" 2)
+	PG_FLOOR=$(calc "$PG_T / $PG_TE" 2)
 	PG_RATIO=$(calc "$PG_T / $PG_U" 2)
 	PG_BRATIO=$(calc "$PG_TB / $PG_U" 2)
-	PG_ROW="untraced $(calc "$PG_U" 1) tps, postmaster under -p --follow-children $(calc "$PG_T" 1) tps: $PG_RATIO x; with --budget 5 $(calc "$PG_TB" 1) tps: $PG_BRATIO x"
+	PG_ROW="untraced $(calc "$PG_U" 1) tps, postmaster under -p --follow-children $(calc "$PG_T" 1) tps: $PG_RATIO x; with --budget 5 $(calc "$PG_TB" 1) tps: $PG_BRATIO x; the floor, empty entry+return probes followed alike, $(calc "$PG_TE" 1) tps: $PG_ERATIO x (traced / floor $PG_FLOOR x)"
 fi
 
 echo
@@ -145,6 +149,8 @@ echo "| -- CMD to its first instruction | <= 250 ms | $(calc "$FIRST_US / 1000")
 echo "| record -- /bin/true end to end | <= 400 ms | $(calc "$TRUE_US / 1000") ms | $(verdict "$TRUE_US" 400000) |"
 if [ -n "${PG_RATIO:-}" ]; then
 	echo "| pgbench -C, traced / untraced tps | >= 0.3 | $PG_RATIO | $(verdict_min "$PG_RATIO" 0.3) |"
+	echo "| pgbench -C, empty probes (the floor) / untraced tps | | $PG_ERATIO | |"
+	echo "| pgbench -C, traced / floor tps | | $PG_FLOOR | |"
 	echo "| pgbench -C, --budget 5 / untraced tps | (issue 24: >= 0.95 for redis) | $PG_BRATIO | |"
 fi
 exit 0

@@ -79,6 +79,7 @@ struct recording {
 	struct budget_cost hit_cost; /* --budget: calibrated at attach */
 	struct windows *windows;     /* --budget: the windows; NULL in exact mode */
 	uint64_t start_ns;
+	uint64_t start_real_ns;
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
 	bool view_quit; /* the live view was told to quit */
@@ -646,6 +647,13 @@ static int give_to_sudo_user(const char *path)
 	return fchownat(AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW);
 }
 
+/* The trace's time 0: when the probes went live. */
+static void mark_start(struct recording *r)
+{
+	r->start_ns = now_ns(CLOCK_MONOTONIC);
+	r->start_real_ns = now_ns(CLOCK_REALTIME);
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -665,9 +673,10 @@ static int open_output(struct recording *r)
 	gethostname(host, sizeof(host) - 1);
 	m.kernel = u.release;
 	m.hostname = host;
-	m.start_mono_ns = now_ns(CLOCK_MONOTONIC);
-	m.start_real_ns = now_ns(CLOCK_REALTIME);
-	r->start_ns = m.start_mono_ns;
+	if (!r->start_ns)
+		mark_start(r);
+	m.start_mono_ns = r->start_ns;
+	m.start_real_ns = r->start_real_ns;
 	if (record_output_is_stdout(r->output)) {
 		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 
@@ -1244,6 +1253,17 @@ int record_run(struct record_opts *o, const struct record_view *view)
 		err = load_probes(&r);
 	if (!err)
 		err = attach_probes(&r);
+	/* A followed process is held until its supervisor reads "attached":
+	 * it goes on once its probes are live, and the trace is opened while
+	 * it runs (its first events wait in the rings). The output was checked
+	 * above; should opening it fail now, the process runs on untraced. */
+	bool released = !err && r.o.supervisor;
+
+	if (released) {
+		mark_start(&r);
+		loader__set_recording(r.loader, true);
+		announce(&r);
+	}
 	if (!err)
 		err = open_output(&r);
 	if (err) {
@@ -1252,7 +1272,8 @@ int record_run(struct record_opts *o, const struct record_view *view)
 			view->done(view->ctx, NULL);
 		return 1;
 	}
-	announce(&r);
+	if (!released)
+		announce(&r);
 	if (launcher__release(&r.child))
 		fail("failed to let '%s' run: %s", r.o.cmd[0], strerror(errno));
 	err = record_loop(&r);
