@@ -51,7 +51,8 @@ INC_cli      := $(STAGES) bpf build
 inc_dirs = $(patsubst -Iuser/bpf,-Ibpf,$(patsubst -Iuser/build,-I$(BUILD),$(addprefix -Iuser/,$(1))))
 ALL_INC  := $(call inc_dirs,$(INC_cli))
 USER_SRC := $(wildcard $(addsuffix /*.c,$(addprefix user/,$(STAGES))))
-USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC))
+USER_ASM := $(wildcard $(addsuffix /*.S,$(addprefix user/,$(STAGES))))
+USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC)) $(patsubst user/%.S,$(BUILD)/user/%.o,$(USER_ASM))
 CLI_MAIN := $(BUILD)/user/cli/main.o $(BUILD)/user/cli/no_dlopen.o
 LIB_OBJ  := $(filter-out $(CLI_MAIN),$(USER_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
@@ -79,6 +80,12 @@ $(BUILD)/user/%.o: user/%.c | $(SKEL) $(BUILD)
 	$(CC) $(CPPFLAGS) $(call inc_dirs,$(INC_$(patsubst %/,%,$(dir $*)))) $(CFLAGS) -MMD -MP -c $< -o $@
 
 -include $(USER_OBJ:.o=.d)
+
+# The HTML pages' own files (user/output/html/) go into the binary as they are (.incbin).
+$(BUILD)/user/%.o: user/%.S | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) -c $< -o $@
+$(BUILD)/user/output/html_assets.o: $(wildcard user/output/html/*)
 
 # What memtrace --version says about this build: rewritten only when it
 # changes (a new commit, another compiler), so only cmd_version.o follows.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * `memtrace diff --html` (diff_html.h): the page of report_html_assets.h
+ * `memtrace diff --html` (diff_html.h): the page user/output/html/diff.html
  * with its diff script. Its data: "diff", exactly what diff --json prints
  * (diff_print.c), and "flame", each trace's stacks as name paths, which
  * the page merges into one tree of both sides.
@@ -11,7 +11,6 @@
 #include "json_out.h"
 #include "report.h"
 #include "report_html.h"
-#include "report_html_assets.h"
 #include "strtab.h"
 
 #include <errno.h>
@@ -169,5 +168,5 @@ int diff_html__write(FILE *f, const struct analysis *base, const struct analysis
 {
 	struct diff_page p = { base, new_, d };
 
-	return report_html__page(f, diff_html_head, diff_page_data, &p, diff_html_script);
+	return report_html__page(f, "diff.html", diff_page_data, &p);
 }

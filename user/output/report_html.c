@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The HTML report (report_html.h): the page's shell, style and script come
- * from report_html_assets.h; this file writes the data they render.
+ * The HTML report (report_html.h): the page's shell, style and script are
+ * files of their own (user/output/html/, embedded: html_assets.h); this
+ * file writes the data they render and puts the page together.
  */
 #include "report_html.h"
 #include "report.h"
 #include "export.h"
 #include "json_out.h"
 #include "marks.h"
-#include "report_html_assets.h"
+#include "html_assets.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -159,14 +160,47 @@ void report_html__put_json(FILE *f, const char *json, size_t len)
 	}
 }
 
-int report_html__page(FILE *f, const char *head, int (*write_data)(FILE *, void *), void *ctx,
-		      const char *script)
+const char *html_asset(const char *name, size_t len)
 {
+	static const struct {
+		const char *name;
+		const char *text;
+	} assets[] = {
+		{ "report.html", html_report_html }, { "diff.html", html_diff_html },
+		{ "style.css", html_style_css },     { "common.js", html_common_js },
+		{ "report.js", html_report_js },     { "diff.js", html_diff_js },
+	};
+
+	for (size_t i = 0; i < sizeof(assets) / sizeof(assets[0]); i++)
+		if (strlen(assets[i].name) == len && !memcmp(assets[i].name, name, len))
+			return assets[i].text;
+	return NULL;
+}
+
+#define MARK_OPEN "<!-- memtrace:"
+#define MARK_CLOSE " -->"
+
+/* LINE (LEN bytes, without its newline) is a mark: the name it holds, or NULL. */
+static const char *mark_name(const char *line, size_t len, size_t *name_len)
+{
+	size_t open = strlen(MARK_OPEN), close = strlen(MARK_CLOSE);
+
+	if (len <= open + close || memcmp(line, MARK_OPEN, open) || memcmp(line + len - close, MARK_CLOSE, close))
+		return NULL;
+	*name_len = len - open - close;
+	return line + open;
+}
+
+int report_html__page(FILE *f, const char *page, int (*write_data)(FILE *, void *), void *ctx)
+{
+	const char *tpl = html_asset(page, strlen(page));
 	char *json = NULL;
 	size_t len = 0;
 	FILE *mem;
 	int err;
 
+	if (!tpl)
+		return -ENOENT;
 	mem = open_memstream(&json, &len);
 	if (!mem)
 		return -ENOMEM;
@@ -177,13 +211,25 @@ int report_html__page(FILE *f, const char *head, int (*write_data)(FILE *, void 
 		free(json);
 		return err == -EIO ? -ENOMEM : err; /* a memory stream fails only for want of memory */
 	}
-	fputs(head, f);
-	fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
-	report_html__put_json(f, json, len);
-	fputs("</script>\n", f);
-	fputs(report_html_script, f);
-	fputs(script, f);
-	fputs(report_html_end, f);
+	/* the template line by line: a mark line becomes its file, or the data */
+	for (const char *line = tpl; *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t n = nl ? (size_t)(nl - line) : strlen(line), name_len;
+		const char *name = mark_name(line, n, &name_len), *asset;
+
+		if (name && name_len == 4 && !memcmp(name, "data", 4)) {
+			fputs("<script type=\"application/json\" id=\"memtrace-data\">\n", f);
+			report_html__put_json(f, json, len);
+			fputs("</script>\n", f);
+		} else if (name && (asset = html_asset(name, name_len))) {
+			fputs(asset, f);
+		} else {
+			fwrite(line, 1, n, f);
+			if (nl)
+				fputc('\n', f);
+		}
+		line += n + (nl != NULL);
+	}
 	free(json);
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
@@ -206,5 +252,5 @@ int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
 {
 	struct report_page p = { a, s, v };
 
-	return report_html__page(f, report_html_head, report_page_data, &p, report_view_script);
+	return report_html__page(f, "report.html", report_page_data, &p);
 }

@@ -5,7 +5,7 @@
  * graph of allocated, leaked or peak bytes, and the site, leak, zone, frame,
  * pool and thread tables. The figures travel as one JSON document in a
  * <script type="application/json" id="memtrace-data"> element that the
- * page's script (report_html_assets.h) renders. Leaf code: prints nothing.
+ * page's script (user/output/html/, html_assets.h) renders. Leaf code: prints nothing.
  */
 #ifndef MEMTRACE_REPORT_HTML_H
 #define MEMTRACE_REPORT_HTML_H
@@ -31,11 +31,11 @@ int report_html__write(FILE *f, struct analysis *a, const struct heap_series *s,
  * it can end the element. */
 void report_html__put_json(FILE *f, const char *json, size_t len);
 
-/* A page to F: HEAD, the data WRITE_DATA(CTX) renders (as JSON, rendered in
- * memory first), the script both pages share, then SCRIPT. 0, -ENOMEM, the
- * error WRITE_DATA returned, or -EIO if writing to F failed. */
-int report_html__page(FILE *f, const char *head, int (*write_data)(FILE *, void *), void *ctx,
-		      const char *script);
+/* The page PAGE ("report.html" or "diff.html" of user/output/html/) to F,
+ * its marks filled: the files they name, and the data WRITE_DATA(CTX)
+ * renders (as JSON, rendered in memory first). 0, -ENOMEM, the error
+ * WRITE_DATA returned, or -EIO if writing to F failed. */
+int report_html__page(FILE *f, const char *page, int (*write_data)(FILE *, void *), void *ctx);
 
 /* A's figures as the pages' scripts read them: allocations, allocated,
  * leaked allocations, leaked bytes, peak, temporary (numbers in order). */
