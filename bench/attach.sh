@@ -4,7 +4,8 @@
 # What memtrace makes a target wait, measured in one run (issue 22): the
 # verifier's time for the one load, `-p` from start to "attached", `-- CMD`
 # from start to the program's first instruction, `record -- /bin/true` end
-# to end, and Debian's PostgreSQL under pgbench -C (a backend forked per
+# to end, how long a forked child waits for its first instruction under
+# --follow-children (bench/fork_hold.c), and Debian's PostgreSQL under pgbench -C (a backend forked per
 # transaction) with its postmaster traced by -p --follow-children, against
 # the same pgbench untraced. The host's uprobe hit cost is printed first:
 # every figure here moves with it.
@@ -31,6 +32,8 @@ mkdir -p "$BUILD/bench"
 FIRST=$BUILD/bench/first_insn
 MB=$BUILD/bench/malloc_bench
 ${CC:-gcc} -O2 -o "$FIRST" bench/first_insn.c || die "failed to build $FIRST"
+HOLD=$BUILD/bench/fork_hold
+${CC:-gcc} -O2 -o "$HOLD" bench/fork_hold.c || die "failed to build $HOLD"
 [ -x "$MB" ] || ${CC:-gcc} -O2 -g -fno-omit-frame-pointer -pthread -o "$MB" bench/malloc_bench.c ||
 	die "failed to build $MB"
 WORK=$(mktemp -d "$BUILD/bench/attach.XXXXXX") || die "no work directory"
@@ -89,6 +92,18 @@ true_us() {
 }
 TRUE_US=$(for _ in $(seq "$REPS"); do true_us; done | median)
 
+# --- a forked child's wait before its first instruction, untraced and under --follow-children
+hold_us() { # [memtrace record ARGS...]: fork_hold's median wait
+	if [ $# -gt 0 ]; then
+		"$MEMTRACE" "$@" -o "$WORK/h.mtrace" -- "$HOLD" 2>/dev/null
+	else
+		"$HOLD"
+	fi | sed -n 's/^fork_hold \([0-9]*\) .*/\1/p'
+	rm -f "$WORK"/h*.mtrace
+}
+HOLD_U=$(for _ in $(seq "$REPS"); do hold_us; done | median)
+HOLD_T=$(for _ in $(seq "$REPS"); do hold_us record --follow-children; done | median)
+
 # --- PostgreSQL: pgbench -C, untraced and with the postmaster under -p --follow-children
 PG_ROW="not run: Debian's postgresql-15 is not installed"
 if [ -x "$PGBIN/postgres" ] && id postgres >/dev/null 2>&1; then
@@ -139,6 +154,7 @@ echo "  BPF verification, all programs of the one load:  $VERIFY ms"
 echo "  -p PID, start of memtrace to 'attached':          $(calc "$ATTACH_P / 1000") ms"
 echo "  -- CMD, start of memtrace to its first constructor: $(calc "$FIRST_US / 1000") ms"
 echo "  record -- /bin/true, end to end:                  $(calc "$TRUE_US / 1000") ms"
+echo "  a forked child's wait for its first instruction:  untraced $(calc "$HOLD_U / 1000") ms, under --follow-children $(calc "$HOLD_T / 1000") ms (bench/fork_hold.c, median of 40 forks)"
 echo "  PostgreSQL 15, pgbench -C -S -c 2, ${PG_SECONDS} s (median of 3): $PG_ROW"
 echo
 echo "| what | target | measured | verdict |"
@@ -147,6 +163,7 @@ echo "| verifier time, the one load | <= 150 ms | $VERIFY ms | $(verdict "$VERIF
 echo "| -p to attached | <= 250 ms | $(calc "$ATTACH_P / 1000") ms | $(verdict "$ATTACH_P" 250000) |"
 echo "| -- CMD to its first instruction | <= 250 ms | $(calc "$FIRST_US / 1000") ms | $(verdict "$FIRST_US" 250000) |"
 echo "| record -- /bin/true end to end | <= 400 ms | $(calc "$TRUE_US / 1000") ms | $(verdict "$TRUE_US" 400000) |"
+echo "| a forked child held, --follow-children less untraced | (microseconds to milliseconds, not seconds) | $(calc "($HOLD_T - $HOLD_U) / 1000") ms | |"
 if [ -n "${PG_RATIO:-}" ]; then
 	echo "| pgbench -C, traced / untraced tps | >= 0.3 | $PG_RATIO | $(verdict_min "$PG_RATIO" 0.3) |"
 	echo "| pgbench -C, empty probes (the floor) / untraced tps | | $PG_ERATIO | |"

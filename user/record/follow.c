@@ -43,7 +43,8 @@ struct tracee {
 	pid_t recorder; /* memtrace record -p TGID, or 0 */
 	uint32_t slot;  /* the recorder's slot in the loaded object; 0: none */
 	const struct record_binding *binding; /* its program's allocator functions (f->bindings owns it) */
-	int err_fd;     /* the recorder's stderr */
+	pid_t parent;   /* the process it was forked from; 0: none we follow, or it exec'd since */
+	int err_fd;     /* the recorder's stderr, while we wait for it to attach; -1 after */
 	int execs;      /* programs this process ran since it was born */
 };
 
@@ -71,6 +72,7 @@ struct follow {
 	double hit_entry_ns, hit_return_ns; /* --budget: a probe hit, timed once for every recorder */
 	struct record_binding **bindings; /* one per program seen: a forked child shares its parent's */
 	size_t nr_bindings;
+	uint32_t spare;        /* a slot taken ahead, its rings in place (loader__spare_rings); 0: none */
 	struct finishing *fin; /* recorders whose process has ended, still writing their traces */
 	size_t nr_fin, cap_fin;
 };
@@ -205,17 +207,30 @@ static uint32_t take_slot(struct follow *f)
 
 struct recorder_thread {
 	struct record_opts o;
-	sigset_t mask; /* the signals the recorder takes: the fork's own */
 	int status;
 };
 
+/* Every signal blocked, as forked: record_run unblocks SIGINT and SIGTERM
+ * once its handlers are in place (a stop sent sooner waits for them). */
 static void *recorder_main(void *arg)
 {
 	struct recorder_thread *rt = arg;
 
-	pthread_sigmask(SIG_SETMASK, &rt->mask, NULL);
 	rt->status = record_run(&rt->o, NULL);
 	return NULL;
+}
+
+/* Take a slot for the next process and make its rings of RING_BYTES now,
+ * while no process waits for them. */
+static void spare_slot(struct follow *f, uint64_t ring_bytes)
+{
+	if (f->spare)
+		return;
+	f->spare = take_slot(f);
+	if (f->spare && loader__spare_rings(f->loader, ring_bytes, f->spare)) {
+		f->slot_used[f->spare] = false;
+		f->spare = 0;
+	}
 }
 
 /* The recorder of T, in this forked process: record_run as `memtrace
@@ -225,15 +240,60 @@ static void *recorder_main(void *arg)
  * malloc arena: on the main arena, inherited from the supervisor, every
  * allocation reused a free chunk on a page the fork shares, and copying
  * those pages was a third of a recorder's CPU under pgbench -C. The first
- * thread only waits, every signal blocked, so signals reach the recorder. */
-static void run_recorder(struct follow *f, const struct tracee *t, const char *out, int err_fd, uint32_t slot)
+ * thread only waits, every signal blocked, so signals reach the recorder.
+ * ERR_FD: where it speaks (-1: our stderr). */
+static void run_recorder(struct follow *f, const struct record_opts *ro, int err_fd)
 {
 	static struct recorder_thread rt;
-	struct record_opts o = *f->o;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-	sigset_t all;
 	pthread_t th;
 
+	loader__spare_close(f->loader); /* the supervisor's, for the next process */
+	dup2(null, STDIN_FILENO);
+	dup2(null, STDOUT_FILENO);
+	if (err_fd >= 0)
+		dup2(err_fd, STDERR_FILENO);
+	signal(SIGALRM, SIG_DFL);
+	rt.o = *ro;
+	prctl(PR_SET_NAME, "memtrace-rec"); /* the process's name is its first thread's */
+	if (pthread_create(&th, NULL, recorder_main, &rt))
+		_exit(record_run(&rt.o, NULL)); /* on the main arena, then */
+	pthread_join(th, NULL);
+	_exit(rt.status);
+}
+
+static void reap_recorder(struct follow *f, struct tracee *t);
+
+/* The slot of the recorded process T was forked from, or 0. */
+static uint32_t parent_slot(struct follow *f, const struct tracee *t)
+{
+	const struct tracee *p = t->parent > 0 ? find(f, t->parent) : NULL;
+
+	return p && p->process && p->recorder > 0 ? p->slot : 0;
+}
+
+/* Start T's recorder; T goes on once its probes are live. A process forked
+ * from one we record, of the same program, is attached here (record_prepare:
+ * a millisecond or so) and let go on at once, its recorder taking over: 1.
+ * Any other waits until its recorder says "attached": 0, still stopped for
+ * the caller to resume. -1 after printing what the recorder said (T then
+ * runs untraced once resumed). */
+static int start_recorder(struct follow *f, struct tracee *t)
+{
+	char out[PATH_MAX], line[1024];
+	struct record_opts o = *f->o;
+	size_t len = 0;
+	int fds[2] = { -1, -1 };
+	bool released = false;
+	sigset_t all, mask;
+	char c;
+
+	output_name(f, t, out, sizeof(out));
+	t->slot = f->spare ? f->spare : take_slot(f);
+	f->spare = 0;
+	if (!t->slot)
+		return fail("not recording PID %d: %u processes are recorded already, the most one memtrace follows at once",
+			    t->tgid, f->max_slots - 1);
 	o.pid = t->tgid;
 	o.cmd = NULL;
 	o.output = out;
@@ -242,63 +302,41 @@ static void run_recorder(struct follow *f, const struct tracee *t, const char *o
 	o.duration = 0; /* the supervisor stops us */
 	o.supervisor = (int)f->supervisor;
 	o.shared_loader = f->loader;
-	o.slot = slot;
+	o.slot = t->slot;
 	o.binding = t->binding;
 	o.hit_entry_ns = f->hit_entry_ns;
 	o.hit_return_ns = f->hit_return_ns;
 	/* a server forks many: rings of 1 MiB a CPU each unless asked */
 	if (!o.ring_bytes_given && o.ring_bytes > FOLLOW_RING_BYTES)
 		o.ring_bytes = FOLLOW_RING_BYTES;
-	dup2(null, STDIN_FILENO);
-	dup2(null, STDOUT_FILENO);
-	dup2(err_fd, STDERR_FILENO);
-	signal(SIGALRM, SIG_DFL);
-	rt.o = o;
-	prctl(PR_SET_NAME, "memtrace-rec"); /* the process's name is its first thread's */
+	if (!record_prepare(&o, f->loader, t->slot, parent_slot(f, t), t->binding, t->tgid))
+		released = !ptrace(PTRACE_CONT, t->tid, NULL, NULL); /* on its way: its probes are live */
+	else if (pipe2(fds, O_CLOEXEC))
+		goto failed;
+	/* the recorder starts with every signal blocked (run_recorder) */
 	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &rt.mask);
-	if (pthread_create(&th, NULL, recorder_main, &rt)) {
-		pthread_sigmask(SIG_SETMASK, &rt.mask, NULL);
-		_exit(record_run(&o, NULL));
-	}
-	pthread_join(th, NULL);
-	_exit(rt.status);
-}
-
-static void reap_recorder(struct follow *f, struct tracee *t);
-
-/* Start T's recorder and wait until its probes are live. 0, or -1 after
- * printing what the recorder said. */
-static int start_recorder(struct follow *f, struct tracee *t)
-{
-	char out[PATH_MAX], line[1024];
-	size_t len = 0;
-	int fds[2];
-	char c;
-
-	output_name(f, t, out, sizeof(out));
-	t->slot = take_slot(f);
-	if (!t->slot)
-		return fail("not recording PID %d: %u processes are recorded already, the most one memtrace follows at once",
-			    t->tgid, f->max_slots - 1);
-	if (pipe2(fds, O_CLOEXEC)) {
-		f->slot_used[t->slot] = false;
-		t->slot = 0;
-		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
-	}
+	pthread_sigmask(SIG_BLOCK, &all, &mask);
 	t->recorder = fork();
 	if (t->recorder == 0) {
-		close(fds[0]);
-		run_recorder(f, t, out, fds[1], t->slot);
+		if (fds[0] >= 0)
+			close(fds[0]);
+		run_recorder(f, &o, fds[1]);
 	}
-	close(fds[1]);
+	pthread_sigmask(SIG_SETMASK, &mask, NULL);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	/* the recorder has its own copy of what was prepared; ours goes (all
+	 * of it, detached, if there is no recorder to take it) */
+	record_prepared_release(&o, t->recorder < 0);
+	spare_slot(f, o.ring_bytes); /* the next process's, made while none waits */
 	if (t->recorder < 0) {
-		close(fds[0]);
-		f->slot_used[t->slot] = false;
-		t->slot = 0;
-		return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
+		if (fds[0] >= 0)
+			close(fds[0]);
+		goto failed;
 	}
 	t->err_fd = fds[0];
+	if (t->err_fd < 0)
+		return released;
 	for (;;) {
 		ssize_t n = read(t->err_fd, &c, 1);
 
@@ -318,6 +356,11 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	}
 	reap_recorder(f, t);
 	return -1; /* it said why on the way out */
+failed:
+	f->slot_used[t->slot] = false;
+	t->slot = 0;
+	t->recorder = 0;
+	return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
 }
 
 /* Load and verify the BPF programs once, for every recorder to come. */
@@ -390,6 +433,7 @@ static void stop_recorder(struct follow *f, struct tracee *t)
 static void on_stop(struct follow *f, pid_t tid, int status);
 static void on_exit_of(struct follow *f, pid_t tid, int status);
 
+/* 1 if TID was let go on (start_recorder), else 0 or -errno: the caller resumes it. */
 static int first_stop(struct follow *f, pid_t tid)
 {
 	pid_t tgid = tgid_of(tid), parent = tid == tgid ? proc_status_field(tid, "PPid") : tgid;
@@ -402,6 +446,7 @@ static int first_stop(struct follow *f, pid_t tid)
 	t->binding = b;
 	if (!t->process)
 		return 0;
+	t->parent = parent;
 	/* The parent is held at its fork event, which may wait behind this
 	 * stop: let it go on before this child's recorder starts (a server's
 	 * next connection must not wait for that). */
@@ -414,8 +459,7 @@ static int first_stop(struct follow *f, pid_t tid)
 		if (!t)
 			return 0;
 	}
-	start_recorder(f, t);
-	return 0;
+	return start_recorder(f, t);
 }
 
 static void on_exec(struct follow *f, struct tracee *t)
@@ -436,6 +480,7 @@ static void on_exec(struct follow *f, struct tracee *t)
 		record_warn_held_at_entry(exe);
 	}
 	t->binding = bind_program(f, t->tgid); /* a new program */
+	t->parent = 0;                         /* which maps nothing of its parent's */
 	start_recorder(f, t);
 }
 
@@ -466,8 +511,10 @@ static bool collect_finished(struct follow *f, pid_t pid)
 	for (size_t i = 0; i < f->nr_fin; i++) {
 		if (f->fin[i].pid != pid)
 			continue;
-		relay(f->fin[i].err_fd);
-		close(f->fin[i].err_fd);
+		if (f->fin[i].err_fd >= 0) {
+			relay(f->fin[i].err_fd);
+			close(f->fin[i].err_fd);
+		}
 		f->slot_used[f->fin[i].slot] = false;
 		f->fin[i] = f->fin[--f->nr_fin];
 		return true;
@@ -500,7 +547,7 @@ static void on_exit_of(struct follow *f, pid_t tid, int status)
 	/* Its recorder notices the exit itself and writes the trace: collected
 	 * when it ends (collect_finished), so that no other process waits on
 	 * that meanwhile (a server forking a child per connection would). */
-	if (t->process && t->err_fd >= 0 && finish_later(f, t))
+	if (t->process && t->recorder > 0 && finish_later(f, t))
 		reap_recorder(f, t);
 	*t = f->v[--f->nr];
 }
@@ -513,20 +560,22 @@ static void on_stop(struct follow *f, pid_t tid, int status)
 	unsigned long msg;
 
 	if (!t) {
-		first_stop(f, tid); /* its parent's event may come later */
-		ptrace(PTRACE_CONT, tid, NULL, NULL);
+		if (first_stop(f, tid) != 1) /* its parent's event may come later */
+			ptrace(PTRACE_CONT, tid, NULL, NULL);
 		return;
 	}
 	if (sig == SIGTRAP && (event == PTRACE_EVENT_FORK || event == PTRACE_EVENT_VFORK ||
 			       event == PTRACE_EVENT_CLONE)) {
 		if (!ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg) && !find(f, msg)) {
-			pid_t tgid = event == PTRACE_EVENT_CLONE ? t->tgid : (pid_t)msg;
+			pid_t tgid = event == PTRACE_EVENT_CLONE ? t->tgid : (pid_t)msg, parent = t->tgid;
 			const struct record_binding *b = binding_of(f, t->tgid);
 			struct tracee *child = add(f, msg, tgid); /* T may have moved */
 
 			if (child) {
 				child->execs = -1; /* until its first stop */
 				child->binding = b; /* a fork maps what its parent maps */
+				if (event != PTRACE_EVENT_CLONE)
+					child->parent = parent;
 			}
 		}
 		sig = 0;
@@ -535,8 +584,8 @@ static void on_stop(struct follow *f, pid_t tid, int status)
 		sig = 0;
 	} else if ((sig == SIGSTOP || event == PTRACE_EVENT_STOP) && t->execs == -1) {
 		t->execs = 0; /* the stop every new thread starts with */
-		if (t->process)
-			start_recorder(f, t);
+		if (t->process && start_recorder(f, t) == 1)
+			return; /* it runs already (and may be stopped again by now) */
 		sig = 0;
 	} else if (event == PTRACE_EVENT_STOP) {
 		sig = 0; /* a group-stop or our interrupt: resume without a signal */

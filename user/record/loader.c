@@ -68,6 +68,9 @@ struct loader {
 	struct fd_list win[LOADER_NR_GROUPS];
 	int stats_fd;            /* BPF_ENABLE_STATS while windows run; 0: none */
 	int closing;             /* link closes in flight (closer threads), atomic */
+	int *spare_fds;          /* rings made ahead for the next added target (a CPU each), or NULL */
+	uint64_t spare_bytes;    /* ... of this size each */
+	uint32_t spare_slot;     /* ... already in the array of rings for this slot */
 	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
@@ -211,24 +214,61 @@ static int ring_cb(void *ctx, void *data, size_t size)
 
 /* One ring per CPU, created here at the size asked for, each put in its
  * slot of the outer map and in one epoll set. */
-static int create_rings(struct loader *l)
+static int map_rings(struct loader *l);
+
+/* A ring of BYTES per CPU, into FDS (NR_CPUS of them, -1 where none). */
+static int make_rings(int nr_cpus, uint64_t bytes, int *fds)
+{
+	for (int cpu = 0; cpu < nr_cpus; cpu++)
+		fds[cpu] = -1;
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		fds[cpu] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mt_ring", 0, 0, bytes, NULL);
+		if (fds[cpu] < 0)
+			return fds[cpu];
+	}
+	return 0;
+}
+
+/* The handle's rings: the spare ones BASE made ahead (loader__spare_rings)
+ * when they are of its size, else new ones. */
+static int create_rings(struct loader *l, struct loader *base)
 {
 	int outer = bpf_map__fd(l->skel->maps.events);
+	int err;
 
-	l->ring_fds = calloc(l->nr_cpus, sizeof(int));
-	if (!l->ring_fds)
-		return -ENOMEM;
+	if (base && base->spare_fds && base->spare_bytes == l->opts.ring_bytes && base->spare_slot == l->slot) {
+		/* made and put in place ahead: updating the array of rings
+		 * waits for an RCU grace period, milliseconds here */
+		l->ring_fds = base->spare_fds;
+		base->spare_fds = NULL;
+		return l->opts.on_record ? map_rings(l) : 0;
+	} else {
+		l->ring_fds = calloc(l->nr_cpus, sizeof(int));
+		if (!l->ring_fds)
+			return -ENOMEM;
+		err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->ring_fds);
+		if (err)
+			return err;
+	}
 	for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
-		int fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mt_ring", 0, 0, l->opts.ring_bytes, NULL);
+		int fd = l->ring_fds[cpu];
 		uint32_t idx = l->slot * l->nr_cpus + cpu;
-		int err;
 
-		if (fd < 0)
-			return fd;
-		l->ring_fds[cpu] = fd;
 		if (bpf_map_update_elem(outer, &idx, &fd, BPF_ANY))
 			return -errno;
-		err = l->rb ? ring_buffer__add(l->rb, fd, ring_cb, l) : 0;
+	}
+	return l->opts.on_record ? map_rings(l) : 0;
+}
+
+/* Map the rings into this process to read them (loader__poll). */
+static int map_rings(struct loader *l)
+{
+	if (l->rb)
+		return 0;
+	for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
+		int fd = l->ring_fds[cpu];
+		int err = l->rb ? ring_buffer__add(l->rb, fd, ring_cb, l) : 0;
+
 		if (!l->rb) {
 			l->rb = ring_buffer__new(fd, ring_cb, l, NULL);
 			err = l->rb ? 0 : -errno;
@@ -436,7 +476,7 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 	l->opts.ring_bytes = opts->ring_bytes;
 	l->opts.on_record = opts->on_record;
 	l->opts.ctx = opts->ctx;
-	err = create_rings(l);
+	err = create_rings(l, base);
 	if (!err)
 		err = add_target(l);
 	if (err) {
@@ -445,6 +485,99 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 	}
 	*out = l;
 	return 0;
+}
+
+int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot)
+{
+	int outer = bpf_map__fd(base->skel->maps.events);
+	int err;
+
+	if (base->spare_fds && base->spare_bytes == ring_bytes && base->spare_slot == slot)
+		return 0;
+	if (slot >= base->opts.max_targets)
+		return -ENOSPC;
+	loader__spare_close(base);
+	base->spare_fds = calloc(base->nr_cpus, sizeof(int));
+	if (!base->spare_fds)
+		return -ENOMEM;
+	base->spare_bytes = ring_bytes;
+	base->spare_slot = slot;
+	err = make_rings(base->nr_cpus, ring_bytes, base->spare_fds);
+	for (int cpu = 0; !err && cpu < base->nr_cpus; cpu++) {
+		uint32_t idx = slot * base->nr_cpus + cpu;
+
+		if (bpf_map_update_elem(outer, &idx, &base->spare_fds[cpu], BPF_ANY))
+			err = -errno;
+	}
+	if (err)
+		loader__spare_close(base);
+	return err;
+}
+
+void loader__spare_close(struct loader *base)
+{
+	for (int cpu = 0; base->spare_fds && cpu < base->nr_cpus; cpu++)
+		if (base->spare_fds[cpu] >= 0)
+			close(base->spare_fds[cpu]);
+	free(base->spare_fds);
+	base->spare_fds = NULL;
+}
+
+int loader__set_sink(struct loader *l, int (*on_record)(void *ctx, const void *data, size_t size), void *ctx)
+{
+	l->opts.on_record = on_record;
+	l->opts.ctx = ctx;
+	return map_rings(l);
+}
+
+static void fd_list__close_to(struct fd_list *f, size_t keep);
+
+/* What a handle holds in this process alone: its rings (fds and mappings)
+ * and its memory; its links are closed or detached by the caller. */
+static void release_handle(struct loader *l)
+{
+	ring_buffer__free(l->rb);
+	for (int cpu = 0; l->ring_fds && cpu < l->nr_cpus; cpu++)
+		if (l->ring_fds[cpu] > 0)
+			close(l->ring_fds[cpu]);
+	free(l->ring_fds);
+	free(l->links);
+	free(l->fds.v);
+	for (int g = 0; g < LOADER_NR_GROUPS; g++)
+		free(l->win[g].v);
+	for (size_t i = 0; i < l->nr_win_probes; i++)
+		free(l->win_probes[i].path);
+	free(l->win_probes);
+	if (l->stats_fd > 0)
+		close(l->stats_fd);
+}
+
+int loader__forget(struct loader *l)
+{
+	if (!l)
+		return 0;
+	if (l->nr_links || l->owns_skel)
+		return -EBUSY;
+	fd_list__close_to(&l->fds, 0);
+	for (int g = 0; g < LOADER_NR_GROUPS; g++)
+		fd_list__close_to(&l->win[g], 0);
+	release_handle(l);
+	free(l);
+	return 0;
+}
+
+void loader__unwind_copy(struct loader *l, uint32_t from_slot)
+{
+	struct memtrace_bpf__bss *bss = l->skel->bss;
+	uint32_t from_half = __atomic_load_n(&bss->unwind_gen[from_slot], __ATOMIC_SEQ_CST) & 1;
+	uint32_t nr = __atomic_load_n(&bss->unwind_nr[from_slot][from_half], __ATOMIC_SEQ_CST);
+	uint32_t half = loader__unwind_gen(l) ^ 1;
+
+	if (from_slot >= l->opts.max_targets || from_slot == l->slot || nr > MT_UNWIND_MAPS)
+		return;
+	memcpy(loader__unwind_maps(l, half), l->unwind_maps + ((size_t)from_slot * 2 + from_half) * MT_UNWIND_MAPS,
+	       nr * sizeof(struct mt_unwind_map));
+	loader__unwind_publish(l, half, nr);
 }
 
 /* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
@@ -467,7 +600,7 @@ int loader__load(struct loader *l)
 		return -ENOMEM;
 	err = map_unwind(l);
 	if (!err)
-		err = create_rings(l);
+		err = create_rings(l, NULL);
 	return err ? err : add_target(l);
 }
 
@@ -1056,21 +1189,8 @@ void loader__close(struct loader *l)
 	loader__detach(l);
 	if (l->skel && l->shared)
 		remove_target(l);
-	ring_buffer__free(l->rb);
-	for (int cpu = 0; l->ring_fds && cpu < l->nr_cpus; cpu++) {
-		if (l->ring_fds[cpu] > 0)
-			close(l->ring_fds[cpu]);
-	}
-	free(l->ring_fds);
-	free(l->links);
-	free(l->fds.v);
-	for (int g = 0; g < LOADER_NR_GROUPS; g++)
-		free(l->win[g].v);
-	for (size_t i = 0; i < l->nr_win_probes; i++)
-		free(l->win_probes[i].path);
-	free(l->win_probes);
-	if (l->stats_fd > 0)
-		close(l->stats_fd);
+	release_handle(l);
+	loader__spare_close(l);
 	if (l->owns_skel) {
 		if (l->unwind_rows)
 			munmap(l->unwind_rows, l->unwind_rows_len);

@@ -49,6 +49,23 @@ int loader__load(struct loader *l);
  * Valid in a process forked from BASE's too (the recorders of
  * --follow-children). Closing it frees the slot. 0 or -errno. */
 int loader__add_target(struct loader *base, const struct loader_opts *opts, uint32_t slot, struct loader **out);
+/* Make the rings of the next loader__add_target on BASE, in SLOT, now
+ * (RING_BYTES a CPU) and put them in place, so that adding it does not wait
+ * for that. 0 or -errno. */
+int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot);
+/* Close the spare rings (in a forked process that will add none). */
+void loader__spare_close(struct loader *base);
+/* A handle prepared here (no on_record in OPTS: its rings made, not
+ * mapped) and handed to a process forked after (its recorder, which owns it
+ * from then on): where its events go there, its rings mapped. 0 or -errno. */
+int loader__set_sink(struct loader *l, int (*on_record)(void *ctx, const void *data, size_t size), void *ctx);
+/* ... and let go of this process's copy: its fds closed, its memory freed,
+ * nothing detached or removed (the other process's copy holds them). A
+ * handle with classic links cannot be: -EBUSY, nothing done. */
+int loader__forget(struct loader *l);
+/* L's process was forked from the one in FROM_SLOT and maps what it maps:
+ * publish that slot's unwind mappings for L too. */
+void loader__unwind_copy(struct loader *l, uint32_t from_slot);
 /* Attach every probe of PS (again for files mapped later); on failure FAILED
  * names the probe and none of PS stays attached. */
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);

@@ -237,21 +237,26 @@ int mark_finder__read_string(void *ctx, uint64_t addr, char *buf, size_t cap)
 	return 0;
 }
 
-void mark_finder_learn(int pid, const struct procmaps *pm)
+size_t mark_finder_learn(int pid, const struct procmaps *pm)
 {
+	size_t total = 0;
+
 	for (size_t i = 0; i < pm->nr_paths; i++) {
 		char *file = procmaps__open_path(pm, pid, pm->paths[i]);
 		struct usdt_site *sites = NULL;
-		uint64_t known;
+		uint64_t known = 0;
 		size_t n = 0;
 
 		if (file && file_memo__get(file, FILE_MARKS, 0, &known)) {
 			usdt_sites(file, "memtrace", &sites, &n);
 			file_memo__put(file, FILE_MARKS, 0, n);
 			free(sites);
+			known = n;
 		}
+		total += file ? known : 1; /* a file not reached: say it may have some */
 		free(file);
 	}
+	return total;
 }
 
 int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm)

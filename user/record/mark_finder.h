@@ -25,8 +25,9 @@ void mark_finder__on_warning(struct mark_finder *mf, mark_finder_warn_fn fn, voi
 int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm);
 /* Learn which of PM's files have no marks (file_memo.h), so a process
  * forked from this one skips reading them: the --follow-children
- * supervisor, once per program. */
-void mark_finder_learn(int pid, const struct procmaps *pm);
+ * supervisor, once per program. The marks of all of them (a file that
+ * cannot be read counts one). */
+size_t mark_finder_learn(int pid, const struct procmaps *pm);
 
 /* Mark sites attached so far. */
 size_t mark_finder__count(const struct mark_finder *mf);

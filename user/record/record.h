@@ -34,11 +34,24 @@ struct record_opts {
 	/* ... and the allocator functions its process's parent was found to
 	 * have (NULL: search), used while it maps the same files */
 	const struct record_binding *binding;
+	/* ... and, for a process its supervisor already let go on: the slot's
+	 * handle with every probe attached (record_prepare), its marks, and
+	 * when it began recording (CLOCK_MONOTONIC and CLOCK_REALTIME ns) */
+	struct loader *prepared;
+	struct mark_finder *prepared_marks;
+	uint64_t prepared_mono_ns, prepared_real_ns;
+	/* ... and what watching it takes, made while it was still held (it may
+	 * be gone before its recorder runs): a pidfd, its /proc/PID/root, its
+	 * name and command line */
+	int prepared_pidfd, prepared_rootfd;
+	char prepared_comm[64];
+	char *prepared_cmdline;
 };
 
 struct trace_reader_ops;
 struct loader;
 struct record_binding;
+struct mark_finder;
 
 /* What a live view is told about the recording it rides on. */
 struct record_live {
@@ -93,6 +106,21 @@ int record_follow(const struct record_opts *o);
  * it fails (those recordings then search themselves). */
 struct record_binding *record_bind(const struct record_opts *o, int pid);
 void record_binding__free(struct record_binding *b);
+
+/*
+ * --follow-children, a process PID forked from the one recorded in
+ * PARENT_SLOT: when it still maps B's code, give it SLOT of SHARED (rings of
+ * RING_BYTES per CPU), its parent's unwind mappings, B's probes and its
+ * marks, attached, and start recording, so it can go on at once; its
+ * recorder, forked after, takes that over (record_opts's prepared). Into
+ * O: prepared, prepared_marks and the start time. 0, or -errno with
+ * nothing left attached (the recorder then does it all itself).
+ */
+int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, uint32_t parent_slot,
+		   const struct record_binding *b, int pid);
+/* The supervisor's copy of what record_prepare made, once the recorder
+ * has its own (or to detach it all if no recorder came: DETACH). */
+void record_prepared_release(struct record_opts *o, bool detach);
 
 /* -o -: the trace streams to stdout (the format is written front to back). */
 bool record_output_is_stdout(const char *output);

@@ -15,8 +15,8 @@
 #define CAP_PERFMON_BIT 38
 #define CAP_BPF_BIT 39
 
-/* A capability set of ours from /proc/self/status: WHICH is "CapEff" or
- * "CapPrm"; 0 if it cannot be read. */
+/* A capability set of ours (capget): WHICH is "CapEff" or "CapPrm"; 0 if
+ * it cannot be read. */
 uint64_t record_own_caps(const char *which);
 
 /* The loader options O implies (stack depth, rings, sampling, unwind room,

@@ -29,6 +29,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -234,6 +235,15 @@ static int watch_target(struct recording *r)
 {
 	char path[64];
 
+	if (r->o.prepared) {
+		/* the supervisor watched it while it was held: it may be gone */
+		r->pidfd = r->o.prepared_pidfd;
+		r->rootfd = r->o.prepared_rootfd;
+		snprintf(r->comm, sizeof(r->comm), "%s", r->o.prepared_comm);
+		r->cmdline = r->o.prepared_cmdline ? strdup(r->o.prepared_cmdline) : NULL;
+		return 0;
+	}
+
 	r->pidfd = syscall(SYS_pidfd_open, r->pid, 0);
 	if (r->pidfd < 0)
 		return fail("failed to watch PID %d: %s", r->pid, strerror(errno));
@@ -251,6 +261,8 @@ static int watch_target(struct recording *r)
 static int find_process(struct recording *r)
 {
 	r->pid = r->o.pid;
+	if (r->o.prepared)
+		return 0; /* its supervisor attached it, and it may have ended since */
 	if (kill(r->pid, 0) && errno == ESRCH)
 		return fail("no process with PID %d; check the PID (pidof NAME)", r->pid);
 	return 0;
@@ -367,6 +379,7 @@ struct record_binding {
 	struct probe_set probes;
 	uint64_t code_hash; /* procmaps__code_hash before the search */
 	struct symbolizer *sym; /* its modules loaded: a forked recorder symbolizes with its copy */
+	size_t nr_marks;        /* memtrace.h marks in its files */
 };
 
 struct record_binding *record_bind(const struct record_opts *o, int pid)
@@ -385,7 +398,7 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 	}
 	b->maps = r.maps;
 	b->probes = r.probes;
-	mark_finder_learn(pid, &b->maps);
+	b->nr_marks = mark_finder_learn(pid, &b->maps);
 	unwinder_learn(pid, &b->maps);
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	b->sym = symbolizer__new(root);
@@ -404,6 +417,77 @@ void record_binding__free(struct record_binding *b)
 	free(b);
 }
 
+int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, uint32_t parent_slot,
+		   const struct record_binding *b, int pid)
+{
+	struct loader_opts lo;
+	struct loader *l;
+	struct mark_finder *marks = NULL;
+	const struct probe *bad = NULL;
+	char root[64];
+	uint64_t h;
+	int err;
+
+	if (!b || !parent_slot || loader__mode(shared) == LOADER_CLASSIC)
+		return -ENOTSUP;
+	err = procmaps__code_hash(pid, &h);
+	if (err || h != b->code_hash)
+		return err ? err : -ESTALE;
+	record_loader_opts(o, &lo);
+	lo.pid = pid;
+	err = loader__add_target(shared, &lo, slot, &l);
+	if (err)
+		return err;
+	loader__unwind_copy(l, parent_slot);
+	err = loader__attach(l, &b->probes, &bad);
+	if (!err && !o->empty_probes) {
+		/* none in the program: its recorder looks again when it maps more */
+		marks = mark_finder__new(pid);
+		err = !marks ? -ENOMEM : b->nr_marks ? mark_finder__attach(marks, l, &b->maps) : 0;
+	}
+	if (err) {
+		mark_finder__free(marks);
+		loader__close(l);
+		return err;
+	}
+	o->prepared_pidfd = syscall(SYS_pidfd_open, pid, 0);
+	snprintf(root, sizeof(root), "/proc/%d/root", pid);
+	o->prepared_rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (o->prepared_pidfd < 0 || o->prepared_rootfd < 0) {
+		err = -errno;
+		if (o->prepared_pidfd >= 0)
+			close(o->prepared_pidfd);
+		if (o->prepared_rootfd >= 0)
+			close(o->prepared_rootfd);
+		mark_finder__free(marks);
+		loader__close(l);
+		return err;
+	}
+	read_proc_string(pid, "comm", o->prepared_comm, sizeof(o->prepared_comm));
+	o->prepared_cmdline = read_proc_cmdline(pid);
+	o->prepared_mono_ns = now_ns(CLOCK_MONOTONIC);
+	o->prepared_real_ns = now_ns(CLOCK_REALTIME);
+	loader__set_recording(l, true);
+	o->prepared = l;
+	o->prepared_marks = marks;
+	return 0;
+}
+
+void record_prepared_release(struct record_opts *o, bool detach)
+{
+	if (!o->prepared)
+		return;
+	if (detach || loader__forget(o->prepared))
+		loader__close(o->prepared);
+	mark_finder__free(o->prepared_marks);
+	close(o->prepared_pidfd);
+	close(o->prepared_rootfd);
+	free(o->prepared_cmdline);
+	o->prepared = NULL;
+	o->prepared_marks = NULL;
+	o->prepared_cmdline = NULL;
+}
+
 /* A process forked from one already bound, still mapping the same code:
  * the search's result is its too. This recorder was forked from the process
  * that holds the binding, so the copy in its memory is its own to keep. */
@@ -411,7 +495,10 @@ static bool take_binding(struct recording *r)
 {
 	uint64_t h;
 
-	if (!r->o.binding || procmaps__code_hash(r->pid, &h) || h != r->o.binding->code_hash)
+	if (!r->o.binding)
+		return false;
+	/* prepared: its supervisor made this check while it was held */
+	if (!r->o.prepared && (procmaps__code_hash(r->pid, &h) || h != r->o.binding->code_hash))
 		return false;
 	r->maps = r->o.binding->maps;
 	r->probes = r->o.binding->probes;
@@ -650,8 +737,8 @@ static int give_to_sudo_user(const char *path)
 /* The trace's time 0: when the probes went live. */
 static void mark_start(struct recording *r)
 {
-	r->start_ns = now_ns(CLOCK_MONOTONIC);
-	r->start_real_ns = now_ns(CLOCK_REALTIME);
+	r->start_ns = r->o.prepared ? r->o.prepared_mono_ns : now_ns(CLOCK_MONOTONIC);
+	r->start_real_ns = r->o.prepared ? r->o.prepared_real_ns : now_ns(CLOCK_REALTIME);
 }
 
 static int open_output(struct recording *r)
@@ -749,6 +836,14 @@ static int load_probes(struct recording *r)
 	if (!r->drain)
 		return fail("out of memory");
 	lo.ctx = r->drain;
+	if (r->o.prepared) {
+		/* attached by the supervisor, which let the process go on */
+		r->loader = r->o.prepared;
+		err = loader__set_sink(r->loader, on_record, r->drain);
+		if (err)
+			return fail("failed to read the events of PID %d: %s", r->pid, strerror(-err));
+		return 0;
+	}
 	if (r->o.shared_loader) {
 		/* a followed process: the supervisor's object, nothing to verify */
 		err = loader__add_target(r->o.shared_loader, &lo, r->o.slot, &r->loader);
@@ -819,19 +914,19 @@ static int attach_probes(struct recording *r)
 	const struct probe *bad = NULL;
 	int err;
 
-	err = loader__attach(r->loader, &r->probes, &bad);
+	err = r->o.prepared ? 0 : loader__attach(r->loader, &r->probes, &bad);
 	if (err && kill(r->pid, 0) && errno == ESRCH)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
 		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
 	if (note_forwarders(r, &r->probes, &r->maps))
 		return fail("out of memory");
-	r->marks = mark_finder__new(r->pid);
+	r->marks = r->o.prepared_marks ? r->o.prepared_marks : mark_finder__new(r->pid);
 	if (!r->marks)
 		return fail("out of memory");
 	mark_finder__on_warning(r->marks, warn_line, NULL);
 	drain__set_string_reader(r->drain, mark_finder__read_string, r->marks);
-	err = r->o.empty_probes ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
+	err = r->o.empty_probes || r->o.prepared_marks ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
 	if (!r->o.empty_probes) {
@@ -888,15 +983,17 @@ static void announce(struct recording *r)
 			fprintf(stderr, "memtrace: %zu of %zu memtrace.h marks on their 5-byte nop (a call, not a trap)\n",
 				mark_finder__count_nop5(r->marks), mark_finder__count(r->marks));
 	}
-	fprintf(stderr, "memtrace: attached to PID %d (%s): %zu probes in %zu module%s", r->pid, r->comm,
-		r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s");
+	/* one write: the recorders of --follow-children share the terminal */
+	char marks[64] = "", line[PATH_MAX + 256];
+
 	if (mark_finder__count(r->marks))
-		fprintf(stderr, ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
-			mark_finder__count(r->marks) == 1 ? "" : "s");
-	if (r->o.discard_output)
-		fprintf(stderr, "\n");
-	else
-		fprintf(stderr, ", writing %s\n", record_output_is_stdout(r->output) ? "to stdout" : r->output);
+		snprintf(marks, sizeof(marks), ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
+			 mark_finder__count(r->marks) == 1 ? "" : "s");
+	snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): %zu probes in %zu module%s%s%s%s\n", r->pid,
+		 r->comm, r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s", marks,
+		 r->o.discard_output ? "" : ", writing ",
+		 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
+	fputs(line, stderr);
 }
 
 /* What the target did, in words, from what changed and its name then. */
@@ -1162,10 +1259,17 @@ static int command_status(struct recording *r)
 static void install_signals(bool forward)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
+	sigset_t stop;
 
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	/* A --follow-children recorder starts with every signal blocked, so
+	 * that a stop sent before this point waits for our handler. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	pthread_sigmask(SIG_UNBLOCK, &stop, NULL);
 }
 
 /* A --follow-children recorder ends with its supervisor, however that dies
@@ -1184,6 +1288,11 @@ static int watch_supervisor(struct recording *r)
 
 static void cleanup(struct recording *r, bool failed)
 {
+	if (!r->loader && r->o.prepared) {
+		loader__close(r->o.prepared); /* never taken over: nothing stays attached */
+		mark_finder__free(r->o.prepared_marks);
+		r->marks = NULL;
+	}
 	if (r->w) {
 		trace_writer__abort(r->w);
 		if (!record_output_is_stdout(r->output))
