@@ -620,6 +620,7 @@ static const char tiny_json[] =
 	"    \"internal_frees\": 0,\n"
 	"    \"dropped_events\": 0\n"
 	"  },\n"
+	"  \"rss\": null,\n"
 	"  \"sites\": [\n"
 	"    {\n"
 	"      \"name\": \"xalloc\",\n"

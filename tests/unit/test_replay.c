@@ -204,6 +204,51 @@ static void test_budget_windows(void **state)
 	analysis__free(a);
 }
 
+/* --rss: each sample takes the live heap of its moment in the stream, times
+ * are from the start, the peak is the sample of most resident memory, and
+ * the first rollup is the start's, the next the end's. */
+static void test_rss_samples(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	struct trace_rollup ro = { .ts = START + 5, .n = 2, .name = { "Rss", "Anonymous" }, .bytes = { 8192, 4096 } };
+	struct analysis *a = analysis__new();
+	struct replay *r;
+	const struct analysis_rss *rs;
+	struct trace_rss smp;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(replay__add_rollup(r, &ro), 0);
+	smp = (struct trace_rss){ START + 10, 4096, 100, 0 };
+	assert_int_equal(replay__add_rss(r, &smp), 0);
+	ev(a, MT_EVENT_ALLOC, 7, 20, 0, 0x1000, 1000, 1);
+	ev(a, MT_EVENT_ALLOC, 7, 30, 0, 0x2000, 24, 1);
+	smp = (struct trace_rss){ START + 40, 1 << 20, 200, 8 };
+	assert_int_equal(replay__add_rss(r, &smp), 0);
+	ev(a, MT_EVENT_FREE, 7, 50, 0, 0x1000, 0, 0);
+	smp = (struct trace_rss){ START + 60, 8192, 300, 0 };
+	assert_int_equal(replay__add_rss(r, &smp), 0);
+	ro.ts = START + 70;
+	ro.bytes[0] = 12288;
+	assert_int_equal(replay__add_rollup(r, &ro), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	rs = &analysis__trace(a)->rss;
+	assert_int_equal(rs->npoints, 3);
+	assert_int_equal(rs->points[0].time_ns, 10);
+	assert_int_equal(rs->points[0].heap_bytes, 0);
+	assert_int_equal(rs->points[1].heap_bytes, 1024);
+	assert_int_equal(rs->points[2].heap_bytes, 24);
+	assert_int_equal(rs->peak, 1);
+	assert_int_equal(rs->points[1].anon + rs->points[1].file + rs->points[1].shmem, (1 << 20) + 208);
+	assert_true(rs->start.seen && rs->end.seen);
+	assert_int_equal(rs->start.time_ns, 5);
+	assert_int_equal(rs->start.bytes[0], 8192);
+	assert_int_equal(rs->end.bytes[0], 12288);
+	assert_string_equal(rs->end.name[1], "Anonymous");
+	analysis__free(a);
+}
+
 /* The engine's rules as the callbacks tell them. */
 static void test_callbacks_follow_the_rules(void **state)
 {
@@ -378,6 +423,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_callbacks_follow_the_rules),
 		cmocka_unit_test(test_budget_windows),
+		cmocka_unit_test(test_rss_samples),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),
 	};

@@ -180,7 +180,27 @@ static int fmt_mark(void *ctx, const struct trace_mark *m)
 	return 0;
 }
 
+static int fmt_rss(void *ctx, const struct trace_rss *r)
+{
+	lines_add(ctx, "rss ts=%" PRIu64 " anon=%" PRIu64 " file=%" PRIu64 " shmem=%" PRIu64, r->ts, r->anon,
+		  r->file, r->shmem);
+	return 0;
+}
+
+static int fmt_rollup(void *ctx, const struct trace_rollup *r)
+{
+	char buf[512] = "";
+	size_t len = 0;
+
+	for (uint32_t i = 0; i < r->n; i++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, " %s=%" PRIu64, r->name[i], r->bytes[i]);
+	lines_add(ctx, "rollup ts=%" PRIu64 " n=%u%s", r->ts, r->n, buf);
+	return 0;
+}
+
 static const struct trace_reader_ops fmt_ops = {
+	.rss = fmt_rss,
+	.rollup = fmt_rollup,
 	.meta = fmt_meta,
 	.module = fmt_module,
 	.stack = fmt_stack,
@@ -337,6 +357,19 @@ static void sample_data_chunk(struct trace_writer *w, struct sample *s)
 	add_event(w, s, MT_EVENT_REALLOC, UINT32_MAX, 5, 1, UINT64_MAX, 1, 2);
 	assert_int_equal(trace_writer__add_drops(w, &d), 0);
 	fmt_drops(&s->want, &d);
+	/* --rss: a sample (extremes too) and a rollup of three lines, one of them empty-valued */
+	struct trace_rss rs[] = { { 2700, 114688, 876544, 0 }, { UINT64_MAX, UINT64_MAX, 0, 1 } };
+	struct trace_rollup ro = { .ts = 2800, .n = 3, .name = { "Rss", "Pss_Anon", "Swap" },
+				   .bytes = { 991232, 114688, 0 } };
+
+	for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
+		assert_int_equal(trace_writer__add_rss(w, &rs[i]), 0);
+		fmt_rss(&s->want, &rs[i]);
+	}
+	assert_int_equal(trace_writer__add_rollup(w, &ro), 0);
+	fmt_rollup(&s->want, &ro);
+	ro.n = TRACE_ROLLUP_MAX + 1;
+	assert_int_equal(trace_writer__add_rollup(w, &ro), -EINVAL); /* more lines than a reader takes */
 	sample_chunk_done(w, s);
 }
 

@@ -138,6 +138,23 @@ int diff__sites(struct diff *d, const struct analysis_site *sa, size_t na,
 	return 0;
 }
 
+static void diff_rss_of(struct diff_rss *to, const struct analysis_rss *rs)
+{
+	const struct analysis_rss_point *pk, *last;
+
+	if (!rs->npoints)
+		return;
+	pk = &rs->points[rs->peak];
+	last = &rs->points[rs->npoints - 1];
+	*to = (struct diff_rss){
+		.has = true,
+		.peak_resident = pk->anon + pk->file + pk->shmem,
+		.last_resident = last->anon + last->file + last->shmem,
+		.peak_anon = pk->anon,
+		.last_anon = last->anon,
+	};
+}
+
 int diff__analyses(struct diff *d, const struct analysis *base, const struct analysis *new_)
 {
 	const struct analysis_site *sa, *sb;
@@ -146,6 +163,8 @@ int diff__analyses(struct diff *d, const struct analysis *base, const struct ana
 	memset(d, 0, sizeof(*d));
 	d->a = *analysis__totals(base);
 	d->b = *analysis__totals(new_);
+	diff_rss_of(&d->rss_a, &analysis__trace(base)->rss);
+	diff_rss_of(&d->rss_b, &analysis__trace(new_)->rss);
 	sa = analysis__sites(base, &na);
 	sb = analysis__sites(new_, &nb);
 	return diff__sites(d, sa, na, sb, nb);

@@ -32,8 +32,15 @@ struct diff_site {
 	struct analysis_figures b; /* NEW */
 };
 
+/* --rss figures of one side (has: it was recorded with --rss). */
+struct diff_rss {
+	bool has;
+	uint64_t peak_resident, last_resident, peak_anon, last_anon;
+};
+
 struct diff {
 	struct analysis_totals a, b;
+	struct diff_rss rss_a, rss_b;
 	struct diff_site *sites; /* by growth */
 	size_t nsites;
 };

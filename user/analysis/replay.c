@@ -82,6 +82,8 @@ struct replay {
 	double weight;          /* --budget: the current window's; else 1 */
 	uint64_t window_begin, window_end; /* the current window's marks */
 	uint64_t lifetime_buckets[64]; /* --budget: frees seen, by log2 of lifetime in ns */
+	struct analysis_rss_point *rss; /* --rss: trace.rss.points */
+	size_t rss_cap;
 
 	struct live_table live;
 	uint64_t live_bytes, live_count;
@@ -174,6 +176,7 @@ void replay__free(struct replay *r)
 	for (size_t i = 0; i < r->nthreads; i++)
 		free(r->threads[i].open);
 	arena__free(&r->arena);
+	free(r->rss);
 	live_table__free(&r->live);
 	free(r->stacks);
 	u64map__free(&r->stack_ids);
@@ -346,6 +349,51 @@ int replay__add_drops(struct replay *r, const struct trace_drops *d)
 {
 	r->drops_sum += d->count;
 	return 0;
+}
+
+int replay__add_rss(struct replay *r, const struct trace_rss *s)
+{
+	struct analysis_rss *rs = &r->trace.rss;
+	struct analysis_rss_point *p;
+
+	if (rs->npoints == r->rss_cap) {
+		size_t cap = r->rss_cap ? 2 * r->rss_cap : 256;
+
+		p = realloc(r->rss, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		r->rss = p;
+		r->rss_cap = cap;
+		rs->points = p;
+	}
+	p = &r->rss[rs->npoints];
+	*p = (struct analysis_rss_point){
+		.time_ns = s->ts > r->start_mono_ns ? s->ts - r->start_mono_ns : 0,
+		.anon = s->anon,
+		.file = s->file,
+		.shmem = s->shmem,
+		.heap_bytes = r->live_bytes,
+	};
+	if (!rs->npoints || p->anon + p->file + p->shmem >
+				    r->rss[rs->peak].anon + r->rss[rs->peak].file + r->rss[rs->peak].shmem)
+		rs->peak = rs->npoints;
+	rs->npoints++;
+	return 0;
+}
+
+int replay__add_rollup(struct replay *r, const struct trace_rollup *ro)
+{
+	struct analysis_rollup *to = r->trace.rss.start.seen ? &r->trace.rss.end : &r->trace.rss.start;
+	int err = 0;
+
+	to->seen = true;
+	to->time_ns = ro->ts > r->start_mono_ns ? ro->ts - r->start_mono_ns : 0;
+	to->n = ro->n < TRACE_ROLLUP_MAX ? ro->n : TRACE_ROLLUP_MAX;
+	for (uint32_t i = 0; i < to->n && !err; i++) {
+		to->name[i] = arena__strdup(&r->arena, ro->name[i], &err);
+		to->bytes[i] = ro->bytes[i];
+	}
+	return err;
 }
 
 int replay__set_end(struct replay *r, const struct trace_end *e)
@@ -1141,6 +1189,8 @@ static int on_end(void *ctx, const struct trace_end *e) { return replay__set_end
 static int on_string(void *ctx, const struct trace_string *s) { return replay__add_string(ctx, s); }
 static int on_mark(void *ctx, const struct trace_mark *m) { return replay__add_mark(ctx, m); }
 static int on_thread(void *ctx, const struct trace_thread *t) { return replay__add_thread(ctx, t); }
+static int on_rss(void *ctx, const struct trace_rss *s) { return replay__add_rss(ctx, s); }
+static int on_rollup(void *ctx, const struct trace_rollup *ro) { return replay__add_rollup(ctx, ro); }
 
 const struct trace_reader_ops replay_reader_ops = {
 	.meta = on_meta,
@@ -1153,4 +1203,6 @@ const struct trace_reader_ops replay_reader_ops = {
 	.string = on_string,
 	.mark = on_mark,
 	.thread = on_thread,
+	.rss = on_rss,
+	.rollup = on_rollup,
 };

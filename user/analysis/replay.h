@@ -70,6 +70,22 @@
 #define REPLAY_MAX_OBSERVERS 8
 
 /* What the report says about the trace itself. */
+/* --rss: one sample of the target's resident memory. */
+struct analysis_rss_point {
+	uint64_t time_ns;    /* after the trace's start_mono_ns */
+	uint64_t anon, file, shmem; /* RssAnon, RssFile, RssShmem, bytes */
+	uint64_t heap_bytes; /* the live heap at that moment, as replayed */
+};
+
+/* --rss: /proc/PID/smaps_rollup once, its lines in bytes. */
+struct analysis_rollup {
+	bool seen;
+	uint64_t time_ns;
+	uint32_t n;
+	const char *name[TRACE_ROLLUP_MAX];
+	uint64_t bytes[TRACE_ROLLUP_MAX];
+};
+
 struct analysis_trace {
 	const char *command;   /* NULL if the trace had no metadata */
 	const char *comm;
@@ -96,6 +112,13 @@ struct analysis_trace {
 		uint64_t long_lived_allocations; /* survived their window's tail: estimates */
 		uint64_t long_lived_bytes;
 	} budget;
+	/* --rss (npoints > 0): resident memory over time, in time order */
+	struct analysis_rss {
+		size_t npoints;
+		const struct analysis_rss_point *points;
+		size_t peak;    /* the point of most resident memory (anon + file + shmem) */
+		struct analysis_rollup start, end;
+	} rss;
 };
 
 /* The trace's totals, by the rules above. */
@@ -209,6 +232,10 @@ int replay__add_string(struct replay *r, const struct trace_string *s);
 int replay__add_mark(struct replay *r, const struct trace_mark *m);
 int replay__add_thread(struct replay *r, const struct trace_thread *t);
 int replay__add_drops(struct replay *r, const struct trace_drops *d);
+/* --rss: a resident memory sample (with the live heap of this moment) and
+ * a smaps_rollup (the first is the start's, the last the end's). */
+int replay__add_rss(struct replay *r, const struct trace_rss *s);
+int replay__add_rollup(struct replay *r, const struct trace_rollup *ro);
 int replay__set_end(struct replay *r, const struct trace_end *e);
 int replay__set_partial(struct replay *r, const char *problem);
 

@@ -25,8 +25,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT] [--lib PATH] [--stack-depth N] [--unwind-rows N]\n"
-		"                [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT] [--rss] [--lib PATH] [--stack-depth N]\n"
+		"                [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
 		"  -d, --duration SEC   stop after SEC seconds\n"
@@ -38,6 +38,8 @@ static void usage(FILE *f)
 		"                       reported figures become unbiased estimates\n"
 		"      --budget PCT     bound what tracing costs the target to PCT percent of its\n"
 		"                       work: probes live in short windows, figures are estimates\n"
+		"      --rss            also sample the target's resident memory (anon, file, shmem)\n"
+		"                       every 100 ms, shown beside the live heap\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
@@ -91,6 +93,9 @@ int record_option(int c, const char *arg, struct record_opts *o)
 		return parse_seconds(arg, &o->duration) ? -EINVAL : 1;
 	case 'P':
 		return parse_budget(arg, &o->budget) ? -EINVAL : 1;
+	case 'R':
+		o->rss = true;
+		return 1;
 	default:
 		return 0;
 	}
@@ -111,6 +116,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
 		{ "budget", required_argument, NULL, 'P' },
+		{ "rss", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};

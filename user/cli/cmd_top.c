@@ -77,12 +77,13 @@ struct top {
 static void top_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace top [-i SEC] [-o FILE] [--batch [--json]] [--top N] [--alloc-fn GLOB]...\n"
-		   "                    [-d SEC] [--budget PCT] (-p PID | -- CMD [ARGS...])\n"
+		   "                    [-d SEC] [--budget PCT] [--rss] (-p PID | -- CMD [ARGS...])\n"
 		   "  -i, --interval SEC  refresh every SEC seconds (default 1)\n"
 		   "  -o, --output FILE   also write the trace, as record would\n"
 		   "  -d, --duration SEC  stop after SEC seconds\n"
 		   "      --budget PCT    bound what tracing costs the target to PCT percent of its\n"
 		   "                      work (figures become estimates, a cycle late)\n"
+		   "      --rss           also show the target's resident memory (anon, file, shmem)\n"
 		   "      --batch         no screen: one text snapshot per interval on stdout\n"
 		   "      --json          with --batch: one JSON object per line instead\n"
 		   "      --top N         sites per batch snapshot (default %d)\n"
@@ -101,6 +102,7 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "budget", required_argument, NULL, 'P' },
+		{ "rss", no_argument, NULL, 'R' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'n' },
@@ -265,7 +267,13 @@ static int tap_mark(void *ctx, const struct trace_mark *m)
 	return replay__add_mark(((struct top *)ctx)->r, m);
 }
 
+static int tap_rss(void *ctx, const struct trace_rss *rs)
+{
+	return replay__add_rss(((struct top *)ctx)->r, rs);
+}
+
 static const struct trace_reader_ops top_tap = {
+	.rss = tap_rss,
 	.meta = tap_meta,
 	.module = tap_module,
 	.stack = tap_stack,
@@ -380,6 +388,8 @@ static int take_snapshot(struct top *t, const struct record_live *live, uint64_t
 	take_threads(t);
 	t->snap.pid = live->pid;
 	t->snap.budget = replay__trace(t->r)->budget.budget_ppm ? &replay__trace(t->r)->budget : NULL;
+	t->snap.rss = replay__trace(t->r)->rss.npoints ?
+			      &replay__trace(t->r)->rss.points[replay__trace(t->r)->rss.npoints - 1] : NULL;
 	snprintf(t->comm, sizeof(t->comm), "%s", live->comm ? live->comm : "?");
 	t->snap.comm = t->comm;
 	t->snap.cmdline = live->cmdline;

@@ -43,6 +43,22 @@ static void diff_print__json_totals(struct json_out *j, const struct analysis_to
 	json_out__end_object(j);
 }
 
+/* Key "rss": both sides' --rss figures, or null unless both were recorded with it. */
+static void diff_print__json_rss(struct json_out *j, const struct diff_rss *a, const struct diff_rss *b)
+{
+	json_out__key(j, "rss");
+	if (!a->has || !b->has) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_object(j, false);
+	json_metric(j, "peak_resident_bytes", a->peak_resident, b->peak_resident);
+	json_metric(j, "last_resident_bytes", a->last_resident, b->last_resident);
+	json_metric(j, "peak_anon_bytes", a->peak_anon, b->peak_anon);
+	json_metric(j, "last_anon_bytes", a->last_anon, b->last_anon);
+	json_out__end_object(j);
+}
+
 static void diff_print__json_site(struct json_out *j, const struct diff_site *s)
 {
 	const struct analysis_figures *a = &s->a, *b = &s->b;
@@ -66,6 +82,7 @@ int diff_print__json(FILE *f, const struct diff *d)
 	json_out__begin_object(&j, false);
 	json_out__key_u64(&j, "format", MEMTRACE_JSON_FORMAT);
 	diff_print__json_totals(&j, &d->a, &d->b);
+	diff_print__json_rss(&j, &d->rss_a, &d->rss_b);
 	json_out__key(&j, "sites");
 	json_out__begin_array(&j, false);
 	for (size_t i = 0; i < d->nsites; i++)
@@ -167,6 +184,15 @@ int diff_print__text(FILE *f, const struct diff *d, const char *base, const char
 
 	fprintf(f, "base: %s\nnew:  %s\n\n", base, new_);
 	diff_print__text_totals(f, &d->a, &d->b);
+	if (d->rss_a.has && d->rss_b.has) {
+		text_total(f, "resident at its peak", d->rss_a.peak_resident, d->rss_b.peak_resident, true);
+		text_total(f, "resident at the end", d->rss_a.last_resident, d->rss_b.last_resident, true);
+		text_total(f, "anon at its peak", d->rss_a.peak_anon, d->rss_b.peak_anon, true);
+		text_total(f, "anon at the end", d->rss_a.last_anon, d->rss_b.last_anon, true);
+	} else if (d->rss_a.has || d->rss_b.has) {
+		fprintf(f, "  (only the %s trace was recorded with --rss: resident memory is not compared)\n",
+			d->rss_a.has ? "base" : "new");
+	}
 	while (grew < d->nsites && diff_site__growth(&d->sites[grew]) > 0)
 		grew++;
 	while (shrank < d->nsites - grew && diff_site__growth(&d->sites[d->nsites - 1 - shrank]) < 0)

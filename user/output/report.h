@@ -27,6 +27,11 @@ struct json_out;
 struct marks;
 void report_json__trace(struct json_out *j, const struct analysis_trace *t);
 void report_json__totals(struct json_out *j, const struct analysis_totals *t);
+/* Key "rss": --rss's samples and rollups (docs/contract.md), or null. */
+void report_json__rss(struct json_out *j, const struct analysis_trace *t);
+/* KEY: one --rss sample as an object (time_ns, resident_bytes, anon_bytes,
+ * file_bytes, shmem_bytes, heap_bytes), on one line. */
+void report_json__rss_point(struct json_out *j, const char *key, const struct analysis_rss_point *p);
 void report_json__zones(struct json_out *j, const struct marks *m);
 void report_json__pools(struct json_out *j, const struct marks *m);
 void report_json__threads(struct json_out *j, const struct marks *m);

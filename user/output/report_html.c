@@ -133,6 +133,7 @@ static int data_write(FILE *f, struct analysis *a, const struct heap_series *s,
 	json_out__begin_object(&j, false);
 	report_json__trace(&j, analysis__trace(a));
 	report_json__totals(&j, analysis__totals(a));
+	report_json__rss(&j, analysis__trace(a));
 	data_series(&j, s);
 	err = data_sites(&j, a);
 	if (!err)

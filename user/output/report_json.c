@@ -53,6 +53,72 @@ void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 	json_out__end_object(j);
 }
 
+void report_json__rss_point(struct json_out *j, const char *key, const struct analysis_rss_point *p)
+{
+	json_out__key(j, key);
+	json_out__begin_object(j, true);
+	json_out__key_u64(j, "time_ns", p->time_ns);
+	json_out__key_u64(j, "resident_bytes", p->anon + p->file + p->shmem);
+	json_out__key_u64(j, "anon_bytes", p->anon);
+	json_out__key_u64(j, "file_bytes", p->file);
+	json_out__key_u64(j, "shmem_bytes", p->shmem);
+	json_out__key_u64(j, "heap_bytes", p->heap_bytes);
+	json_out__end_object(j);
+}
+
+static void rss_rollup(struct json_out *j, const char *key, const struct analysis_rollup *ro)
+{
+	json_out__key(j, key);
+	if (!ro->seen) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_object(j, false);
+	json_out__key_u64(j, "time_ns", ro->time_ns);
+	json_out__key(j, "lines");
+	json_out__begin_object(j, true);
+	for (uint32_t i = 0; i < ro->n; i++)
+		json_out__key_u64(j, ro->name[i], ro->bytes[i]);
+	json_out__end_object(j);
+	json_out__end_object(j);
+}
+
+void report_json__rss(struct json_out *j, const struct analysis_trace *t)
+{
+	const struct analysis_rss *rs = &t->rss;
+
+	json_out__key(j, "rss");
+	if (!rs->npoints) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_object(j, false);
+	json_out__key_u64(j, "samples", rs->npoints);
+	json_out__key_u64(j, "period_ns", 100000000);
+	/* the live heap is known only when every allocation was recorded */
+	json_out__key_bool(j, "heap_known", !t->budget.budget_ppm && !t->sample_bytes);
+	report_json__rss_point(j, "first", &rs->points[0]);
+	report_json__rss_point(j, "peak", &rs->points[rs->peak]);
+	report_json__rss_point(j, "last", &rs->points[rs->npoints - 1]);
+	json_out__key(j, "series");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < rs->npoints; i++) {
+		const struct analysis_rss_point *p = &rs->points[i];
+
+		json_out__begin_array(j, true);
+		json_out__u64(j, p->time_ns);
+		json_out__u64(j, p->anon);
+		json_out__u64(j, p->file);
+		json_out__u64(j, p->shmem);
+		json_out__u64(j, p->heap_bytes);
+		json_out__end_array(j);
+	}
+	json_out__end_array(j);
+	rss_rollup(j, "rollup_start", &rs->start);
+	rss_rollup(j, "rollup_end", &rs->end);
+	json_out__end_object(j);
+}
+
 void report_json__totals(struct json_out *j, const struct analysis_totals *t)
 {
 	json_out__key(j, "totals");
@@ -317,6 +383,7 @@ int report_json__write(FILE *f, const struct analysis *a, unsigned int top)
 	json_out__key_u64(&j, "format", MEMTRACE_JSON_FORMAT);
 	report_json__trace(&j, analysis__trace(a));
 	report_json__totals(&j, analysis__totals(a));
+	report_json__rss(&j, analysis__trace(a));
 	sites = analysis__sites(a, &n);
 	if (top && n > top)
 		n = top;

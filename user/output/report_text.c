@@ -124,6 +124,78 @@ static void report_text__budget(FILE *f, const struct analysis *a)
 		   "                    shares between sites are the firm part, totals the estimate\n");
 }
 
+/* The value of the rollup line NAME, or -1. */
+static int64_t rollup_get(const struct analysis_rollup *ro, const char *name)
+{
+	for (uint32_t i = 0; i < ro->n; i++)
+		if (!strcmp(ro->name[i], name))
+			return (int64_t)ro->bytes[i];
+	return -1;
+}
+
+static void rss_row(FILE *f, const char *label, const struct analysis_rss_point *p, bool heap)
+{
+	char c[5][32], t[32];
+
+	fmt_bytes(c[0], sizeof(c[0]), p->anon);
+	fmt_bytes(c[1], sizeof(c[1]), p->file);
+	fmt_bytes(c[2], sizeof(c[2]), p->shmem);
+	fmt_bytes(c[3], sizeof(c[3]), p->anon + p->file + p->shmem);
+	fmt_bytes(c[4], sizeof(c[4]), p->heap_bytes);
+	fmt_duration(t, sizeof(t), p->time_ns);
+	fprintf(f, "  %-6s %12s %11s %11s %11s %11s  %s\n", label, c[3], c[0], c[1], c[2], heap ? c[4] : "-", t);
+}
+
+static void rss_rollup(FILE *f, const char *when, const struct analysis_rollup *ro)
+{
+	static const char *const lines[] = { "Rss", "Pss", "Anonymous", "Private_Dirty", "Swap" };
+	char b[32];
+	bool first = true;
+
+	if (!ro->seen)
+		return;
+	fprintf(f, "  smaps_rollup at the %s:", when);
+	for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++) {
+		int64_t v = rollup_get(ro, lines[i]);
+
+		if (v < 0)
+			continue;
+		fmt_bytes(b, sizeof(b), (uint64_t)v);
+		fprintf(f, "%s %s %s", first ? "" : ",", lines[i], b);
+		first = false;
+	}
+	fprintf(f, "\n");
+}
+
+/* --rss: resident memory beside the live heap, at the start, the peak of
+ * resident memory and the end. */
+static void report_text__rss(FILE *f, const struct analysis *a)
+{
+	const struct analysis_trace *t = analysis__trace(a);
+	const struct analysis_rss *rs = &t->rss;
+	bool heap = !t->budget.budget_ppm && !t->sample_bytes; /* the live heap is known */
+	const struct analysis_rss_point *end = &rs->points[rs->npoints - 1];
+	char d[32];
+
+	fprintf(f, "\nResident memory (--rss: %zu sample%s, every 100 ms, from /proc/PID/status)\n", rs->npoints,
+		plural(rs->npoints));
+	fprintf(f, "  %-6s %12s %11s %11s %11s %11s  %s\n", "", "resident", "anon", "file", "shmem", "live heap", "at");
+	rss_row(f, "first", &rs->points[0], heap);
+	rss_row(f, "peak", &rs->points[rs->peak], heap);
+	rss_row(f, "last", end, heap);
+	if (heap && end->anon > end->heap_bytes) {
+		fmt_bytes(d, sizeof(d), end->anon - end->heap_bytes);
+		fprintf(f, "  at the last sample, resident anonymous memory exceeds the live heap by %s: the\n"
+			   "  allocator's free memory and overhead, thread stacks, memory mapped outside malloc\n", d);
+	} else if (heap && end->heap_bytes > end->anon) {
+		fmt_bytes(d, sizeof(d), end->heap_bytes - end->anon);
+		fprintf(f, "  at the last sample, the live heap exceeds resident anonymous memory by %s: blocks\n"
+			   "  allocated but never touched (or swapped out) are not resident\n", d);
+	}
+	rss_rollup(f, "start", &rs->start);
+	rss_rollup(f, "end", &rs->end);
+}
+
 static void report_text__summary(FILE *f, const struct analysis *a)
 {
 	const struct analysis_trace *t = analysis__trace(a);
@@ -580,6 +652,8 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 			analysis__wrapper_candidate(a), analysis__wrapper_candidate(a));
 	if (analysis__trace(a)->budget.budget_ppm)
 		report_text__budget(f, a);
+	if (analysis__trace(a)->rss.npoints)
+		report_text__rss(f, a);
 	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++) {
 		const struct ranking *r = &rankings[i];
 

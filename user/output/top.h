@@ -43,6 +43,8 @@ struct top_snapshot {
 	bool target_exited;
 	/* --budget: its windows so far (figures a cycle late); NULL: exact */
 	const struct analysis_budget *budget;
+	/* --rss: the latest resident memory sample; NULL: none (yet) */
+	const struct analysis_rss_point *rss;
 	const struct top_row *rows; /* as shown: filtered, searched, sorted */
 	size_t nrows;
 	const uint64_t *history;    /* live bytes at each snapshot, oldest first */

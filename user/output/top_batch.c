@@ -2,6 +2,7 @@
 /* memtrace top --batch: a text block or a JSON line per interval (top.h). */
 #include "top.h"
 #include "json_out.h"
+#include "report.h"
 #include "util.h"
 
 #include <errno.h>
@@ -81,6 +82,14 @@ int top_batch__text(FILE *f, const struct top_snapshot *s, size_t top)
 			   "live = outlived its window's tail\n",
 			(double)s->budget->budget_ppm / 1e4, s->budget->windows,
 			s->elapsed_ns ? 100.0 * (double)s->budget->live_ns / (double)s->elapsed_ns : 0.0);
+	if (s->rss) {
+		char res[32], anon[32], file[32];
+
+		format_bytes(s->rss->anon + s->rss->file + s->rss->shmem, res, sizeof(res));
+		format_bytes(s->rss->anon, anon, sizeof(anon));
+		format_bytes(s->rss->file, file, sizeof(file));
+		fprintf(f, "  --rss: resident %s: anon %s, file %s\n", res, anon, file);
+	}
 	fprintf(f, "  %12s %11s %12s %12s  %s\n", "LIVE BYTES", "LIVE ALLOCS", "ALLOCATED", "BYTES/S",
 		"SITE");
 	for (size_t i = 0; i < s->nrows && i < top; i++) {
@@ -119,6 +128,12 @@ int top_batch__json(FILE *f, const struct top_snapshot *s, size_t top)
 		json_out__key_u64(&j, "live_ns", s->budget->live_ns);
 		json_out__end_object(&j);
 	} else {
+		json_out__null(&j);
+	}
+	if (s->rss) {
+		report_json__rss_point(&j, "rss", s->rss);
+	} else {
+		json_out__key(&j, "rss");
 		json_out__null(&j);
 	}
 	json_out__key(&j, "totals");

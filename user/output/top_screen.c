@@ -244,6 +244,13 @@ static void draw_header(const struct top_screen *t, const struct top_snapshot *s
 	attroff(A_BOLD);
 	put(1, 0, "live %s (%s%s)  %llu blocks  %llu allocs/s  %s/s", live, s->live_change < 0 ? "-" : "+",
 		 change, (unsigned long long)s->live_allocations, (unsigned long long)s->allocs_per_s, rate);
+	if (s->rss) {
+		char res[32], anon[32];
+
+		bytes_str(s->rss->anon + s->rss->file + s->rss->shmem, res, sizeof(res));
+		bytes_str(s->rss->anon, anon, sizeof(anon));
+		put_more("  resident %s (anon %s)", res, anon);
+	}
 	if (ui->paused)
 		put_more("  [paused]");
 	if (ui->thread >= 0 && (size_t)ui->thread < s->nthreads)

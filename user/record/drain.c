@@ -24,11 +24,12 @@ struct stack_frames {
 
 /* An event or a mark waiting for its turn in time order. */
 struct pending {
-	uint64_t ts; /* the event's or mark's: the sort key, kept in front */
-	bool is_mark;
+	uint64_t ts; /* the event's, mark's or sample's: the sort key, kept in front */
+	enum { PENDING_EVENT, PENDING_MARK, PENDING_RSS } kind;
 	union {
 		struct trace_event ev;
 		struct trace_mark mark;
+		struct trace_rss rss;
 	};
 };
 
@@ -276,13 +277,20 @@ static int put(struct drain *d, const struct pending *p)
 {
 	int err = 0;
 
-	if (d->tap && p->is_mark && d->tap->mark)
-		err = d->tap->mark(d->tap_ctx, &p->mark);
-	else if (d->tap && !p->is_mark && d->tap->event)
-		err = d->tap->event(d->tap_ctx, &p->ev);
-	if (err)
-		return err;
-	return p->is_mark ? trace_writer__add_mark(d->w, &p->mark) : trace_writer__add_event(d->w, &p->ev);
+	switch (p->kind) {
+	case PENDING_MARK:
+		if (d->tap && d->tap->mark)
+			err = d->tap->mark(d->tap_ctx, &p->mark);
+		return err ? err : trace_writer__add_mark(d->w, &p->mark);
+	case PENDING_RSS:
+		if (d->tap && d->tap->rss)
+			err = d->tap->rss(d->tap_ctx, &p->rss);
+		return err ? err : trace_writer__add_rss(d->w, &p->rss);
+	default:
+		if (d->tap && d->tap->event)
+			err = d->tap->event(d->tap_ctx, &p->ev);
+		return err ? err : trace_writer__add_event(d->w, &p->ev);
+	}
 }
 
 void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx)
@@ -302,7 +310,7 @@ static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t siz
 	if (!p)
 		return -ENOMEM;
 	memset(p, 0, sizeof(*p));
-	p->is_mark = true;
+	p->kind = PENDING_MARK;
 	p->mark.kind = ev->kind;
 	p->mark.tid = ev->hdr.tid;
 	p->mark.ts = ev->hdr.ts;
@@ -322,9 +330,22 @@ int drain__add_mark(struct drain *d, const struct trace_mark *m)
 	if (!p)
 		return -ENOMEM;
 	memset(p, 0, sizeof(*p));
-	p->is_mark = true;
+	p->kind = PENDING_MARK;
 	p->mark = *m;
 	p->ts = m->ts;
+	return 0;
+}
+
+int drain__add_rss(struct drain *d, const struct trace_rss *s)
+{
+	struct pending *p = pending_slot(d);
+
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->kind = PENDING_RSS;
+	p->rss = *s;
+	p->ts = s->ts;
 	return 0;
 }
 

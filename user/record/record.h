@@ -19,6 +19,7 @@ struct record_opts {
 	bool ring_bytes_given; /* --buffer-size was given */
 	uint64_t sample;
 	double budget;    /* --budget PCT: 0 exact; else windows (user/record/budget.h) */
+	bool rss;         /* --rss: the target's resident memory, sampled (rss.h) */
 	/* ... a probe hit's cost on this host, when already timed (a followed
 	 * recorder: its supervisor's); 0: time it */
 	double hit_entry_ns, hit_return_ns;

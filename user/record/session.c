@@ -17,6 +17,7 @@
 #include "record.h"
 #include "record_setup.h"
 #include "procmaps.h"
+#include "rss.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
 #include "unwinder.h"
@@ -81,6 +82,7 @@ struct recording {
 	struct windows *windows;     /* --budget: the windows; NULL in exact mode */
 	uint64_t start_ns;
 	uint64_t start_real_ns;
+	uint64_t next_rss_ns; /* --rss: when the next sample is due */
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
 	bool view_quit; /* the live view was told to quit */
@@ -741,6 +743,25 @@ static void mark_start(struct recording *r)
 	r->start_real_ns = r->o.prepared ? r->o.prepared_real_ns : now_ns(CLOCK_REALTIME);
 }
 
+/* --rss: a status sample, among the events by its time; the target gone
+ * is no error (its last sample is the one before). */
+static int sample_rss(struct recording *r, uint64_t now)
+{
+	struct trace_rss s = { .ts = now };
+
+	r->next_rss_ns = now + RSS_PERIOD_NS;
+	return rss_read_status(r->pid, &s) ? 0 : drain__add_rss(r->drain, &s);
+}
+
+/* --rss: smaps_rollup at the start and the end (while the target lives). */
+static int write_rollup(struct recording *r)
+{
+	static struct rss_rollup ro;
+
+	ro.r.ts = now_ns(CLOCK_MONOTONIC);
+	return rss_read_rollup(r->pid, &ro) ? 0 : trace_writer__add_rollup(r->w, &ro.r);
+}
+
 static int open_output(struct recording *r)
 {
 	struct utsname u;
@@ -787,6 +808,8 @@ static int open_output(struct recording *r)
 	    trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	drain__set_writer(r->drain, r->w);
+	if (r->o.rss && (write_rollup(r) || sample_rss(r, now_ns(CLOCK_MONOTONIC))))
+		return fail("failed to write %s: %s", r->output, strerror(errno));
 	loader__set_recording(r->loader, true);
 	if (r->windows &&
 	    windows__start(r->windows, r->o.budget, &r->hit_cost, r->loader, r->drain, r->pid, r->start_ns))
@@ -1076,6 +1099,8 @@ static int record_loop(struct recording *r)
 
 		if (t0 >= deadline || target_gone(r) || creds_crossed(r))
 			break;
+		if (r->o.rss && t0 >= r->next_rss_ns && (err = sample_rss(r, t0)))
+			break;
 		if (r->windows && windows__step(r->windows, t0)) {
 			if (target_gone(r))
 				break;
@@ -1197,6 +1222,10 @@ static int finish(struct recording *r)
 	loader__set_recording(r->loader, false);
 	end.end_mono_ns = r->end_ns = now_ns(CLOCK_MONOTONIC);
 	err = r->windows ? windows__finish(r->windows, r->end_ns) : 0;
+	if (!err && r->o.rss && !r->target_exited)
+		err = sample_rss(r, r->end_ns);
+	if (!err && r->o.rss && !r->target_exited)
+		err = write_rollup(r);
 	loader__detach(r->loader);
 	if (!err)
 		err = loader__poll(r->loader, 0);

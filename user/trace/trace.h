@@ -108,6 +108,25 @@ struct trace_drops {
 	uint64_t count; /* events the kernel could not hand over on that cpu */
 };
 
+/* --rss: the target's resident memory at TS (CLOCK_MONOTONIC ns), from
+ * /proc/PID/status, in bytes. */
+struct trace_rss {
+	uint64_t ts;
+	uint64_t anon;  /* RssAnon */
+	uint64_t file;  /* RssFile */
+	uint64_t shmem; /* RssShmem */
+};
+
+/* --rss: /proc/PID/smaps_rollup at TS (the recording's start and end), its
+ * lines as they come ("Rss", "Pss", "Anonymous", "Swap", ...), in bytes. */
+#define TRACE_ROLLUP_MAX 32
+struct trace_rollup {
+	uint64_t ts;
+	uint32_t n;
+	const char *name[TRACE_ROLLUP_MAX];
+	uint64_t bytes[TRACE_ROLLUP_MAX];
+};
+
 struct trace_end {
 	uint64_t end_mono_ns;  /* when recording stopped */
 	uint64_t events;       /* alloc/free/realloc records written */

@@ -54,6 +54,8 @@ enum trace_record_type {
 	TRACE_REC_END = 10,
 	TRACE_REC_STRING = 11,
 	TRACE_REC_MARK = 12,
+	TRACE_REC_RSS = 13,
+	TRACE_REC_ROLLUP = 14,
 };
 
 #define TRACE_CHUNK_TARGET (1u << 20)     /* raw bytes at which the writer closes a chunk */

@@ -399,6 +399,34 @@ static int rec_end(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
 	return ops->end ? deliver(r, ops->end(ctx, &e)) : 0;
 }
 
+static int rec_rss(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
+		   const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_rss s;
+
+	if (get_varint(&p, end, &s.ts) || get_varint(&p, end, &s.anon) || get_varint(&p, end, &s.file) ||
+	    get_varint(&p, end, &s.shmem))
+		return -EBADMSG;
+	return ops->rss ? deliver(r, ops->rss(ctx, &s)) : 0;
+}
+
+static int rec_rollup(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
+		      const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_rollup ro;
+	uint64_t n;
+
+	if (sbuf_reset(r, (size_t)(end - p)))
+		return -ENOMEM;
+	if (get_varint(&p, end, &ro.ts) || get_varint(&p, end, &n) || n > TRACE_ROLLUP_MAX)
+		return -EBADMSG;
+	ro.n = (uint32_t)n;
+	for (uint32_t i = 0; i < ro.n; i++)
+		if (get_str(r, &p, end, &ro.name[i]) || !ro.name[i] || get_varint(&p, end, &ro.bytes[i]))
+			return -EBADMSG;
+	return ops->rollup ? deliver(r, ops->rollup(ctx, &ro)) : 0;
+}
+
 static int record_decode(struct trace_reader *r, struct delta_state *st, uint64_t type,
 			 const uint8_t *p, const uint8_t *end,
 			 const struct trace_reader_ops *ops, void *ctx)
@@ -426,6 +454,10 @@ static int record_decode(struct trace_reader *r, struct delta_state *st, uint64_
 		return rec_string(r, p, end, ops, ctx);
 	case TRACE_REC_MARK:
 		return rec_mark(r, st, p, end, ops, ctx);
+	case TRACE_REC_RSS:
+		return rec_rss(r, p, end, ops, ctx);
+	case TRACE_REC_ROLLUP:
+		return rec_rollup(r, p, end, ops, ctx);
 	case 0:
 		return -EBADMSG; /* never written */
 	}

@@ -18,6 +18,8 @@ struct trace_reader_ops {
 	int (*end)(void *ctx, const struct trace_end *e);
 	int (*string)(void *ctx, const struct trace_string *s);
 	int (*mark)(void *ctx, const struct trace_mark *m);
+	int (*rss)(void *ctx, const struct trace_rss *s);
+	int (*rollup)(void *ctx, const struct trace_rollup *r);
 };
 
 struct trace_reader;

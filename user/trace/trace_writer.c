@@ -676,6 +676,44 @@ int trace_writer__add_string(struct trace_writer *w, const struct trace_string *
 	return writer_done_record(w);
 }
 
+int trace_writer__add_rss(struct trace_writer *w, const struct trace_rss *s)
+{
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, 4 * VARINT_MAX_LEN);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_RSS), *p = payload;
+	p = put_u(p, s->ts);
+	p = put_u(p, s->anon);
+	p = put_u(p, s->file);
+	p = put_u(p, s->shmem);
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
+int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *r)
+{
+	size_t need = 2 * VARINT_MAX_LEN;
+
+	if (r->n > TRACE_ROLLUP_MAX)
+		return -EINVAL;
+	for (uint32_t i = 0; i < r->n; i++)
+		need += str_bytes(r->name[i]) + VARINT_MAX_LEN;
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, need);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_ROLLUP), *p = payload;
+	p = put_u(p, r->ts);
+	p = put_u(p, r->n);
+	for (uint32_t i = 0; i < r->n; i++) {
+		p = put_str(p, r->name[i]);
+		p = put_u(p, r->bytes[i]);
+	}
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
 int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 {
 	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_TAIL_END)

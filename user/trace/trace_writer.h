@@ -27,6 +27,8 @@ int trace_writer__add_drops(struct trace_writer *w, const struct trace_drops *d)
 int trace_writer__add_string(struct trace_writer *w, const struct trace_string *s);
 /* A mark, in time order with the events; an unknown kind is -EINVAL. */
 int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m);
+int trace_writer__add_rss(struct trace_writer *w, const struct trace_rss *s);
+int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *r);
 
 /* Compress and write what is pending, so a reader sees it even if we die. */
 int trace_writer__flush(struct trace_writer *w);

@@ -12,9 +12,13 @@ function header() {
     (100 * b.live_ns / Math.max(t.duration_ns, 1)).toFixed(2) + '% of the time. Every figure is an estimate (each recorded allocation stands for ' +
     (b.min_weight_ppm / 1e6).toFixed(1) + ' to ' + (b.max_weight_ppm / 1e6).toFixed(1) + '). The live heap and its peak are not known; leaked means outlived its window\'s tail (' + dur(b.long_lived_age_ns) + ').');
   w.forEach(function (s) { $('warnings').appendChild(el('p', 'warn', s)); });
-  if (b) {
-    var mn = document.querySelector('#memory-sec .note');
-    if (mn) mn.textContent = 'Not the live heap (--budget does not see it): the estimated bytes of the blocks the windows saw allocated and not yet freed, long-lived ones kept. Drag to select the allocations made in a time range.';
+  var mn = document.querySelector('#memory-sec .note');
+  if (b && mn) mn.textContent = 'Not the live heap (--budget does not see it): the estimated bytes of the blocks the windows saw allocated and not yet freed, long-lived ones kept. Drag to select the allocations made in a time range.';
+  if (D.rss && mn) {
+    var last = D.rss.last;
+    mn.appendChild(document.createTextNode(' With --rss, resident memory beside it, sampled every ' + dur(D.rss.period_ns) +
+      ': dashed blue all of it (anon + file + shmem), dotted green anonymous. At the last sample: resident ' +
+      bytes(last.resident_bytes) + ', anonymous ' + bytes(last.anon_bytes) + (D.rss.heap_known ? ', live heap ' + bytes(last.heap_bytes) : '') + '.'));
   }
 }
 
@@ -314,8 +318,14 @@ function chart() {
   var s = D.series, n = s.length / 2, box = $('chart'), W = Math.max(box.clientWidth - 2, 320), H = 300;
   var L = 84, R = 16, T = 16, B = 46, i;
   var tmax = Math.max(s[s.length - 2] || 0, V.nbuckets * V.bucket_ns, 1), ymax = 1, peak = 0;
+  var rs = D.rss ? D.rss.series : [];
   for (i = 0; i < n; i++) if (s[2 * i + 1] > s[2 * peak + 1]) peak = i;
   ymax = Math.max(s[2 * peak + 1] || 0, 1);
+  /* --rss: resident memory on the same axes (a sample holds until the next) */
+  for (i = 0; i < rs.length; i++) {
+    ymax = Math.max(ymax, rs[i][1] + rs[i][2] + rs[i][3]);
+    tmax = Math.max(tmax, rs[i][0]);
+  }
   var ystep = byteStep(ymax), ytop = Math.ceil(ymax / ystep) * ystep;
   var x = function (t) { return L + (W - L - R) * t / tmax; };
   var y = function (b) { return T + (H - T - B) * (1 - b / ytop); };
@@ -351,6 +361,15 @@ function chart() {
     svg.appendChild(sv('text', { 'class': 'peak-label', x: right ? px - 10 : px + 10, y: Math.max(py - 8, T + 12),
       'text-anchor': right ? 'end' : 'start' }, label));
   }
+  if (rs.length) {
+    var rssLine = function (cls, value) {
+      var dd = 'M' + x(rs[0][0]).toFixed(1) + ' ' + y(value(rs[0])).toFixed(1);
+      for (var k = 1; k < rs.length; k++) dd += 'H' + x(rs[k][0]).toFixed(1) + 'V' + y(value(rs[k])).toFixed(1);
+      svg.appendChild(sv('path', { 'class': cls, d: dd }));
+    };
+    rssLine('rss-line', function (p) { return p[1] + p[2] + p[3]; });
+    rssLine('rss-anon-line', function (p) { return p[1]; });
+  }
   var hl = sv('line', { 'class': 'hover-line', y1: T, y2: H - B, visibility: 'hidden' });
   var ht = sv('text', { 'class': 'hover-label', y: T + 12, visibility: 'hidden' });
   svg.appendChild(hl);
@@ -384,13 +403,20 @@ function chart() {
     hl.setAttribute('x1', vx); hl.setAttribute('x2', vx);
     ht.setAttribute('x', vx > W / 2 ? vx - 6 : vx + 6);
     ht.setAttribute('text-anchor', vx > W / 2 ? 'end' : 'start');
-    ht.textContent = bytes(s[2 * lo + 1]) + ' at ' + dur(Math.round(p.t));
+    ht.textContent = 'heap ' + bytes(s[2 * lo + 1]) + rssAt(rs, p.t) + ' at ' + dur(Math.round(p.t));
     hl.setAttribute('visibility', 'visible'); ht.setAttribute('visibility', 'visible');
   });
   svg.addEventListener('mouseleave', function () {
     hl.setAttribute('visibility', 'hidden'); ht.setAttribute('visibility', 'hidden');
   });
   box.appendChild(svg);
+}
+/* ", resident X (anon Y)" at time T from the --rss samples RS, or "". */
+function rssAt(rs, t) {
+  if (!rs.length || t < rs[0][0]) return '';
+  var lo = 0, hi = rs.length - 1;
+  while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (rs[mid][0] <= t) lo = mid; else hi = mid - 1; }
+  return ', resident ' + bytes(rs[lo][1] + rs[lo][2] + rs[lo][3]) + ' (anon ' + bytes(rs[lo][1]) + ')';
 }
 function chartSelection() {
   var g = chartGeo, whole = sel.b0 === 0 && sel.b1 >= V.nbuckets;

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# --rss: the target's resident memory beside its live heap, on
+# tests/progs/rss_known, whose memory has known parts (64 MiB of heap of
+# which 16 MiB touched, 32 MiB mapped outside malloc and touched) and which
+# prints its own RssAnon while it holds still: the samples must agree with
+# it, and the live heap at each sample must be the program's exactly.
+. "$(dirname "$0")/lib.sh"
+
+MiB=$((1 << 20))
+# within A B PCT: |A - B| <= PCT% of B
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
+expect_within_pct() { # LABEL GOT WANT PCT
+	if within "$2" "$3" "$4"; then ok "$1: $2 within $4% of $3"; else not_ok "$1: $2 not within $4% of $3"; fi
+}
+
+# --- -- CMD: from the program's start to its exit
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/a.mtrace" -- "$PROGS/rss_known" 600 >"$TMP/out" 2>"$TMP/err"
+expect_eq "-- CMD: memtrace exit status" $? 0
+anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out")
+[ -n "$anon_kb" ] && ok "rss_known printed its own RssAnon: $anon_kb kB" || not_ok "rss_known printed no RssAnon: $(cat "$TMP/out")"
+report_json "$TMP/a.mtrace" "$TMP/a.json"
+expect_eq "-- CMD: report --json exit status" $? 0
+n=$(jqr "$TMP/a.json" '.rss.samples')
+if [ "${n:-0}" -ge 5 ] 2>/dev/null; then ok "samples every 100 ms over the 600 ms hold: $n"; else not_ok "samples: got '$n', want at least 5"; fi
+expect_eq "the series holds every sample" "$(jqr "$TMP/a.json" '.rss.series | length')" "$n"
+expect_eq "the series is in time order" "$(jqr "$TMP/a.json" '[.rss.series[][0]] | . == sort')" true
+expect_eq "heap_known (every allocation recorded)" "$(jqr "$TMP/a.json" '.rss.heap_known')" true
+expect_eq "live heap at the last sample: the program's one 64 MiB block" "$(jqr "$TMP/a.json" '.rss.last.heap_bytes')" $((64 * MiB))
+expect_eq "live heap at the first sample (before main)" "$(jqr "$TMP/a.json" '.rss.first.heap_bytes')" 0
+expect_within_pct "anon at the peak against the program's own RssAnon" \
+	"$(jqr "$TMP/a.json" '.rss.peak.anon_bytes')" $((anon_kb * 1024)) 5
+expect_within_pct "anon grown from the first sample to the peak: 16 MiB touched + 32 MiB mapped" \
+	"$(jqr "$TMP/a.json" '.rss.peak.anon_bytes - .rss.first.anon_bytes')" $((48 * MiB)) 5
+expect_eq "resident_bytes = anon + file + shmem" \
+	"$(jqr "$TMP/a.json" '.rss.last | .resident_bytes == .anon_bytes + .file_bytes + .shmem_bytes')" true
+expect_eq "the peak is the series' largest sample" \
+	"$(jqr "$TMP/a.json" '([.rss.series[] | .[1] + .[2] + .[3]] | max) == .rss.peak.resident_bytes')" true
+expect_eq "smaps_rollup at the start, with its Rss line" "$(jqr "$TMP/a.json" '.rss.rollup_start.lines.Rss > 0')" true
+expect_eq "no smaps_rollup at the end of a target that exited" "$(jqr "$TMP/a.json" '.rss.rollup_end')" null
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/a.mtrace" >"$TMP/a.txt" 2>&1
+if grep -q "^Resident memory (--rss: $n samples, every 100 ms" "$TMP/a.txt"; then ok "text report: Resident memory section"; else not_ok "text report has no Resident memory section"; fi
+if grep -q "the live heap exceeds resident anonymous memory by" "$TMP/a.txt"; then ok "text report: 48 MiB of heap never touched is said"; else not_ok "text report says nothing of the untouched heap"; fi
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/a.html" "$TMP/a.mtrace" 2>"$TMP/html.err"
+expect_eq "report --html exit status" $? 0
+sed -n '/<script type="application\/json" id="memtrace-data">/,/<\/script>/p' "$TMP/a.html" | sed '1d;$d' >"$TMP/a.data"
+expect_eq "the HTML page carries every sample" "$(jq '.rss.series | length' "$TMP/a.data")" "$n"
+# rendered by Debian's chromium: the script ran, both resident lines drawn, the note says the figures
+if command -v chromium >/dev/null; then
+	timeout -k 5 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,900 --virtual-time-budget=3000 \
+		--dump-dom "file://$TMP/a.html" >"$TMP/dom.html" 2>/dev/null
+	expect_eq "rendered page: the script ran" "$(grep -o 'data-status="[^"]*"' "$TMP/dom.html" | head -n1)" 'data-status="ok"'
+	expect_eq "rendered page: resident and anonymous lines on the chart" \
+		"$(grep -o 'class="rss-line"\|class="rss-anon-line"' "$TMP/dom.html" | sort | tr '\n' ' ')" 'class="rss-anon-line" class="rss-line" '
+	if grep -q 'At the last sample: resident [0-9.]* MiB, anonymous [0-9.]* MiB, live heap 64.0 MiB' "$TMP/dom.html"; then
+		ok "rendered page: the chart's note gives the last sample"
+	else
+		not_ok "rendered page: no last sample in the chart's note"
+	fi
+else
+	not_ok "chromium missing (tests/install-deps.sh installs it): the rendered page went unchecked"
+fi
+
+# --- -p: joined while it holds, stopped after 1 s: both rollups
+"$PROGS/rss_known" 4000 >"$TMP/out2" &
+target=$!
+wait_for_line "$TMP/out2" "rss_known " 10 || not_ok "rss_known did not start"
+anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out2")
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -p "$target" -d 1 -o "$TMP/b.mtrace" 2>"$TMP/err2"
+expect_eq "-p: memtrace exit status" $? 0
+wait "$target"
+report_json "$TMP/b.mtrace" "$TMP/b.json"
+n=$(jqr "$TMP/b.json" '.rss.samples')
+if [ "${n:-0}" -ge 8 ] 2>/dev/null; then ok "-p -d 1: samples $n"; else not_ok "-p -d 1: samples: got '$n', want at least 8"; fi
+expect_within_pct "-p: anon at the last sample against the program's own" "$(jqr "$TMP/b.json" '.rss.last.anon_bytes')" $((anon_kb * 1024)) 5
+expect_within_pct "-p: smaps_rollup's Anonymous at the end against the program's own RssAnon" \
+	"$(jqr "$TMP/b.json" '.rss.rollup_end.lines.Anonymous')" $((anon_kb * 1024)) 5
+expect_eq "-p: the rollups in order" "$(jqr "$TMP/b.json" '.rss.rollup_start.time_ns < .rss.rollup_end.time_ns')" true
+
+# --- top: the latest sample in each snapshot
+"$PROGS/rss_known" 3000 >"$TMP/out3" &
+target=$!
+wait_for_line "$TMP/out3" "rss_known " 10 || not_ok "rss_known did not start"
+anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out3")
+timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json --rss -i 0.5 -d 1 -p "$target" >"$TMP/top.jsonl" 2>"$TMP/top.err"
+expect_eq "top --rss: exit status" $? 0
+wait "$target"
+expect_within_pct "top --batch --json --rss: anon of the first snapshot against the program's own" \
+	"$(head -n1 "$TMP/top.jsonl" | jq '.rss.anon_bytes')" $((anon_kb * 1024)) 5
+
+# --- diff: resident memory compared when both traces have it
+timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json "$TMP/a.mtrace" "$TMP/b.mtrace" >"$TMP/d.json" 2>"$TMP/d.err"
+expect_eq "diff --json: exit status" $? 0
+expect_eq "diff --json: rss.last_anon_bytes, base and new" \
+	"$(jq -c '.rss.last_anon_bytes | [.a, .b, .delta == .b - .a]' "$TMP/d.json")" \
+	"$(jq -c '[.rss.last.anon_bytes]' "$TMP/a.json" | tr -d ']'),$(jq -c '.rss.last.anon_bytes' "$TMP/b.json"),true]"
+timeout -k 5 "$LIMIT" "$MEMTRACE" diff "$TMP/a.mtrace" "$TMP/b.mtrace" >"$TMP/d.txt" 2>&1
+if grep -q '^  resident at its peak ' "$TMP/d.txt"; then ok "diff: resident memory rows"; else not_ok "diff: no resident memory rows"; fi
+
+# --- without --rss: nothing sampled
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$TMP/c.mtrace" -- "$PROGS/rss_known" 0 >/dev/null 2>&1
+report_json "$TMP/c.mtrace" "$TMP/c.json"
+expect_eq "without --rss: rss is null" "$(jqr "$TMP/c.json" '.rss')" null
+timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json "$TMP/a.mtrace" "$TMP/c.mtrace" >"$TMP/d2.json" 2>/dev/null
+expect_eq "diff --json against a trace without --rss: rss is null" "$(jq -c '.rss' "$TMP/d2.json")" null
+timeout -k 5 "$LIMIT" "$MEMTRACE" diff "$TMP/a.mtrace" "$TMP/c.mtrace" >"$TMP/d2.txt" 2>&1
+if grep -q 'only the base trace was recorded with --rss' "$TMP/d2.txt"; then ok "diff: says only one side has --rss"; else not_ok "diff: silent about the missing --rss side"; fi
+finish
