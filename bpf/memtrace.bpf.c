@@ -777,3 +777,5 @@ int BPF_KPROBE(link_map_hit)
 		link_map_changed[slot] = 1;
 	return 0;
 }
+
+#include "maps.bpf.h"

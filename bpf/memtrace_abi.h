@@ -21,7 +21,19 @@ enum mt_event_type {
 	MT_EVENT_STACK = 4,   /* first sighting of a stack: its frames */
 	MT_EVENT_MARK = 5,    /* an inproc/memtrace.h mark (zone, frame, pool, thread name) */
 	MT_EVENT_STRING = 6,  /* first sighting on a CPU of a name a mark points to */
+	MT_EVENT_MAP = 7,     /* --rss: mmap, munmap, mremap, brk or madvise returned */
 };
+
+/* mt_map_event.call */
+enum mt_map_call {
+	MT_MAP_MMAP = 1,    /* a0 addr hint, a1 length, a2 prot, a3 flags; ret: the mapping */
+	MT_MAP_MUNMAP = 2,  /* a0 addr, a1 length */
+	MT_MAP_BRK = 3,     /* a0 the break asked for; ret: the break now */
+	MT_MAP_MREMAP = 4,  /* a0 old addr, a1 old length, a2 new length, a3 flags; ret: the mapping */
+	MT_MAP_MADVISE = 5, /* a0 addr, a1 length, a2 advice (DONTNEED, FREE or REMOVE only) */
+};
+
+#define MT_MAP_IN_ALLOC 1u /* made while an allocator call was open on the thread */
 
 /* What an in-process mark (inproc/memtrace.h) said: mt_mark_event.kind,
  * and the trace's MARK records (docs/trace-format.md). */
@@ -126,6 +138,15 @@ struct mt_mark_event {
 	__u64 name;                 /* address of the name in the target (0: none) */
 	__u64 ptr;                  /* pool marks: the block */
 	__u64 size;                 /* pool alloc: its size */
+};
+
+struct mt_map_event {
+	struct mt_event_header hdr; /* type MAP; ts at the syscall's return */
+	__u32 call;                 /* enum mt_map_call */
+	__u32 flags;                /* MT_MAP_* */
+	__u64 ret;                  /* the syscall's result */
+	__u64 a0, a1, a2, a3;       /* its arguments, as enum mt_map_call says */
+	__u64 stack_id;             /* mmap, brk, mremap: the caller's stack; else 0 */
 };
 
 struct mt_string_event {

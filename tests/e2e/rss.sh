@@ -61,6 +61,25 @@ else
 	not_ok "chromium missing (tests/install-deps.sh installs it): the rendered page went unchecked"
 fi
 
+# --- the calls that map memory, with their stacks
+expect_eq "-- CMD: anonymous memory mapped outside malloc, still mapped at the end (unmapped before exit)" \
+	"$(jqr "$TMP/a.json" '.rss.maps.outside_bytes')" 0
+expect_eq "-- CMD: ... at most: the program's 32 MiB mmap" "$(jqr "$TMP/a.json" '.rss.maps.outside_peak_bytes')" $((32 * MiB))
+if [ "$(jqr "$TMP/a.json" '.rss.maps.calls.munmap')" -ge 2 ] 2>/dev/null; then ok "-- CMD: munmap seen (the program's and free's of the 64 MiB block)"; else not_ok "-- CMD: munmap calls: $(jqr "$TMP/a.json" '.rss.maps.calls')"; fi
+# stopped while it holds: its mappings are still there, the program's at its mmap line
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -d 0.6 -o "$TMP/m.mtrace" -- "$PROGS/rss_known" 3000 >/dev/null 2>"$TMP/m.err"
+expect_eq "-d 0.6 -- CMD: memtrace exit status" $? 0
+pkill -f "^$PROGS/rss_known 3000\$" 2>/dev/null # it runs on untraced: not needed any more
+report_json "$TMP/m.mtrace" "$TMP/m.json"
+mline=$(grep -n 'map = mmap' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
+expect_eq "mapped outside malloc and still mapped: the program's 32 MiB" "$(jqr "$TMP/m.json" '.rss.maps.outside_bytes')" $((32 * MiB))
+expect_eq "... by one site: main at the mmap line, one mapping" \
+	"$(jq -c '[.rss.maps.sites[] | [.function, .line, .mappings, .bytes]]' "$TMP/m.json")" "[[\"main\",$mline,1,$((32 * MiB))]]"
+a=$(jqr "$TMP/m.json" '.rss.maps.allocator_bytes')
+if [ "${a:-0}" -ge $((64 * MiB)) ] && [ "$a" -le $((64 * MiB + 8192)) ]; then ok "the allocator's own mmap: the 64 MiB block and its header ($a)"; else not_ok "the allocator's mmap'd bytes: got '$a', want 64 MiB and a page"; fi
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/m.mtrace" >"$TMP/m.txt" 2>&1
+if grep -q "^      32.0 MiB  1 mapping  main  .*rss_known.c:$mline" "$TMP/m.txt"; then ok "text report: the mapping's site"; else not_ok "text report: no mapping site line"; fi
+
 # --- -p: joined while it holds, stopped after 1 s: both rollups
 "$PROGS/rss_known" 4000 >"$TMP/out2" &
 target=$!

@@ -249,6 +249,55 @@ static void test_rss_samples(void **state)
 	analysis__free(a);
 }
 
+/* --rss: the calls that map memory. A program's anonymous mmap is its own
+ * (by stack) unless an allocator call was open; munmap takes whole or part
+ * of a mapping, mremap moves one with its stack, brk counts from the first
+ * break seen, a file's mmap is not counted. */
+static void test_rss_maps(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	static const uint64_t frames[] = { 0x401000 };
+	struct trace_stack st = { .id = 3, .nr = 1, .frames = frames };
+	struct analysis *a = analysis__new();
+	const struct analysis_maps *mp;
+	struct replay *r;
+	struct trace_map m;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_stack(a, &st), 0);
+#define MAP(call_, flags_, stack_, ret_, a0_, a1_, a2_, a3_)                                               \
+	m = (struct trace_map){ START + 10, 7, call_, flags_, stack_, ret_, a0_, a1_, a2_, a3_ };          \
+	assert_int_equal(replay__add_map(r, &m), 0)
+	MAP(MT_MAP_MMAP, 0, 3, 0x10000000, 0, 5 * 4096 - 100, 3, 0x22);        /* 5 pages, the program's */
+	MAP(MT_MAP_MMAP, MT_MAP_IN_ALLOC, 0, 0x20000000, 0, 1 << 20, 3, 0x22); /* malloc's */
+	MAP(MT_MAP_MMAP, 0, 3, 0x30000000, 0, 1 << 20, 1, 0x02);               /* a file: not counted */
+	MAP(MT_MAP_MUNMAP, 0, 0, 0, 0x10001000, 4096, 0, 0);                   /* a hole in the middle */
+	MAP(MT_MAP_MREMAP, 0, 3, 0x40000000, 0x10000000, 4096, 8 * 4096, 1);   /* the head moves and grows */
+	MAP(MT_MAP_BRK, MT_MAP_IN_ALLOC, 3, 0x5000, 0, 0, 0, 0);
+	MAP(MT_MAP_BRK, MT_MAP_IN_ALLOC, 3, 0x25000, 0x25000, 0, 0, 0);
+	MAP(MT_MAP_MADVISE, MT_MAP_IN_ALLOC, 0, 0, 0x20000000, 4096 * 3, 4, 0);
+	MAP(MT_MAP_MUNMAP, 0, 0, 0, 0x20000000, 1 << 20, 0, 0);                /* malloc's, gone */
+#undef MAP
+	assert_int_equal(analysis__finish(a), 0);
+	mp = &analysis__trace(a)->rss.maps;
+	assert_true(analysis__trace(a)->rss.traced_maps);
+	assert_int_equal(mp->calls[MT_MAP_MMAP], 3);
+	assert_int_equal(mp->calls[MT_MAP_MUNMAP], 2);
+	assert_int_equal(mp->outside_peak_bytes, 11 * 4096);
+	/* 5 pages - 1 (hole) - 1 (the head moved) + 8 (moved, grown) = 11 */
+	assert_int_equal(mp->outside_bytes, 11 * 4096);
+	assert_int_equal(mp->nmappings, 2);
+	assert_int_equal(mp->allocator_bytes, 0);
+	assert_int_equal(mp->brk_bytes, 0x20000);
+	assert_int_equal(mp->madvised_bytes, 3 * 4096);
+	assert_int_equal(mp->nsites, 1); /* both are stack 3's */
+	assert_int_equal(mp->sites[0].bytes, 11 * 4096);
+	assert_int_equal(mp->sites[0].mappings, 2);
+	analysis__free(a);
+}
+
 /* The engine's rules as the callbacks tell them. */
 static void test_callbacks_follow_the_rules(void **state)
 {
@@ -424,6 +473,7 @@ int main(void)
 		cmocka_unit_test(test_callbacks_follow_the_rules),
 		cmocka_unit_test(test_budget_windows),
 		cmocka_unit_test(test_rss_samples),
+		cmocka_unit_test(test_rss_maps),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),
 	};

@@ -198,7 +198,16 @@ static int fmt_rollup(void *ctx, const struct trace_rollup *r)
 	return 0;
 }
 
+static int fmt_map(void *ctx, const struct trace_map *m)
+{
+	lines_add(ctx, "map ts=%" PRIu64 " tid=%u call=%u flags=%u stack=%u ret=%" PRIx64 " a=%" PRIx64 ",%" PRIx64
+		       ",%" PRIx64 ",%" PRIx64, m->ts, m->tid, m->call, m->flags, m->stack_id, m->ret, m->a0, m->a1,
+		  m->a2, m->a3);
+	return 0;
+}
+
 static const struct trace_reader_ops fmt_ops = {
+	.map = fmt_map,
 	.rss = fmt_rss,
 	.rollup = fmt_rollup,
 	.meta = fmt_meta,
@@ -368,6 +377,15 @@ static void sample_data_chunk(struct trace_writer *w, struct sample *s)
 	}
 	assert_int_equal(trace_writer__add_rollup(w, &ro), 0);
 	fmt_rollup(&s->want, &ro);
+	struct trace_map mp[] = {
+		{ 2900, 7, MT_MAP_MMAP, 0, 1, 0x7f0000000000, 0, 1 << 25, 3, 0x22 },
+		{ UINT64_MAX, UINT32_MAX, MT_MAP_MADVISE, MT_MAP_IN_ALLOC, 0, 0, UINT64_MAX, UINT64_MAX, 4, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(mp) / sizeof(mp[0]); i++) {
+		assert_int_equal(trace_writer__add_map(w, &mp[i]), 0);
+		fmt_map(&s->want, &mp[i]);
+	}
 	ro.n = TRACE_ROLLUP_MAX + 1;
 	assert_int_equal(trace_writer__add_rollup(w, &ro), -EINVAL); /* more lines than a reader takes */
 	sample_chunk_done(w, s);

@@ -84,6 +84,12 @@ struct replay {
 	uint64_t lifetime_buckets[64]; /* --budget: frees seen, by log2 of lifetime in ns */
 	struct analysis_rss_point *rss; /* --rss: trace.rss.points */
 	size_t rss_cap;
+	struct analysis_mapping *mappings; /* --rss: trace.rss.maps.mappings */
+	struct analysis_map_site *map_sites; /* --rss: trace.rss.maps.sites */
+	size_t mappings_cap;
+	struct { uint64_t start, len; } *amaps; /* anonymous mappings the allocator made */
+	size_t namaps, amaps_cap;
+	uint64_t first_brk, brk;
 
 	struct live_table live;
 	uint64_t live_bytes, live_count;
@@ -177,6 +183,9 @@ void replay__free(struct replay *r)
 		free(r->threads[i].open);
 	arena__free(&r->arena);
 	free(r->rss);
+	free(r->mappings);
+	free(r->map_sites);
+	free(r->amaps);
 	live_table__free(&r->live);
 	free(r->stacks);
 	u64map__free(&r->stack_ids);
@@ -394,6 +403,196 @@ int replay__add_rollup(struct replay *r, const struct trace_rollup *ro)
 		to->bytes[i] = ro->bytes[i];
 	}
 	return err;
+}
+
+#define MAP_ANONYMOUS_FLAG 0x20 /* mmap's MAP_ANONYMOUS */
+
+static inline int stack__index(struct replay *r, uint32_t id, uint32_t *idx);
+
+/* Take [START, START + LEN) out of the outside mappings and the
+ * allocator's: what munmap did, or the old range of a moved mremap. */
+static int map_add(struct replay *r, const struct analysis_mapping *m);
+static int map_allocator(struct replay *r, uint64_t start, uint64_t len);
+
+static int unmap_range(struct replay *r, uint64_t start, uint64_t len)
+{
+	struct analysis_maps *mp = &r->trace.rss.maps;
+	uint64_t end = start + len;
+
+	for (size_t i = 0; i < mp->nmappings;) {
+		struct analysis_mapping *m = &r->mappings[i];
+		uint64_t ms = m->start, me = m->start + m->len, cut;
+
+		if (me <= start || ms >= end) {
+			i++;
+			continue;
+		}
+		cut = (me < end ? me : end) - (ms > start ? ms : start);
+		mp->outside_bytes -= cut;
+		if (ms >= start && me <= end) { /* all of it: the table keeps its order */
+			memmove(m, m + 1, (mp->nmappings - i - 1) * sizeof(*m));
+			mp->nmappings--;
+			continue;
+		}
+		if (ms < start && me > end) { /* a hole: the tail becomes a mapping of its own */
+			struct analysis_mapping tail = *m;
+
+			tail.start = end;
+			tail.len = me - end;
+			m->len = start - ms;
+			mp->outside_bytes -= tail.len; /* map_add counts it again */
+			if (map_add(r, &tail))
+				return -ENOMEM;
+			i++;
+			continue;
+		}
+		m = &r->mappings[i];
+		if (ms < start) { /* its head stays */
+			m->len = start - ms;
+		} else {          /* its tail stays */
+			m->start = end;
+			m->len = me - end;
+		}
+		i++;
+	}
+	for (size_t i = 0; i < r->namaps;) {
+		uint64_t ms = r->amaps[i].start, me = ms + r->amaps[i].len, cut;
+
+		if (me <= start || ms >= end) {
+			i++;
+			continue;
+		}
+		cut = (me < end ? me : end) - (ms > start ? ms : start);
+		mp->allocator_bytes -= cut;
+		if (ms >= start && me <= end) {
+			r->amaps[i] = r->amaps[--r->namaps];
+			continue;
+		}
+		if (ms < start && me > end) { /* a hole: the tail becomes a mapping of its own */
+			r->amaps[i].len = start - ms;
+			if (map_allocator(r, end, me - end))
+				return -ENOMEM;
+			mp->allocator_bytes -= me - end; /* map_allocator counted it again */
+		} else if (ms < start) {
+			r->amaps[i].len = start - ms;
+		} else {
+			r->amaps[i].start = end;
+			r->amaps[i].len = me - end;
+		}
+		i++;
+	}
+	return 0;
+}
+
+static int map_add(struct replay *r, const struct analysis_mapping *m)
+{
+	struct analysis_maps *mp = &r->trace.rss.maps;
+
+	if (mp->nmappings == r->mappings_cap) {
+		size_t cap = r->mappings_cap ? 2 * r->mappings_cap : 64;
+		struct analysis_mapping *v = realloc(r->mappings, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		r->mappings = v;
+		r->mappings_cap = cap;
+	}
+	r->mappings[mp->nmappings++] = *m;
+	mp->mappings = r->mappings;
+	mp->outside_bytes += m->len;
+	if (mp->outside_bytes > mp->outside_peak_bytes)
+		mp->outside_peak_bytes = mp->outside_bytes;
+	return 0;
+}
+
+static int map_outside(struct replay *r, uint64_t start, uint64_t len, uint32_t stack, uint64_t ts)
+{
+	struct analysis_mapping m = {
+		.start = start, .len = len, .stack = stack,
+		.time_ns = ts > r->start_mono_ns ? ts - r->start_mono_ns : 0,
+	};
+
+	return map_add(r, &m);
+}
+
+static int map_allocator(struct replay *r, uint64_t start, uint64_t len)
+{
+	if (r->namaps == r->amaps_cap) {
+		size_t cap = r->amaps_cap ? 2 * r->amaps_cap : 64;
+		void *v = realloc(r->amaps, cap * sizeof(*r->amaps));
+
+		if (!v)
+			return -ENOMEM;
+		r->amaps = v;
+		r->amaps_cap = cap;
+	}
+	r->amaps[r->namaps].start = start;
+	r->amaps[r->namaps++].len = len;
+	r->trace.rss.maps.allocator_bytes += len;
+	return 0;
+}
+
+/* Page-rounded, as the kernel maps. */
+static inline uint64_t page_len(uint64_t len)
+{
+	return (len + 4095) & ~(uint64_t)4095;
+}
+
+int replay__add_map(struct replay *r, const struct trace_map *m)
+{
+	struct analysis_maps *mp = &r->trace.rss.maps;
+	bool in_alloc = m->flags & MT_MAP_IN_ALLOC;
+	uint32_t stack = 0;
+	int err = 0;
+
+	r->trace.rss.traced_maps = true;
+	if (m->call < sizeof(mp->calls) / sizeof(mp->calls[0]))
+		mp->calls[m->call]++;
+	switch (m->call) {
+	case MT_MAP_MMAP:
+		if (!(m->a3 & MAP_ANONYMOUS_FLAG))
+			return 0; /* a file's mapping: its pages are the file's */
+		if ((err = unmap_range(r, m->ret, page_len(m->a1)))) /* MAP_FIXED over an older one */
+			return err;
+		if (in_alloc)
+			return map_allocator(r, m->ret, page_len(m->a1));
+		if (m->stack_id && (err = stack__index(r, m->stack_id, &stack)))
+			return err;
+		return map_outside(r, m->ret, page_len(m->a1), stack, m->ts);
+	case MT_MAP_MUNMAP:
+		return unmap_range(r, m->a0, page_len(m->a1));
+	case MT_MAP_MREMAP: {
+		/* the mapping that held the old range moves and resizes */
+		for (size_t i = 0; i < mp->nmappings; i++) {
+			struct analysis_mapping *x = &r->mappings[i];
+
+			if (m->a0 >= x->start && m->a0 < x->start + x->len) {
+				stack = x->stack;
+				if ((err = unmap_range(r, m->a0, page_len(m->a1))))
+					return err;
+				return map_outside(r, m->ret, page_len(m->a2), stack, m->ts);
+			}
+		}
+		for (size_t i = 0; i < r->namaps; i++) {
+			if (m->a0 >= r->amaps[i].start && m->a0 < r->amaps[i].start + r->amaps[i].len) {
+				if ((err = unmap_range(r, m->a0, page_len(m->a1))))
+					return err;
+				return map_allocator(r, m->ret, page_len(m->a2));
+			}
+		}
+		return 0; /* a mapping made before we watched */
+	}
+	case MT_MAP_BRK:
+		if (!r->first_brk)
+			r->first_brk = m->ret;
+		r->brk = m->ret;
+		mp->brk_bytes = r->brk > r->first_brk ? r->brk - r->first_brk : 0;
+		return 0;
+	case MT_MAP_MADVISE:
+		mp->madvised_bytes += page_len(m->a1);
+		return 0;
+	}
+	return 0;
 }
 
 int replay__set_end(struct replay *r, const struct trace_end *e)
@@ -909,6 +1108,52 @@ static void budget_finish(struct replay *r)
 	b->long_lived_bytes = r->totals.leaked_bytes;
 }
 
+static bool same_site(const struct analysis_frame *a, const struct analysis_frame *b)
+{
+	if (!a || !b)
+		return a == b;
+	if (!a->function || !b->function) /* unnamed: by address */
+		return !a->function && !b->function && a->address == b->address;
+	return !strcmp(a->function, b->function) && a->line == b->line &&
+	       !strcmp(a->file ? a->file : "", b->file ? b->file : "") &&
+	       !strcmp(a->module ? a->module : "", b->module ? b->module : "");
+}
+
+static int by_map_bytes(const void *x, const void *y)
+{
+	const struct analysis_map_site *a = x, *b = y;
+
+	return a->bytes != b->bytes ? (a->bytes < b->bytes ? 1 : -1) : (a->mappings < b->mappings) - (a->mappings > b->mappings);
+}
+
+/* --rss: the outside mappings still mapped, by site. */
+static int group_map_sites(struct replay *r)
+{
+	struct analysis_maps *mp = &r->trace.rss.maps;
+	size_t n = 0;
+
+	if (!mp->nmappings)
+		return 0;
+	r->map_sites = calloc(mp->nmappings, sizeof(*r->map_sites));
+	if (!r->map_sites)
+		return -ENOMEM;
+	for (size_t i = 0; i < mp->nmappings; i++) {
+		const struct analysis_mapping *m = &r->mappings[i];
+		size_t j = 0;
+
+		while (j < n && !same_site(r->map_sites[j].site, m->site))
+			j++;
+		if (j == n)
+			r->map_sites[n++].site = m->site;
+		r->map_sites[j].bytes += m->len;
+		r->map_sites[j].mappings++;
+	}
+	qsort(r->map_sites, n, sizeof(*r->map_sites), by_map_bytes);
+	mp->sites = r->map_sites;
+	mp->nsites = n;
+	return 0;
+}
+
 int replay__finish(struct replay *r)
 {
 	struct analysis_totals *t = &r->totals;
@@ -919,6 +1164,15 @@ int replay__finish(struct replay *r)
 	if (r->finished)
 		return 0;
 	r->finished = true;
+	/* --rss: the stacks of the mappings are named now, their symbols read */
+	for (size_t i = 0; i < r->trace.rss.maps.nmappings; i++) {
+		struct analysis_mapping *m = &r->mappings[i];
+		size_t n;
+		const struct analysis_frame *f = m->stack ? replay__stack_frames(r, m->stack, &n) : NULL;
+
+		m->site = f && n ? &f[replay_site_frame(f, n)] : NULL;
+	}
+	err = group_map_sites(r);
 	for (size_t th = 0; th < r->nthreads && !err; th++) {
 		while (!err && r->threads[th].depth)
 			err = zone_close(r, (uint32_t)th, replay__end_ns(r), true);
@@ -1191,6 +1445,7 @@ static int on_mark(void *ctx, const struct trace_mark *m) { return replay__add_m
 static int on_thread(void *ctx, const struct trace_thread *t) { return replay__add_thread(ctx, t); }
 static int on_rss(void *ctx, const struct trace_rss *s) { return replay__add_rss(ctx, s); }
 static int on_rollup(void *ctx, const struct trace_rollup *ro) { return replay__add_rollup(ctx, ro); }
+static int on_map(void *ctx, const struct trace_map *m) { return replay__add_map(ctx, m); }
 
 const struct trace_reader_ops replay_reader_ops = {
 	.meta = on_meta,
@@ -1205,4 +1460,5 @@ const struct trace_reader_ops replay_reader_ops = {
 	.thread = on_thread,
 	.rss = on_rss,
 	.rollup = on_rollup,
+	.map = on_map,
 };

@@ -86,6 +86,36 @@ struct analysis_rollup {
 	uint64_t bytes[TRACE_ROLLUP_MAX];
 };
 
+/* --rss: anonymous memory a program mapped itself (mmap outside any
+ * allocator call), still mapped: one per mapping. */
+struct analysis_mapping {
+	uint64_t start, len;
+	uint32_t stack;   /* stack index (replay__stack) of the mmap; 0: none */
+	uint64_t time_ns; /* when it was mapped, after the start */
+	const struct analysis_frame *site; /* its stack's site (replay_site_frame), named at finish; NULL: none */
+};
+
+/* --rss: the outside mappings of one site (function, file, line, module). */
+struct analysis_map_site {
+	const struct analysis_frame *site; /* NULL: no stack */
+	uint64_t bytes;
+	uint64_t mappings;
+};
+
+/* --rss: what the calls that map memory did, from the MAP records. */
+struct analysis_maps {
+	uint64_t calls[6];            /* by enum mt_map_call (index 0 unused) */
+	uint64_t outside_bytes;       /* anonymous bytes mapped outside the allocator, still mapped */
+	uint64_t outside_peak_bytes;  /* their most at any time */
+	uint64_t allocator_bytes;     /* anonymous bytes mmap'd inside allocator calls, still mapped */
+	uint64_t brk_bytes;           /* the heap's break, above the first break seen */
+	uint64_t madvised_bytes;      /* given back by madvise (DONTNEED, FREE, REMOVE), summed */
+	size_t nmappings;             /* the outside mappings still mapped, in the order made */
+	const struct analysis_mapping *mappings;
+	size_t nsites;                /* ... grouped by their site (after finish), most bytes first */
+	const struct analysis_map_site *sites;
+};
+
 struct analysis_trace {
 	const char *command;   /* NULL if the trace had no metadata */
 	const char *comm;
@@ -118,6 +148,8 @@ struct analysis_trace {
 		const struct analysis_rss_point *points;
 		size_t peak;    /* the point of most resident memory (anon + file + shmem) */
 		struct analysis_rollup start, end;
+		bool traced_maps; /* MAP records were seen */
+		struct analysis_maps maps;
 	} rss;
 };
 
@@ -236,6 +268,8 @@ int replay__add_drops(struct replay *r, const struct trace_drops *d);
  * a smaps_rollup (the first is the start's, the last the end's). */
 int replay__add_rss(struct replay *r, const struct trace_rss *s);
 int replay__add_rollup(struct replay *r, const struct trace_rollup *ro);
+/* --rss: a call that mapped or unmapped memory. */
+int replay__add_map(struct replay *r, const struct trace_map *m);
 int replay__set_end(struct replay *r, const struct trace_end *e);
 int replay__set_partial(struct replay *r, const char *problem);
 

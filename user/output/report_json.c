@@ -83,12 +83,51 @@ static void rss_rollup(struct json_out *j, const char *key, const struct analysi
 	json_out__end_object(j);
 }
 
+/* Key "maps": what the calls that map memory did, or null if not traced. */
+static void rss_maps(struct json_out *j, const struct analysis_rss *rs)
+{
+	static const char *const calls[] = { NULL, "mmap", "munmap", "brk", "mremap", "madvise" };
+	const struct analysis_maps *mp = &rs->maps;
+
+	json_out__key(j, "maps");
+	if (!rs->traced_maps) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_object(j, false);
+	json_out__key(j, "calls");
+	json_out__begin_object(j, true);
+	for (size_t i = 1; i < sizeof(calls) / sizeof(calls[0]); i++)
+		json_out__key_u64(j, calls[i], mp->calls[i]);
+	json_out__end_object(j);
+	json_out__key_u64(j, "outside_bytes", mp->outside_bytes);
+	json_out__key_u64(j, "outside_peak_bytes", mp->outside_peak_bytes);
+	json_out__key_u64(j, "allocator_bytes", mp->allocator_bytes);
+	json_out__key_u64(j, "brk_bytes", mp->brk_bytes);
+	json_out__key_u64(j, "madvised_bytes", mp->madvised_bytes);
+	json_out__key(j, "sites");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < mp->nsites; i++) {
+		const struct analysis_map_site *ms = &mp->sites[i];
+		const struct analysis_frame *f = ms->site;
+
+		json_out__begin_object(j, true);
+		report_json__site_keys(j, f && f->function ? f->function : "[no stack]", f ? f->function : NULL,
+				       f ? f->file : NULL, f ? f->line : 0, f ? f->module : NULL);
+		json_out__key_u64(j, "bytes", ms->bytes);
+		json_out__key_u64(j, "mappings", ms->mappings);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+	json_out__end_object(j);
+}
+
 void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 {
 	const struct analysis_rss *rs = &t->rss;
 
 	json_out__key(j, "rss");
-	if (!rs->npoints) {
+	if (!rs->npoints && !rs->traced_maps) {
 		json_out__null(j);
 		return;
 	}
@@ -97,9 +136,18 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 	json_out__key_u64(j, "period_ns", 100000000);
 	/* the live heap is known only when every allocation was recorded */
 	json_out__key_bool(j, "heap_known", !t->budget.budget_ppm && !t->sample_bytes);
-	report_json__rss_point(j, "first", &rs->points[0]);
-	report_json__rss_point(j, "peak", &rs->points[rs->peak]);
-	report_json__rss_point(j, "last", &rs->points[rs->npoints - 1]);
+	if (rs->npoints) {
+		report_json__rss_point(j, "first", &rs->points[0]);
+		report_json__rss_point(j, "peak", &rs->points[rs->peak]);
+		report_json__rss_point(j, "last", &rs->points[rs->npoints - 1]);
+	} else { /* a process gone before its first sample */
+		json_out__key(j, "first");
+		json_out__null(j);
+		json_out__key(j, "peak");
+		json_out__null(j);
+		json_out__key(j, "last");
+		json_out__null(j);
+	}
 	json_out__key(j, "series");
 	json_out__begin_array(j, false);
 	for (size_t i = 0; i < rs->npoints; i++) {
@@ -116,6 +164,7 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 	json_out__end_array(j);
 	rss_rollup(j, "rollup_start", &rs->start);
 	rss_rollup(j, "rollup_end", &rs->end);
+	rss_maps(j, rs);
 	json_out__end_object(j);
 }
 

@@ -167,6 +167,37 @@ static void rss_rollup(FILE *f, const char *when, const struct analysis_rollup *
 	fprintf(f, "\n");
 }
 
+/* --rss: what the program mapped itself, by site, and what the allocator did. */
+static void rss_maps(FILE *f, const struct analysis_maps *mp)
+{
+	char b[4][32];
+
+	fmt_bytes(b[0], sizeof(b[0]), mp->outside_bytes);
+	fmt_bytes(b[1], sizeof(b[1]), mp->outside_peak_bytes);
+	fprintf(f, "  mapped by the program outside malloc (anonymous mmap, still mapped): %s (at most %s)\n", b[0], b[1]);
+	for (size_t i = 0; i < mp->nsites && i < 10; i++) {
+		const struct analysis_map_site *ms = &mp->sites[i];
+		const struct analysis_frame *fr = ms->site;
+
+		fmt_bytes(b[0], sizeof(b[0]), ms->bytes);
+		fprintf(f, "    %10s  %" PRIu64 " mapping%s  %s", b[0], ms->mappings, plural(ms->mappings),
+			fr && fr->function ? fr->function : "[no stack]");
+		if (fr && fr->file)
+			fprintf(f, "  %s:%u", fr->file, fr->line);
+		if (fr && fr->module)
+			fprintf(f, "  [%s]", strrchr(fr->module, '/') ? strrchr(fr->module, '/') + 1 : fr->module);
+		fputc('\n', f);
+	}
+	fmt_bytes(b[0], sizeof(b[0]), mp->allocator_bytes);
+	fmt_bytes(b[1], sizeof(b[1]), mp->brk_bytes);
+	fmt_bytes(b[2], sizeof(b[2]), mp->madvised_bytes);
+	fprintf(f, "  the allocator's: %s mmap'd and still mapped, the heap's break %s above where it was first seen;\n"
+		   "  madvise gave back %s (calls: mmap %" PRIu64 ", munmap %" PRIu64 ", brk %" PRIu64 ", mremap %" PRIu64
+		   ", madvise %" PRIu64 ")\n",
+		b[0], b[1], b[2], mp->calls[MT_MAP_MMAP], mp->calls[MT_MAP_MUNMAP], mp->calls[MT_MAP_BRK],
+		mp->calls[MT_MAP_MREMAP], mp->calls[MT_MAP_MADVISE]);
+}
+
 /* --rss: resident memory beside the live heap, at the start, the peak of
  * resident memory and the end. */
 static void report_text__rss(FILE *f, const struct analysis *a)
@@ -174,11 +205,17 @@ static void report_text__rss(FILE *f, const struct analysis *a)
 	const struct analysis_trace *t = analysis__trace(a);
 	const struct analysis_rss *rs = &t->rss;
 	bool heap = !t->budget.budget_ppm && !t->sample_bytes; /* the live heap is known */
-	const struct analysis_rss_point *end = &rs->points[rs->npoints - 1];
+	const struct analysis_rss_point *end = rs->npoints ? &rs->points[rs->npoints - 1] : NULL;
 	char d[32];
 
 	fprintf(f, "\nResident memory (--rss: %zu sample%s, every 100 ms, from /proc/PID/status)\n", rs->npoints,
 		plural(rs->npoints));
+	if (!rs->npoints) {
+		fprintf(f, "  no sample: the process ended before its first\n");
+		if (rs->traced_maps)
+			rss_maps(f, &rs->maps);
+		return;
+	}
 	fprintf(f, "  %-6s %12s %11s %11s %11s %11s  %s\n", "", "resident", "anon", "file", "shmem", "live heap", "at");
 	rss_row(f, "first", &rs->points[0], heap);
 	rss_row(f, "peak", &rs->points[rs->peak], heap);
@@ -194,6 +231,8 @@ static void report_text__rss(FILE *f, const struct analysis *a)
 	}
 	rss_rollup(f, "start", &rs->start);
 	rss_rollup(f, "end", &rs->end);
+	if (rs->traced_maps)
+		rss_maps(f, &rs->maps);
 }
 
 static void report_text__summary(FILE *f, const struct analysis *a)
@@ -652,7 +691,7 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 			analysis__wrapper_candidate(a), analysis__wrapper_candidate(a));
 	if (analysis__trace(a)->budget.budget_ppm)
 		report_text__budget(f, a);
-	if (analysis__trace(a)->rss.npoints)
+	if (analysis__trace(a)->rss.npoints || analysis__trace(a)->rss.traced_maps)
 		report_text__rss(f, a);
 	for (i = 0; i < sizeof(rankings) / sizeof(rankings[0]); i++) {
 		const struct ranking *r = &rankings[i];

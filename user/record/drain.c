@@ -25,11 +25,12 @@ struct stack_frames {
 /* An event or a mark waiting for its turn in time order. */
 struct pending {
 	uint64_t ts; /* the event's, mark's or sample's: the sort key, kept in front */
-	enum { PENDING_EVENT, PENDING_MARK, PENDING_RSS } kind;
+	enum { PENDING_EVENT, PENDING_MARK, PENDING_RSS, PENDING_MAP } kind;
 	union {
 		struct trace_event ev;
 		struct trace_mark mark;
 		struct trace_rss rss;
+		struct trace_map map;
 	};
 };
 
@@ -286,6 +287,10 @@ static int put(struct drain *d, const struct pending *p)
 		if (d->tap && d->tap->rss)
 			err = d->tap->rss(d->tap_ctx, &p->rss);
 		return err ? err : trace_writer__add_rss(d->w, &p->rss);
+	case PENDING_MAP:
+		if (d->tap && d->tap->map)
+			err = d->tap->map(d->tap_ctx, &p->map);
+		return err ? err : trace_writer__add_map(d->w, &p->map);
 	default:
 		if (d->tap && d->tap->event)
 			err = d->tap->event(d->tap_ctx, &p->ev);
@@ -349,6 +354,30 @@ int drain__add_rss(struct drain *d, const struct trace_rss *s)
 	return 0;
 }
 
+static int take_map(struct drain *d, const struct mt_map_event *ev, size_t size)
+{
+	struct pending *p;
+
+	if (size < sizeof(*ev))
+		return 0;
+	p = pending_slot(d);
+	if (!p)
+		return -ENOMEM;
+	memset(p, 0, sizeof(*p));
+	p->kind = PENDING_MAP;
+	p->ts = ev->hdr.ts;
+	p->map = (struct trace_map){ .ts = ev->hdr.ts, .tid = ev->hdr.tid, .call = ev->call, .flags = ev->flags,
+				     .ret = ev->ret, .a0 = ev->a0, .a1 = ev->a1, .a2 = ev->a2, .a3 = ev->a3 };
+	if (ev->stack_id) {
+		p->map.stack_id = intern(d, ev->stack_id);
+		if (!p->map.stack_id) {
+			d->nr_pending--;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 int drain__record(struct drain *d, const void *data, size_t size)
 {
 	const struct mt_event_header *h = data;
@@ -366,6 +395,8 @@ int drain__record(struct drain *d, const void *data, size_t size)
 		return take_mark(d, data, size);
 	case MT_EVENT_STRING:
 		return take_string(d, data, size);
+	case MT_EVENT_MAP:
+		return take_map(d, data, size);
 	default:
 		return 0;
 	}

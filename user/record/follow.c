@@ -399,6 +399,9 @@ static int load_shared(struct follow *f)
 	/* Thread names come from tracepoints, attached once for every recorder. */
 	if (!f->o->empty_probes && loader__attach_thread_names(f->loader))
 		fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name\n");
+	err = f->o->empty_probes ? 0 : loader__attach_maps(f->loader);
+	if (err)
+		return fail("failed to trace the calls that map memory for --rss: %s", strerror(-err));
 	return 0;
 }
 

@@ -94,7 +94,7 @@ static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_progr
 {
 	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
 	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit &&
-	       p != s->progs.thread_new && p != s->progs.thread_rename;
+	       p != s->progs.thread_new && p != s->progs.thread_rename && p != s->progs.map_exit;
 }
 
 /* Exponential gaps with the mean asked for: BPF has no logarithm. */
@@ -145,6 +145,8 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->allowed_gid = l->opts.allowed_gid;
 	l->skel->rodata->allowed_caps = l->opts.allowed_caps;
 	l->skel->rodata->count_hits = l->opts.windowed;
+	l->skel->rodata->trace_maps = l->opts.trace_maps;
+	bpf_program__set_autoload(l->skel->progs.map_exit, l->opts.trace_maps);
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_rows,
@@ -1117,6 +1119,13 @@ int loader__attach_thread_names(struct loader *l)
 	int err = remember_link(l, bpf_program__attach(l->skel->progs.thread_new));
 
 	return err ? err : remember_link(l, bpf_program__attach(l->skel->progs.thread_rename));
+}
+
+int loader__attach_maps(struct loader *l)
+{
+	if (!l->owns_skel || !l->opts.trace_maps)
+		return 0;
+	return remember_link(l, bpf_program__attach(l->skel->progs.map_exit));
 }
 
 bool loader__link_map_changed(struct loader *l)

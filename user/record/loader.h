@@ -33,6 +33,7 @@ struct loader_opts {
 	uint32_t allowed_gid;
 	uint64_t allowed_caps;    /* its permitted capabilities */
 	bool windowed;            /* --budget: allocator probes only in windows (loader__window_*) */
+	bool trace_maps;          /* --rss: mmap, munmap, mremap, brk, madvise with stacks (loader__attach_maps) */
 	loader_record_fn on_record;
 	void *ctx;
 };
@@ -87,6 +88,9 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 /* Thread names from the kernel: a new thread's and every rename
  * (bpf/threads.bpf.h). 0 or -errno. */
 int loader__attach_thread_names(struct loader *l);
+/* --rss (opts.trace_maps): the syscalls that map memory, for every target
+ * of the object; once per object, by the handle that loaded it. */
+int loader__attach_maps(struct loader *l);
 /* Whether the link map changed (dlopen, dlclose) since the last call. */
 bool loader__link_map_changed(struct loader *l);
 

@@ -958,6 +958,9 @@ static int attach_probes(struct recording *r)
 		if (err)
 			fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name (%s)\n",
 				strerror(-err));
+		err = loader__attach_maps(r->loader);
+		if (err)
+			return fail("failed to trace the calls that map memory for --rss: %s", strerror(-err));
 	}
 	err = start_unwinder(r);
 	return err ? err : calibrate(r);

@@ -117,6 +117,17 @@ struct trace_rss {
 	uint64_t shmem; /* RssShmem */
 };
 
+/* --rss: a call that mapped or unmapped memory (enum mt_map_call), as it
+ * returned: memtrace_abi.h's mt_map_event with the stack interned. */
+struct trace_map {
+	uint64_t ts;
+	uint32_t tid;
+	uint32_t call;     /* enum mt_map_call */
+	uint32_t flags;    /* MT_MAP_IN_ALLOC */
+	uint32_t stack_id; /* 0: none */
+	uint64_t ret, a0, a1, a2, a3;
+};
+
 /* --rss: /proc/PID/smaps_rollup at TS (the recording's start and end), its
  * lines as they come ("Rss", "Pss", "Anonymous", "Swap", ...), in bytes. */
 #define TRACE_ROLLUP_MAX 32

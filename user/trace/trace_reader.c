@@ -410,6 +410,19 @@ static int rec_rss(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
 	return ops->rss ? deliver(r, ops->rss(ctx, &s)) : 0;
 }
 
+static int rec_map(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
+		   const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_map m;
+
+	if (get_varint(&p, end, &m.ts) || get_u32(&p, end, &m.tid) || get_u32(&p, end, &m.call) ||
+	    get_u32(&p, end, &m.flags) || get_u32(&p, end, &m.stack_id) || get_varint(&p, end, &m.ret) ||
+	    get_varint(&p, end, &m.a0) || get_varint(&p, end, &m.a1) || get_varint(&p, end, &m.a2) ||
+	    get_varint(&p, end, &m.a3))
+		return -EBADMSG;
+	return ops->map ? deliver(r, ops->map(ctx, &m)) : 0;
+}
+
 static int rec_rollup(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
 		      const struct trace_reader_ops *ops, void *ctx)
 {
@@ -458,6 +471,8 @@ static int record_decode(struct trace_reader *r, struct delta_state *st, uint64_
 		return rec_rss(r, p, end, ops, ctx);
 	case TRACE_REC_ROLLUP:
 		return rec_rollup(r, p, end, ops, ctx);
+	case TRACE_REC_MAP:
+		return rec_map(r, p, end, ops, ctx);
 	case 0:
 		return -EBADMSG; /* never written */
 	}

@@ -20,6 +20,7 @@ struct trace_reader_ops {
 	int (*mark)(void *ctx, const struct trace_mark *m);
 	int (*rss)(void *ctx, const struct trace_rss *s);
 	int (*rollup)(void *ctx, const struct trace_rollup *r);
+	int (*map)(void *ctx, const struct trace_map *m);
 };
 
 struct trace_reader;

@@ -691,6 +691,27 @@ int trace_writer__add_rss(struct trace_writer *w, const struct trace_rss *s)
 	return writer_done_record(w);
 }
 
+int trace_writer__add_map(struct trace_writer *w, const struct trace_map *m)
+{
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, 11 * VARINT_MAX_LEN);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_MAP), *p = payload;
+	p = put_u(p, m->ts);
+	p = put_u(p, m->tid);
+	p = put_u(p, m->call);
+	p = put_u(p, m->flags);
+	p = put_u(p, m->stack_id);
+	p = put_u(p, m->ret);
+	p = put_u(p, m->a0);
+	p = put_u(p, m->a1);
+	p = put_u(p, m->a2);
+	p = put_u(p, m->a3);
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
 int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *r)
 {
 	size_t need = 2 * VARINT_MAX_LEN;

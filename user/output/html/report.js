@@ -14,7 +14,7 @@ function header() {
   w.forEach(function (s) { $('warnings').appendChild(el('p', 'warn', s)); });
   var mn = document.querySelector('#memory-sec .note');
   if (b && mn) mn.textContent = 'Not the live heap (--budget does not see it): the estimated bytes of the blocks the windows saw allocated and not yet freed, long-lived ones kept. Drag to select the allocations made in a time range.';
-  if (D.rss && mn) {
+  if (D.rss && D.rss.last && mn) {
     var last = D.rss.last;
     mn.appendChild(document.createTextNode(' With --rss, resident memory beside it, sampled every ' + dur(D.rss.period_ns) +
       ': dashed blue all of it (anon + file + shmem), dotted green anonymous. At the last sample: resident ' +

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * --rss: the calls that map memory, with their stacks. On every syscall's
+ * return (the raw sys_exit tracepoint: one program, not one per syscall),
+ * a process being recorded that made mmap, munmap, mremap, brk or madvise
+ * sends an MT_EVENT_MAP: what it asked, what it got, whether an allocator
+ * call was open on the thread (malloc growing its heap is the allocator's,
+ * not the program's), and the stack from the syscall's caller, by frame
+ * pointers (the syscall wrapper is a leaf: its caller's return address is at
+ * [sp]). Included at the end of memtrace.bpf.c, whose rings, drop counter,
+ * process filter and stack cache it uses.
+ */
+#ifndef MEMTRACE_MAPS_BPF_H
+#define MEMTRACE_MAPS_BPF_H
+
+#define NR_MMAP 9
+#define NR_MUNMAP 11
+#define NR_BRK 12
+#define NR_MREMAP 25
+#define NR_MADVISE 28
+
+/* The stack of the syscall's caller into this CPU's scratch: its id, 0 for none. */
+static __always_inline __u64 map_stack(struct pt_regs *regs, __u32 slot, __u32 tid, __u64 ts)
+{
+	struct stack_scratch *scratch;
+	struct stacks_seen *seen;
+	__u64 sp = BPF_CORE_READ(regs, sp), fp = BPF_CORE_READ(regs, bp), frame[2], *seen_slot, seen_key;
+	__u32 zero = 0, nr = 1, depth = stack_depth;
+
+	if (!depth || !(scratch = bpf_map_lookup_elem(&stack_scratch, &zero)))
+		return 0;
+	if (bpf_probe_read_user(&scratch->ev.frames[0], sizeof(__u64), (void *)sp))
+		return 0;
+	for (__u32 i = 1; i < MT_MAX_STACK_DEPTH; i++) {
+		if (i >= depth || fp < sp || (fp & 7))
+			break;
+		if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp) || !frame[1])
+			break;
+		scratch->ev.frames[i] = frame[1];
+		nr = i + 1;
+		if (frame[0] <= fp)
+			break;
+		fp = frame[0];
+	}
+	scratch->ev.stack_id = hash_frames(nr);
+	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
+	if (!seen)
+		return scratch->ev.stack_id;
+	seen_key = scratch->ev.stack_id ^ seen_mix(slot);
+	seen_slot = &seen->hash[seen_key & (SEEN_SLOTS - 1)];
+	if (*seen_slot != seen_key) {
+		scratch->ev.hdr.tid = tid;
+		scratch->ev.hdr.ts = ts;
+		send_stack(slot, &scratch->ev, nr, seen_slot, seen_key);
+	}
+	return scratch->ev.stack_id;
+}
+
+const volatile bool trace_maps = false; /* --rss: set before load */
+
+/* MADV_DONTNEED, MADV_FREE, MADV_REMOVE: the pages given back */
+static __always_inline bool madvise_frees(__u64 advice)
+{
+	return advice == 4 || advice == 8 || advice == 9;
+}
+
+SEC("raw_tp/sys_exit")
+int BPF_PROG(map_exit, struct pt_regs *regs, long ret)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ts, stack_id;
+	long nr = BPF_CORE_READ(regs, orig_ax);
+	struct thread_state *st;
+	struct mt_map_event *ev;
+	__u32 slot, call;
+	void *ring;
+
+	switch (nr) {
+	case NR_MMAP: call = MT_MAP_MMAP; break;
+	case NR_MUNMAP: call = MT_MAP_MUNMAP; break;
+	case NR_BRK: call = MT_MAP_BRK; break;
+	case NR_MREMAP: call = MT_MAP_MREMAP; break;
+	case NR_MADVISE: call = MT_MAP_MADVISE; break;
+	default: return 0;
+	}
+	if (!trace_maps || (ret < 0 && ret > -4096))
+		return 0; /* failed: nothing changed */
+	if (call == MT_MAP_MADVISE && !madvise_frees(BPF_CORE_READ(regs, dx)))
+		return 0;
+	slot = target_slot(id >> 32);
+	if (slot == NO_TARGET)
+		return 0;
+	ts = bpf_ktime_get_ns();
+	/* what grows memory has a stack, sent before the event that names it */
+	stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
+			   map_stack(regs, slot, (__u32)id, ts) : 0;
+	ring = cpu_ring(slot);
+	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+		count_drop(slot);
+		return 0;
+	}
+	st = thread_state(false);
+	ev->hdr.type = MT_EVENT_MAP;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = (__u32)id;
+	ev->hdr.ts = ts;
+	ev->call = call;
+	ev->flags = st && st->depth ? MT_MAP_IN_ALLOC : 0;
+	ev->ret = ret;
+	ev->a0 = BPF_CORE_READ(regs, di);
+	ev->a1 = BPF_CORE_READ(regs, si);
+	ev->a2 = BPF_CORE_READ(regs, dx);
+	ev->a3 = BPF_CORE_READ(regs, r10);
+	ev->stack_id = stack_id;
+	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	return 0;
+}
+
+#endif /* MEMTRACE_MAPS_BPF_H */
