@@ -439,4 +439,8 @@ bash bench/prog_cost.sh || die "the program cost rows failed"
 # --- --budget (issue 24): redis-server's throughput, accuracy, a burst
 echo
 bash bench/budget.sh || die "the --budget rows failed"
+
+# --- --rss=only (issue 25): what watching resident memory costs redis-server
+echo
+bash bench/rss.sh || die "the --rss rows failed"
 exit 0

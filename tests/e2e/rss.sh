@@ -116,6 +116,32 @@ expect_eq "diff --json: rss.last_anon_bytes, base and new" \
 timeout -k 5 "$LIMIT" "$MEMTRACE" diff "$TMP/a.mtrace" "$TMP/b.mtrace" >"$TMP/d.txt" 2>&1
 if grep -q '^  resident at its peak ' "$TMP/d.txt"; then ok "diff: resident memory rows"; else not_ok "diff: no resident memory rows"; fi
 
+# --- --rss=only: no allocator probes, resident memory and the calls that map memory alone
+"$PROGS/rss_known" 3000 >"$TMP/out5" &
+target=$!
+wait_for_line "$TMP/out5" "rss_known " 10 || not_ok "rss_known did not start"
+anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out5")
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -p "$target" -d 0.6 -o "$TMP/o.mtrace" 2>"$TMP/o.err"
+expect_eq "--rss=only: exit status" $? 0
+kill "$target" 2>/dev/null
+wait "$target" 2>/dev/null
+if grep -q "^memtrace: attached to PID $target (rss_known): --rss=only, no allocator probes" "$TMP/o.err"; then ok "--rss=only: says no allocator probes"; else not_ok "--rss=only: attach line: $(head -n1 "$TMP/o.err")"; fi
+report_json "$TMP/o.mtrace" "$TMP/o.json"
+expect_eq "--rss=only: trace.no_heap, rss.heap_known, allocations" \
+	"$(jq -c '[.trace.no_heap, .rss.heap_known, .totals.allocations]' "$TMP/o.json")" '[true,false,0]'
+expect_within_pct "--rss=only: anon at the last sample against the program's own" "$(jqr "$TMP/o.json" '.rss.last.anon_bytes')" $((anon_kb * 1024)) 5
+expect_eq "--rss=only: the calls that map memory are traced (none made while it held)" "$(jq -c '.rss.maps.calls' "$TMP/o.json")" \
+	'{"mmap":0,"munmap":0,"brk":0,"mremap":0,"madvise":0}'
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -o "$TMP/o2.mtrace" -- "$PROGS/rss_known" 300 >/dev/null 2>"$TMP/o2.err"
+report_json "$TMP/o2.mtrace" "$TMP/o2.json"
+expect_eq "--rss=only -- CMD: the program's 32 MiB mmap, with no allocator probe" \
+	"$(jq -c '[.totals.allocations, .rss.maps.outside_peak_bytes]' "$TMP/o2.json")" "[0,$((32 * MiB))]"
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=often -p "$$" -d 1 -o "$TMP/x.mtrace" 2>"$TMP/x.err"
+expect_eq "--rss=often: refused with status 2" $? 2
+if [ ! -e "$TMP/x.mtrace" ] && grep -q "^memtrace: invalid --rss=often; give --rss" "$TMP/x.err"; then ok "--rss=often: one line, no file"; else not_ok "--rss=often: $(cat "$TMP/x.err")"; fi
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only --budget 5 -p "$$" -o "$TMP/x.mtrace" 2>"$TMP/x.err"
+expect_eq "--rss=only with --budget: refused with status 2" $? 2
+
 # --- without --rss: nothing sampled
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$TMP/c.mtrace" -- "$PROGS/rss_known" 0 >/dev/null 2>&1
 report_json "$TMP/c.mtrace" "$TMP/c.json"

@@ -600,6 +600,7 @@ static const char tiny_json[] =
 	"    \"comm\": \"prog\",\n"
 	"    \"duration_ns\": 1000,\n"
 	"    \"sample_bytes\": 0,\n"
+	"    \"no_heap\": false,\n"
 	"    \"ended\": true,\n"
 	"    \"target_exited\": false,\n"
 	"    \"partial\": false,\n"

@@ -298,6 +298,29 @@ static void test_rss_maps(void **state)
 	analysis__free(a);
 }
 
+/* Which code is the allocator's own, by name (--rss=only). */
+static void test_allocator_frames(void **state)
+{
+	struct analysis_frame f = { 0 };
+
+	assert_false(replay_is_allocator_frame(NULL));
+	f.function = "sysmalloc_mmap.constprop.0";
+	assert_true(replay_is_allocator_frame(&f));
+	f.function = "_int_realloc";
+	assert_true(replay_is_allocator_frame(&f));
+	f.function = "je_extent_alloc_mmap";
+	assert_true(replay_is_allocator_frame(&f));
+	f.function = "main";
+	assert_false(replay_is_allocator_frame(&f));
+	f.file = "./malloc/arena.c";
+	assert_true(replay_is_allocator_frame(&f)); /* an inlined helper of glibc's */
+	f.file = "/src/app/arena.c";
+	assert_false(replay_is_allocator_frame(&f));
+	f.function = NULL;
+	f.file = NULL;
+	assert_false(replay_is_allocator_frame(&f));
+}
+
 /* The engine's rules as the callbacks tell them. */
 static void test_callbacks_follow_the_rules(void **state)
 {
@@ -474,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_budget_windows),
 		cmocka_unit_test(test_rss_samples),
 		cmocka_unit_test(test_rss_maps),
+		cmocka_unit_test(test_allocator_frames),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),
 	};

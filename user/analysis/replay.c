@@ -90,6 +90,8 @@ struct replay {
 	struct { uint64_t start, len; } *amaps; /* anonymous mappings the allocator made */
 	size_t namaps, amaps_cap;
 	uint64_t first_brk, brk;
+	struct map_log { struct trace_map m; uint32_t stack; } *map_log; /* --rss: MAP records, kept to the end */
+	size_t nmap_log, map_log_cap;
 
 	struct live_table live;
 	uint64_t live_bytes, live_count;
@@ -184,6 +186,7 @@ void replay__free(struct replay *r)
 	arena__free(&r->arena);
 	free(r->rss);
 	free(r->mappings);
+	free(r->map_log);
 	free(r->map_sites);
 	free(r->amaps);
 	live_table__free(&r->live);
@@ -257,6 +260,8 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.comm = arena__strdup(&r->arena, m->comm, &err);
 	r->trace.pid = m->pid;
 	r->trace.sample_bytes = m->sample_bytes;
+	r->trace.no_heap = m->flags & TRACE_META_NO_HEAP;
+	r->trace.rss.traced_maps = m->flags & TRACE_META_MAPS;
 	r->sample_mean = (double)m->sample_bytes;
 	r->trace.budget.budget_ppm = m->budget_ppm;
 	r->trace.budget.hit_entry_ns = m->hit_entry_ns;
@@ -505,10 +510,11 @@ static int map_add(struct replay *r, const struct analysis_mapping *m)
 	return 0;
 }
 
-static int map_outside(struct replay *r, uint64_t start, uint64_t len, uint32_t stack, uint64_t ts)
+static int map_outside(struct replay *r, uint64_t start, uint64_t len, uint32_t stack,
+		       const struct analysis_frame *site, uint64_t ts)
 {
 	struct analysis_mapping m = {
-		.start = start, .len = len, .stack = stack,
+		.start = start, .len = len, .stack = stack, .site = site,
 		.time_ns = ts > r->start_mono_ns ? ts - r->start_mono_ns : 0,
 	};
 
@@ -538,16 +544,65 @@ static inline uint64_t page_len(uint64_t len)
 	return (len + 4095) & ~(uint64_t)4095;
 }
 
+/* The allocator's own code, by name, for mappings made while no allocator
+ * probe could say so (--rss=only): glibc's malloc internals (malloc/malloc.c
+ * and arena.c: sysmalloc, _int_malloc, new_heap, ...), jemalloc (je_),
+ * mimalloc (mi_, _mi_) and tcmalloc (tcmalloc::). */
+bool replay_is_allocator_frame(const struct analysis_frame *f)
+{
+	static const char *const prefixes[] = { "malloc", "calloc", "realloc", "__libc_malloc", "__libc_calloc",
+						"__libc_realloc", "sysmalloc", "_int_", "new_heap", "alloc_new_heap",
+						"grow_heap", "je_", "mi_", "_mi_", "tcmalloc::" };
+	const char *file = f ? f->file : NULL;
+	size_t n = file ? strlen(file) : 0;
+
+	if (!f)
+		return false;
+	if (n >= 15 && (!strcmp(file + n - 15, "malloc/malloc.c") || !strcmp(file + n - 14, "malloc/arena.c")))
+		return true;
+	for (size_t i = 0; f->function && i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (!strncmp(f->function, prefixes[i], strlen(prefixes[i])))
+			return true;
+	return false;
+}
+
 int replay__add_map(struct replay *r, const struct trace_map *m)
 {
-	struct analysis_maps *mp = &r->trace.rss.maps;
-	bool in_alloc = m->flags & MT_MAP_IN_ALLOC;
+	struct map_log *e;
 	uint32_t stack = 0;
-	int err = 0;
+	int err;
 
 	r->trace.rss.traced_maps = true;
+	if (m->stack_id && (err = stack__index(r, m->stack_id, &stack)))
+		return err;
+	if (r->nmap_log == r->map_log_cap) {
+		size_t cap = r->map_log_cap ? 2 * r->map_log_cap : 256;
+
+		e = realloc(r->map_log, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		r->map_log = e;
+		r->map_log_cap = cap;
+	}
+	r->map_log[r->nmap_log++] = (struct map_log){ *m, stack };
+	return 0;
+}
+
+/* One MAP record, at the end (its stack named): in_alloc when an allocator
+ * call was open, or when its site is the allocator's own code. */
+static int apply_map(struct replay *r, const struct trace_map *m, uint32_t stack)
+{
+	struct analysis_maps *mp = &r->trace.rss.maps;
+	const struct analysis_frame *site = NULL, *f;
+	bool in_alloc = m->flags & MT_MAP_IN_ALLOC;
+	size_t n;
+	int err = 0;
+
 	if (m->call < sizeof(mp->calls) / sizeof(mp->calls[0]))
 		mp->calls[m->call]++;
+	if (stack && (f = replay__stack_frames(r, stack, &n)) && n)
+		site = &f[replay_site_frame(f, n)];
+	in_alloc = in_alloc || replay_is_allocator_frame(site);
 	switch (m->call) {
 	case MT_MAP_MMAP:
 		if (!(m->a3 & MAP_ANONYMOUS_FLAG))
@@ -556,21 +611,20 @@ int replay__add_map(struct replay *r, const struct trace_map *m)
 			return err;
 		if (in_alloc)
 			return map_allocator(r, m->ret, page_len(m->a1));
-		if (m->stack_id && (err = stack__index(r, m->stack_id, &stack)))
-			return err;
-		return map_outside(r, m->ret, page_len(m->a1), stack, m->ts);
+		return map_outside(r, m->ret, page_len(m->a1), stack, site, m->ts);
 	case MT_MAP_MUNMAP:
 		return unmap_range(r, m->a0, page_len(m->a1));
-	case MT_MAP_MREMAP: {
+	case MT_MAP_MREMAP:
 		/* the mapping that held the old range moves and resizes */
 		for (size_t i = 0; i < mp->nmappings; i++) {
 			struct analysis_mapping *x = &r->mappings[i];
 
 			if (m->a0 >= x->start && m->a0 < x->start + x->len) {
-				stack = x->stack;
+				struct analysis_mapping moved = *x;
+
 				if ((err = unmap_range(r, m->a0, page_len(m->a1))))
 					return err;
-				return map_outside(r, m->ret, page_len(m->a2), stack, m->ts);
+				return map_outside(r, m->ret, page_len(m->a2), moved.stack, moved.site, m->ts);
 			}
 		}
 		for (size_t i = 0; i < r->namaps; i++) {
@@ -581,7 +635,6 @@ int replay__add_map(struct replay *r, const struct trace_map *m)
 			}
 		}
 		return 0; /* a mapping made before we watched */
-	}
 	case MT_MAP_BRK:
 		if (!r->first_brk)
 			r->first_brk = m->ret;
@@ -1164,15 +1217,12 @@ int replay__finish(struct replay *r)
 	if (r->finished)
 		return 0;
 	r->finished = true;
-	/* --rss: the stacks of the mappings are named now, their symbols read */
-	for (size_t i = 0; i < r->trace.rss.maps.nmappings; i++) {
-		struct analysis_mapping *m = &r->mappings[i];
-		size_t n;
-		const struct analysis_frame *f = m->stack ? replay__stack_frames(r, m->stack, &n) : NULL;
-
-		m->site = f && n ? &f[replay_site_frame(f, n)] : NULL;
-	}
-	err = group_map_sites(r);
+	/* --rss: the calls that map memory are accounted now, their stacks
+	 * named (the symbols come last in a trace) */
+	for (size_t i = 0; i < r->nmap_log && !err; i++)
+		err = apply_map(r, &r->map_log[i].m, r->map_log[i].stack);
+	if (!err)
+		err = group_map_sites(r);
 	for (size_t th = 0; th < r->nthreads && !err; th++) {
 		while (!err && r->threads[th].depth)
 			err = zone_close(r, (uint32_t)th, replay__end_ns(r), true);

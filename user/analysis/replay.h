@@ -121,6 +121,7 @@ struct analysis_trace {
 	const char *comm;
 	int32_t pid;
 	uint64_t sample_bytes; /* 0: every allocation traced */
+	bool no_heap;          /* --rss=only: no allocator probes, so no heap figures */
 	uint64_t duration_ns;  /* start to end, or to the last event if partial */
 	bool ended;            /* an END record was seen */
 	bool target_exited;
@@ -324,6 +325,11 @@ const struct analysis_frame *replay__stack_frames(struct replay *r, uint32_t s, 
  * stack. 0 when every frame is plumbing (the library allocating for
  * itself) or none is; C and C++ frames never are. */
 size_t replay_site_frame(const struct analysis_frame *f, size_t n);
+
+/* --rss: F is the allocator's own code (malloc's internals in glibc,
+ * jemalloc, mimalloc, tcmalloc), by name: a mapping made there is the
+ * allocator's even when no allocator probe said so (--rss=only). */
+bool replay_is_allocator_frame(const struct analysis_frame *f);
 
 /* Modules, in the order written. 0 or -ENOENT past the last. */
 size_t replay__nmodules(const struct replay *r);

@@ -25,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT] [--rss] [--lib PATH] [--stack-depth N]\n"
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT] [--rss[=only]] [--lib PATH] [--stack-depth N]\n"
 		"                [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
@@ -38,8 +38,9 @@ static void usage(FILE *f)
 		"                       reported figures become unbiased estimates\n"
 		"      --budget PCT     bound what tracing costs the target to PCT percent of its\n"
 		"                       work: probes live in short windows, figures are estimates\n"
-		"      --rss            also sample the target's resident memory (anon, file, shmem)\n"
-		"                       every 100 ms, shown beside the live heap\n"
+		"      --rss[=only]     also sample the target's resident memory (anon, file, shmem)\n"
+		"                       every 100 ms and trace the calls that map memory; =only:\n"
+		"                       that alone, no allocator probes (the cheapest look)\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
@@ -72,6 +73,8 @@ static int parse_budget(const char *s, double *pct)
 /* What record and top refuse to combine with --budget. */
 int record_check_budget(const struct record_opts *o)
 {
+	if (o->rss_only && (o->budget || o->sample || o->empty_probes))
+		return fail("--rss=only attaches no allocator probes: --budget, --sample and --empty-probes have nothing to act on; drop one of them");
 	if (!o->budget)
 		return 0;
 	if (o->sample)
@@ -94,7 +97,10 @@ int record_option(int c, const char *arg, struct record_opts *o)
 	case 'P':
 		return parse_budget(arg, &o->budget) ? -EINVAL : 1;
 	case 'R':
+		if (arg && strcmp(arg, "only"))
+			return fail("invalid --rss=%s; give --rss (beside the heap) or --rss=only (no allocator probes)", arg), -EINVAL;
 		o->rss = true;
+		o->rss_only = arg != NULL;
 		return 1;
 	default:
 		return 0;
@@ -116,7 +122,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
 		{ "budget", required_argument, NULL, 'P' },
-		{ "rss", no_argument, NULL, 'R' },
+		{ "rss", optional_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};

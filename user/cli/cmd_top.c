@@ -77,13 +77,14 @@ struct top {
 static void top_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace top [-i SEC] [-o FILE] [--batch [--json]] [--top N] [--alloc-fn GLOB]...\n"
-		   "                    [-d SEC] [--budget PCT] [--rss] (-p PID | -- CMD [ARGS...])\n"
+		   "                    [-d SEC] [--budget PCT] [--rss[=only]] (-p PID | -- CMD [ARGS...])\n"
 		   "  -i, --interval SEC  refresh every SEC seconds (default 1)\n"
 		   "  -o, --output FILE   also write the trace, as record would\n"
 		   "  -d, --duration SEC  stop after SEC seconds\n"
 		   "      --budget PCT    bound what tracing costs the target to PCT percent of its\n"
 		   "                      work (figures become estimates, a cycle late)\n"
-		   "      --rss           also show the target's resident memory (anon, file, shmem)\n"
+		   "      --rss[=only]    also show the target's resident memory (anon, file, shmem);\n"
+		   "                      =only: that alone, no allocator probes\n"
 		   "      --batch         no screen: one text snapshot per interval on stdout\n"
 		   "      --json          with --batch: one JSON object per line instead\n"
 		   "      --top N         sites per batch snapshot (default %d)\n"
@@ -102,7 +103,7 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 		{ "output", required_argument, NULL, 'o' },
 		{ "duration", required_argument, NULL, 'd' },
 		{ "budget", required_argument, NULL, 'P' },
-		{ "rss", no_argument, NULL, 'R' },
+		{ "rss", optional_argument, NULL, 'R' },
 		{ "batch", no_argument, NULL, 'b' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "top", required_argument, NULL, 'n' },

@@ -90,7 +90,10 @@ static void report_text__warnings(FILE *f, const struct analysis *a)
 		fprintf(f, "NOTE: recorded with --budget %g%%: the probes lived in windows, "
 			   "so every figure is an estimate (see \"Budget\" below)\n",
 			(double)t->budget.budget_ppm / 1e4);
-	if (tot->dropped_events || t->partial || t->sample_bytes || t->budget.budget_ppm)
+	if (t->no_heap)
+		fprintf(f, "NOTE: recorded with --rss=only: no allocator probes, so no heap figures; see\n"
+			   "\"Resident memory\" below\n");
+	if (tot->dropped_events || t->partial || t->sample_bytes || t->budget.budget_ppm || t->no_heap)
 		fputc('\n', f);
 }
 
@@ -204,7 +207,7 @@ static void report_text__rss(FILE *f, const struct analysis *a)
 {
 	const struct analysis_trace *t = analysis__trace(a);
 	const struct analysis_rss *rs = &t->rss;
-	bool heap = !t->budget.budget_ppm && !t->sample_bytes; /* the live heap is known */
+	bool heap = !t->budget.budget_ppm && !t->sample_bytes && !t->no_heap; /* the live heap is known */
 	const struct analysis_rss_point *end = rs->npoints ? &rs->points[rs->npoints - 1] : NULL;
 	char d[32];
 

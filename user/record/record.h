@@ -20,6 +20,7 @@ struct record_opts {
 	uint64_t sample;
 	double budget;    /* --budget PCT: 0 exact; else windows (user/record/budget.h) */
 	bool rss;         /* --rss: the target's resident memory, sampled (rss.h) */
+	bool rss_only;    /* --rss=only: that and the calls that map memory, no allocator probes */
 	/* ... a probe hit's cost on this host, when already timed (a followed
 	 * recorder: its supervisor's); 0: time it */
 	double hit_entry_ns, hit_return_ns;

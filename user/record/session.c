@@ -441,8 +441,8 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
 	if (err)
 		return err;
 	loader__unwind_copy(l, parent_slot);
-	err = loader__attach(l, &b->probes, &bad);
-	if (!err && !o->empty_probes) {
+	err = o->rss_only ? 0 : loader__attach(l, &b->probes, &bad);
+	if (!err && !o->empty_probes && !o->rss_only) {
 		/* none in the program: its recorder looks again when it maps more */
 		marks = mark_finder__new(pid);
 		err = !marks ? -ENOMEM : b->nr_marks ? mark_finder__attach(marks, l, &b->maps) : 0;
@@ -598,7 +598,8 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 		const struct probe *bad = NULL;
 		char *file;
 
-		if (alloc_file_seen(r, pm->paths[i]) || !(file = procmaps__open_path(pm, r->pid, pm->paths[i])))
+		if (r->o.rss_only || alloc_file_seen(r, pm->paths[i]) ||
+		    !(file = procmaps__open_path(pm, r->pid, pm->paths[i])))
 			continue;
 		if (!probe_set__resolve(&ps, &file, 1, NULL, skip_forwarders(r))) {
 			if (loader__attach(r->loader, &ps, &bad))
@@ -775,6 +776,7 @@ static int open_output(struct recording *r)
 		.budget_ppm = (uint64_t)(r->o.budget * 10000 + 0.5),
 		.hit_entry_ns = (uint64_t)(r->hit_cost.entry_ns + 0.5),
 		.hit_return_ns = (uint64_t)(r->hit_cost.return_ns + 0.5),
+		.flags = (r->o.rss_only ? TRACE_META_NO_HEAP : 0) | (r->o.rss ? TRACE_META_MAPS : 0),
 	};
 
 	uname(&u);
@@ -937,7 +939,7 @@ static int attach_probes(struct recording *r)
 	const struct probe *bad = NULL;
 	int err;
 
-	err = r->o.prepared ? 0 : loader__attach(r->loader, &r->probes, &bad);
+	err = r->o.prepared || r->o.rss_only ? 0 : loader__attach(r->loader, &r->probes, &bad);
 	if (err && kill(r->pid, 0) && errno == ESRCH)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
@@ -949,7 +951,7 @@ static int attach_probes(struct recording *r)
 		return fail("out of memory");
 	mark_finder__on_warning(r->marks, warn_line, NULL);
 	drain__set_string_reader(r->drain, mark_finder__read_string, r->marks);
-	err = r->o.empty_probes || r->o.prepared_marks ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
+	err = r->o.empty_probes || r->o.rss_only || r->o.prepared_marks ? 0 : mark_finder__attach(r->marks, r->loader, &r->maps);
 	if (err)
 		return fail("failed to attach the memtrace.h marks of PID %d: %s", r->pid, strerror(-err));
 	if (!r->o.empty_probes) {
@@ -1015,10 +1017,15 @@ static void announce(struct recording *r)
 	if (mark_finder__count(r->marks))
 		snprintf(marks, sizeof(marks), ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
 			 mark_finder__count(r->marks) == 1 ? "" : "s");
-	snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): %zu probes in %zu module%s%s%s%s\n", r->pid,
-		 r->comm, r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s", marks,
-		 r->o.discard_output ? "" : ", writing ",
-		 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
+	if (r->o.rss_only)
+		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): --rss=only, no allocator probes%s%s\n",
+			 r->pid, r->comm, r->o.discard_output ? "" : ", writing ",
+			 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
+	else
+		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): %zu probes in %zu module%s%s%s%s\n",
+			 r->pid, r->comm, r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s",
+			 marks, r->o.discard_output ? "" : ", writing ",
+			 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
 	fputs(line, stderr);
 }
 

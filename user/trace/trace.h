@@ -34,7 +34,11 @@ struct trace_meta {
 	uint64_t budget_ppm;
 	uint64_t hit_entry_ns;
 	uint64_t hit_return_ns;
+	uint64_t flags;            /* TRACE_META_*; 0 in traces of earlier writers */
 };
+
+#define TRACE_META_NO_HEAP 0x1 /* --rss=only: no allocator probes, no heap events */
+#define TRACE_META_MAPS 0x2    /* --rss: the calls that map memory were traced (MAP records) */
 
 /* A STACK record's last frame when the walk was cut: not an address. */
 #define TRACE_FRAME_TRUNCATED 1ULL /* no unwind table for the next frame */

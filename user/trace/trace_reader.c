@@ -196,9 +196,11 @@ static int rec_meta(struct trace_reader *r, const uint8_t *p, const uint8_t *end
 	    get_varint(&p, end, &m.start_real_ns))
 		return -EBADMSG;
 	/* added later: absent from older traces */
-	m.budget_ppm = m.hit_entry_ns = m.hit_return_ns = 0;
+	m.budget_ppm = m.hit_entry_ns = m.hit_return_ns = m.flags = 0;
 	if (p < end && (get_varint(&p, end, &m.budget_ppm) || get_varint(&p, end, &m.hit_entry_ns) ||
 			get_varint(&p, end, &m.hit_return_ns)))
+		return -EBADMSG;
+	if (p < end && get_varint(&p, end, &m.flags))
 		return -EBADMSG;
 	r->meta_seen = true;
 	return ops->meta ? deliver(r, ops->meta(ctx, &m)) : 0;

@@ -7,6 +7,7 @@ function header() {
   if (T.dropped_events) w.push(num(T.dropped_events) + ' events were dropped by the kernel: the figures below are incomplete.');
   if (t.partial) w.push('The trace is partial (' + (t.problem || 'cut short') + '): figures run up to its last complete chunk.');
   if (t.sample_bytes) w.push('Sampled trace (one sample per ' + bytes(t.sample_bytes) + ' on average): figures are estimates.');
+  if (t.no_heap) w.push('Recorded with --rss=only: no allocator probes, so no heap figures; the chart shows resident memory alone.');
   var b = t.budget;
   if (b) w.push('Recorded with --budget ' + b.budget_ppm / 1e4 + '%: the probes lived in ' + num(b.windows) + ' windows, allocations traced ' +
     (100 * b.live_ns / Math.max(t.duration_ns, 1)).toFixed(2) + '% of the time. Every figure is an estimate (each recorded allocation stands for ' +

@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# What --rss costs (issue 25): Debian's redis-server under redis-benchmark
+# -P 16 at full load, untraced and with `memtrace record -p --rss=only`
+# (resident memory every 100 ms and the calls that map memory, no allocator
+# probes), alternated in a rotating order, median of BENCH_RSS_REPS (5).
+# The sys_exit program runs on every syscall's return on the host while
+# recording, so this is its price too. A benchmark, not a test: figures and
+# PASS/MISS, non-zero only when something could not run.
+set -u -o pipefail
+
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=$ROOT/build
+MEMTRACE=$BUILD/memtrace
+REPS=${BENCH_RSS_REPS:-5}
+N=${BENCH_RSS_REQUESTS:-1000000}
+PORT=16411
+
+die() {
+	echo "bench/rss: $*" >&2
+	exit 1
+}
+[ "$(id -u)" = 0 ] || die "attaches BPF programs: run it as root"
+command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
+	die "needs redis-server and redis-benchmark: apt-get install redis-server redis-tools"
+make -s all >/dev/null 2>&1 || die "failed to build memtrace"
+mkdir -p "$BUILD/bench"
+WORK=$(mktemp -d "$BUILD/bench/rss.XXXXXX") || die "no work directory"
+SERVER=""
+cleanup() {
+	[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+	rm -rf "$WORK"
+}
+trap cleanup EXIT
+. bench/common.sh
+host_hit
+echo "rss bench: $(nproc) CPUs, kernel $(uname -r); this host: a uprobe hit $HIT us"
+
+redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$WORK" \
+	>"$WORK/redis.log" 2>&1 &
+SERVER=$!
+for _ in $(seq 100); do
+	[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" = PONG ] && break
+	sleep 0.1
+done
+[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" = PONG ] || die "redis-server did not start"
+
+rps() {
+	redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
+	redis-benchmark -h 127.0.0.1 -p "$PORT" -P 16 -t set,get,lpush,lpop -r 10000 -d 100 -n "$N" -q 2>/dev/null |
+		tr '\r' '\n' | awk -v n="$N" '/requests per second/ { k++; t += n / $2 } END { if (t) printf "%.0f\n", k * n / t }'
+}
+traced_rps() {
+	local rec r
+	rm -f "$WORK/t.mtrace" "$WORK/t.err"
+	"$MEMTRACE" record -p "$SERVER" --rss=only -o "$WORK/t.mtrace" 2>"$WORK/t.err" &
+	rec=$!
+	for _ in $(seq 200); do
+		grep -q "memtrace: attached" "$WORK/t.err" 2>/dev/null && break
+		sleep 0.05
+	done
+	r=$(rps)
+	kill -INT "$rec"
+	wait "$rec" || die "memtrace failed: $(cat "$WORK/t.err")"
+	SAMPLES=$("$MEMTRACE" report --json "$WORK/t.mtrace" | jq '.rss.samples')
+	echo "$r"
+}
+
+rps >/dev/null # warm the server
+U=() T=()
+for rep in $(seq "$REPS"); do
+	if [ $((rep % 2)) = 1 ]; then
+		U+=("$(rps)")
+		T+=("$(traced_rps)")
+	else
+		T+=("$(traced_rps)")
+		U+=("$(rps)")
+	fi
+done
+MU=$(printf '%s\n' "${U[@]}" | median)
+MT=$(printf '%s\n' "${T[@]}" | median)
+R=$(calc "$MT / $MU" 3)
+echo
+echo "--rss=only on redis-server, redis-benchmark -P 16 (median of $REPS, alternated; host uprobe hit $HIT us):"
+echo "  untraced ${U[*]}"
+echo "  --rss=only ${T[*]} (the last recording: $SAMPLES samples)"
+echo
+echo "| what | target | measured | verdict |"
+echo "|---|---|---|---|"
+echo "| redis -P 16 requests/s, --rss=only / untraced | >= 0.98 | $R | $(verdict_min "$R" 0.98) |"
+exit 0
