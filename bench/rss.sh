@@ -27,6 +27,9 @@ command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null ||
 	die "needs redis-server and redis-benchmark: apt-get install redis-server redis-tools"
 make -s all >/dev/null 2>&1 || die "failed to build memtrace"
 mkdir -p "$BUILD/bench"
+MB=$BUILD/bench/malloc_bench # host_hit times the uprobe hit with it
+[ -x "$MB" ] || ${CC:-gcc} -O2 -g -fno-omit-frame-pointer -pthread -o "$MB" bench/malloc_bench.c ||
+	die "failed to build $MB"
 WORK=$(mktemp -d "$BUILD/bench/rss.XXXXXX") || die "no work directory"
 SERVER=""
 cleanup() {
@@ -64,7 +67,7 @@ traced_rps() {
 	r=$(rps)
 	kill -INT "$rec"
 	wait "$rec" || die "memtrace failed: $(cat "$WORK/t.err")"
-	SAMPLES=$("$MEMTRACE" report --json "$WORK/t.mtrace" | jq '.rss.samples')
+	"$MEMTRACE" report --json "$WORK/t.mtrace" | jq '.rss.samples' >"$WORK/samples"
 	echo "$r"
 }
 
@@ -85,7 +88,7 @@ R=$(calc "$MT / $MU" 3)
 echo
 echo "--rss=only on redis-server, redis-benchmark -P 16 (median of $REPS, alternated; host uprobe hit $HIT us):"
 echo "  untraced ${U[*]}"
-echo "  --rss=only ${T[*]} (the last recording: $SAMPLES samples)"
+echo "  --rss=only ${T[*]} (the last recording: $(cat "$WORK/samples") samples)"
 echo
 echo "| what | target | measured | verdict |"
 echo "|---|---|---|---|"

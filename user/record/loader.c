@@ -89,12 +89,19 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0; /* failures are reported once, by the command */
 }
 
+/* --rss's programs on the syscalls that map memory. */
+static bool is_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
+{
+	return p == s->progs.map_mmap || p == s->progs.map_munmap || p == s->progs.map_brk ||
+	       p == s->progs.map_mremap || p == s->progs.map_madvise || p == s->progs.map_exit;
+}
+
 /* Programs that run at entry and, in a session, at the return too. */
 static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
 	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
 	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit &&
-	       p != s->progs.thread_new && p != s->progs.thread_rename && p != s->progs.map_exit;
+	       p != s->progs.thread_new && p != s->progs.thread_rename && !is_map_prog(s, p);
 }
 
 /* Exponential gaps with the mean asked for: BPF has no logarithm. */
@@ -130,6 +137,8 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 			bpf_program__set_log_buf(prog, l->verifier_log[i++], VERIFIER_LOG_BYTES);
 			bpf_program__set_log_level(prog, 4);
 		}
+		if (is_map_prog(l->skel, prog))
+			continue; /* kretprobes, as their section says */
 		if (mode == LOADER_SESSION && is_session_prog(l->skel, prog))
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_SESSION);
 		else if (mode != LOADER_CLASSIC)
@@ -146,7 +155,9 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->allowed_caps = l->opts.allowed_caps;
 	l->skel->rodata->count_hits = l->opts.windowed;
 	l->skel->rodata->trace_maps = l->opts.trace_maps;
-	bpf_program__set_autoload(l->skel->progs.map_exit, l->opts.trace_maps);
+	bpf_object__for_each_program(prog, l->skel->obj)
+		if (is_map_prog(l->skel, prog))
+			bpf_program__set_autoload(prog, l->opts.trace_maps);
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_rows,
@@ -1123,8 +1134,21 @@ int loader__attach_thread_names(struct loader *l)
 
 int loader__attach_maps(struct loader *l)
 {
+	struct bpf_program *prog;
+	size_t keep = l->nr_links;
+	int err = 0;
+
 	if (!l->owns_skel || !l->opts.trace_maps)
 		return 0;
+	/* kretprobes on the five syscalls, else (no kprobes in this kernel)
+	 * the return of every syscall */
+	bpf_object__for_each_program(prog, l->skel->obj)
+		if (!err && is_map_prog(l->skel, prog) && prog != l->skel->progs.map_exit)
+			err = remember_link(l, bpf_program__attach(prog));
+	if (!err)
+		return 0;
+	while (l->nr_links > keep)
+		bpf_link__destroy(l->links[--l->nr_links]);
 	return remember_link(l, bpf_program__attach(l->skel->progs.map_exit));
 }
 
