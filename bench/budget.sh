@@ -50,22 +50,11 @@ trap cleanup EXIT
 host_hit
 echo "budget bench: $(nproc) CPUs, kernel $(uname -r); this host: a uprobe hit $HIT us, F $(calc "($F - $B) / 1000" 2) us per malloc+free pair"
 
-redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$WORK" \
-	>"$WORK/redis.log" 2>&1 &
-SERVER=$!
-for _ in $(seq 100); do
-	[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" = PONG ] && break
-	sleep 0.1
-done
-[ "$(redis-cli -h 127.0.0.1 -p "$PORT" ping 2>/dev/null)" = PONG ] || die "redis-server did not start"
+redis_start "$PORT" || die "redis-server did not start"
 
 # requests/s over the four tests: all requests over the time they took, on
 # an empty dataset (LPUSH grows its lists run after run)
-rps() {
-	redis-cli -h 127.0.0.1 -p "$PORT" flushall >/dev/null
-	redis-benchmark -h 127.0.0.1 -p "$PORT" -P 16 -t set,get,lpush,lpop -r 10000 -d 100 -n "$1" -q 2>/dev/null |
-		tr '\r' '\n' | awk -v n="$1" '/requests per second/ { k++; t += n / $2 } END { if (t) printf "%.0f\n", k * n / t }'
-}
+rps() { redis_rps "$PORT" "$1"; }
 # Start a recording of the server with ARGS; RECORDER gets its pid.
 record_server() {
 	local out=$1

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # Sourced by the bench scripts: figures and verdicts, and the host's uprobe
-# hit cost, which every row is printed beside (it moves every figure).
+# hit cost, which every row is printed beside (it moves every figure), and
+# Debian's redis-server under redis-benchmark for the rows that load one.
 # Needs MEMTRACE, MB (build/bench/malloc_bench) and WORK set.
 
 median() {
@@ -31,4 +32,27 @@ host_hit() {
 	E=$(for _ in 1 2 3; do pair_ns --empty-probes=entry; done | median)
 	F=$(for _ in 1 2 3; do pair_ns --empty-probes=entry+return; done | median)
 	HIT=$(calc "($E - $B) / 2 / 1000" 2)
+}
+
+# redis_start PORT: Debian's redis-server on 127.0.0.1:PORT, nothing saved,
+# its files in WORK; sets SERVER (the caller's cleanup stops it). 1 if it
+# does not answer within 10 s.
+redis_start() {
+	redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no --daemonize no --dir "$WORK" \
+		>"$WORK/redis.log" 2>&1 &
+	SERVER=$!
+	for _ in $(seq 100); do
+		[ "$(redis-cli -h 127.0.0.1 -p "$1" ping 2>/dev/null)" = PONG ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# redis_rps PORT N: requests/s of redis-benchmark -P 16 over N requests of
+# set, get, lpush and lpop (random keys of 10000, 100-byte values), the keys
+# flushed first: the whole run's rate (N over the summed time of the tests).
+redis_rps() {
+	redis-cli -h 127.0.0.1 -p "$1" flushall >/dev/null
+	redis-benchmark -h 127.0.0.1 -p "$1" -P 16 -t set,get,lpush,lpop -r 10000 -d 100 -n "$2" -q 2>/dev/null |
+		tr '\r' '\n' | awk -v n="$2" '/requests per second/ { k++; t += n / $2 } END { if (t) printf "%.0f\n", k * n / t }'
 }

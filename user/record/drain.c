@@ -304,6 +304,19 @@ void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ct
 	d->read_string_ctx = ctx;
 }
 
+/* A new pending record of KIND at TS, zeroed otherwise; NULL: out of memory. */
+static struct pending *pending_new(struct drain *d, int kind, uint64_t ts)
+{
+	struct pending *p = pending_slot(d);
+
+	if (p) {
+		memset(p, 0, sizeof(*p));
+		p->kind = kind;
+		p->ts = ts;
+	}
+	return p;
+}
+
 static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t size)
 {
 	struct pending *p;
@@ -311,15 +324,12 @@ static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t siz
 
 	if (size < sizeof(*ev))
 		return 0;
-	p = pending_slot(d);
+	p = pending_new(d, PENDING_MARK, ev->hdr.ts);
 	if (!p)
 		return -ENOMEM;
-	memset(p, 0, sizeof(*p));
-	p->kind = PENDING_MARK;
 	p->mark.kind = ev->kind;
 	p->mark.tid = ev->hdr.tid;
 	p->mark.ts = ev->hdr.ts;
-	p->ts = ev->hdr.ts;
 	p->mark.ptr = ev->ptr;
 	p->mark.size = ev->size;
 	err = name_id(d, ev->name, NULL, &p->mark.name);
@@ -330,27 +340,21 @@ static int take_mark(struct drain *d, const struct mt_mark_event *ev, size_t siz
 
 int drain__add_mark(struct drain *d, const struct trace_mark *m)
 {
-	struct pending *p = pending_slot(d);
+	struct pending *p = pending_new(d, PENDING_MARK, m->ts);
 
 	if (!p)
 		return -ENOMEM;
-	memset(p, 0, sizeof(*p));
-	p->kind = PENDING_MARK;
 	p->mark = *m;
-	p->ts = m->ts;
 	return 0;
 }
 
 int drain__add_rss(struct drain *d, const struct trace_rss *s)
 {
-	struct pending *p = pending_slot(d);
+	struct pending *p = pending_new(d, PENDING_RSS, s->ts);
 
 	if (!p)
 		return -ENOMEM;
-	memset(p, 0, sizeof(*p));
-	p->kind = PENDING_RSS;
 	p->rss = *s;
-	p->ts = s->ts;
 	return 0;
 }
 
@@ -360,12 +364,9 @@ static int take_map(struct drain *d, const struct mt_map_event *ev, size_t size)
 
 	if (size < sizeof(*ev))
 		return 0;
-	p = pending_slot(d);
+	p = pending_new(d, PENDING_MAP, ev->hdr.ts);
 	if (!p)
 		return -ENOMEM;
-	memset(p, 0, sizeof(*p));
-	p->kind = PENDING_MAP;
-	p->ts = ev->hdr.ts;
 	p->map = (struct trace_map){ .ts = ev->hdr.ts, .tid = ev->hdr.tid, .call = ev->call, .flags = ev->flags,
 				     .ret = ev->ret, .a0 = ev->a0, .a1 = ev->a1, .a2 = ev->a2, .a3 = ev->a3 };
 	if (ev->stack_id) {
