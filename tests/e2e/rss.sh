@@ -15,14 +15,15 @@ expect_within_pct() { # LABEL GOT WANT PCT
 }
 
 # --- -- CMD: from the program's start to its exit
-timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/a.mtrace" -- "$PROGS/rss_known" 600 >"$TMP/out" 2>"$TMP/err"
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/a.mtrace" -- "$PROGS/rss_known" 1000 >"$TMP/out" 2>"$TMP/err"
 expect_eq "-- CMD: memtrace exit status" $? 0
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out")
 [ -n "$anon_kb" ] && ok "rss_known printed its own RssAnon: $anon_kb kB" || not_ok "rss_known printed no RssAnon: $(cat "$TMP/out")"
 report_json "$TMP/a.mtrace" "$TMP/a.json"
 expect_eq "-- CMD: report --json exit status" $? 0
 n=$(jqr "$TMP/a.json" '.rss.samples')
-if [ "${n:-0}" -ge 5 ] 2>/dev/null; then ok "samples every 100 ms over the 600 ms hold: $n"; else not_ok "samples: got '$n', want at least 5"; fi
+# about 11; at least 5 leaves room for a loaded host's late polls
+if [ "${n:-0}" -ge 5 ] 2>/dev/null; then ok "samples every 100 ms over the 1 s hold: $n"; else not_ok "samples: got '$n', want at least 5"; fi
 expect_eq "the series holds every sample" "$(jqr "$TMP/a.json" '.rss.series | length')" "$n"
 expect_eq "the series is in time order" "$(jqr "$TMP/a.json" '[.rss.series[][0]] | . == sort')" true
 expect_eq "heap_known (every allocation recorded)" "$(jqr "$TMP/a.json" '.rss.heap_known')" true
@@ -90,7 +91,7 @@ expect_eq "-p: memtrace exit status" $? 0
 wait "$target"
 report_json "$TMP/b.mtrace" "$TMP/b.json"
 n=$(jqr "$TMP/b.json" '.rss.samples')
-if [ "${n:-0}" -ge 8 ] 2>/dev/null; then ok "-p -d 1: samples $n"; else not_ok "-p -d 1: samples: got '$n', want at least 8"; fi
+if [ "${n:-0}" -ge 6 ] 2>/dev/null; then ok "-p -d 1: samples $n"; else not_ok "-p -d 1: samples: got '$n', want at least 6"; fi
 expect_within_pct "-p: anon at the last sample against the program's own" "$(jqr "$TMP/b.json" '.rss.last.anon_bytes')" $((anon_kb * 1024)) 5
 expect_within_pct "-p: smaps_rollup's Anonymous at the end against the program's own RssAnon" \
 	"$(jqr "$TMP/b.json" '.rss.rollup_end.lines.Anonymous')" $((anon_kb * 1024)) 5
