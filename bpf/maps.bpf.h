@@ -12,41 +12,17 @@
 #ifndef MEMTRACE_MAPS_BPF_H
 #define MEMTRACE_MAPS_BPF_H
 
-/* The stack of the syscall's caller into this CPU's scratch: its id, 0 for none. */
+/* The stack of the syscall's caller (frame pointers, from REGS' [sp]),
+ * sent as take_stack sends one: its id, 0 for none. */
 static __always_inline __u64 map_stack(struct pt_regs *regs, __u32 slot, __u32 tid, __u64 ts)
 {
 	struct stack_scratch *scratch;
-	struct stacks_seen *seen;
-	__u64 sp = BPF_CORE_READ(regs, sp), fp = BPF_CORE_READ(regs, bp), frame[2], *seen_slot, seen_key;
-	__u32 zero = 0, nr = 1, depth = stack_depth;
+	__u32 zero = 0, nr;
 
-	if (!depth || !(scratch = bpf_map_lookup_elem(&stack_scratch, &zero)))
+	if (!stack_depth || !(scratch = bpf_map_lookup_elem(&stack_scratch, &zero)))
 		return 0;
-	if (bpf_probe_read_user(&scratch->ev.frames[0], sizeof(__u64), (void *)sp))
-		return 0;
-	for (__u32 i = 1; i < MT_MAX_STACK_DEPTH; i++) {
-		if (i >= depth || fp < sp || (fp & 7))
-			break;
-		if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp) || !frame[1])
-			break;
-		scratch->ev.frames[i] = frame[1];
-		nr = i + 1;
-		if (frame[0] <= fp)
-			break;
-		fp = frame[0];
-	}
-	scratch->ev.stack_id = hash_frames(nr);
-	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
-	if (!seen)
-		return scratch->ev.stack_id;
-	seen_key = scratch->ev.stack_id ^ seen_mix(slot);
-	seen_slot = &seen->hash[seen_key & (SEEN_SLOTS - 1)];
-	if (*seen_slot != seen_key) {
-		scratch->ev.hdr.tid = tid;
-		scratch->ev.hdr.ts = ts;
-		send_stack(slot, &scratch->ev, nr, seen_slot, seen_key);
-	}
-	return scratch->ev.stack_id;
+	nr = walk_frames(BPF_CORE_READ(regs, sp), BPF_CORE_READ(regs, bp), scratch->ev.frames, stack_depth);
+	return nr ? stack_sent(&scratch->ev, nr, slot, tid, ts) : 0;
 }
 
 const volatile bool trace_maps = false; /* --rss: set before load */

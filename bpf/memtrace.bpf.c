@@ -243,15 +243,15 @@ static __always_inline void send_stack(__u32 slot, struct mt_stack_event *ev, __
  * pointer stops climbing the stack, which is where code built without frame
  * pointers leaves garbage.
  */
-static __always_inline __u32 walk_frames(struct pt_regs *ctx, __u64 *frames, __u32 depth)
+static __always_inline __u32 walk_frames(__u64 sp, __u64 fp, __u64 *frames, __u32 depth)
 {
-	__u64 fp = PT_REGS_FP(ctx), frame[2];
+	__u64 frame[2];
 	__u32 nr = 1;
 
-	if (bpf_probe_read_user(&frames[0], sizeof(__u64), (void *)PT_REGS_SP(ctx)))
+	if (bpf_probe_read_user(&frames[0], sizeof(__u64), (void *)sp))
 		return 0;
 	for (__u32 i = 1; i < MT_MAX_STACK_DEPTH; i++) {
-		if (i >= depth || fp < PT_REGS_SP(ctx) || (fp & 7))
+		if (i >= depth || fp < sp || (fp & 7))
 			break;
 		if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp) || !frame[1])
 			break;
@@ -266,29 +266,14 @@ static __always_inline __u32 walk_frames(struct pt_regs *ctx, __u64 *frames, __u
 
 #include "unwind.bpf.h"
 
-static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 tid, __u64 ts)
+/* The id of the NR frames walked into EV (this CPU's scratch), the stack
+ * sent to user space first unless this CPU sent it for SLOT already. */
+static __always_inline __u64 stack_sent(struct mt_stack_event *ev, __u32 nr, __u32 slot, __u32 tid, __u64 ts)
 {
-	__u32 zero = 0;
-	struct stack_scratch *scratch;
-	struct mt_stack_event *ev;
 	struct stacks_seen *seen;
-	__u32 depth = stack_depth;
 	__u64 *seen_slot, seen_key;
-	__u32 nr;
+	__u32 zero = 0;
 
-	if (depth == 0)
-		return 0;
-	scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
-	if (!scratch)
-		return 0;
-	ev = &scratch->ev;
-	/* Unwind tables where user space gave the allocator's module one,
-	 * else frame pointers. */
-	nr = walk_tables(ctx, scratch, slot, depth);
-	if (!nr)
-		nr = walk_frames(ctx, ev->frames, depth);
-	if (!nr)
-		return 0;
 	ev->stack_id = hash_frames(nr);
 	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
 	if (!seen)
@@ -302,6 +287,28 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 t
 		send_stack(slot, ev, nr, seen_slot, seen_key);
 	}
 	return ev->stack_id;
+}
+
+static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 tid, __u64 ts)
+{
+	__u32 zero = 0;
+	struct stack_scratch *scratch;
+	struct mt_stack_event *ev;
+	__u32 depth = stack_depth;
+	__u32 nr;
+
+	if (depth == 0)
+		return 0;
+	scratch = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!scratch)
+		return 0;
+	ev = &scratch->ev;
+	/* Unwind tables where user space gave the allocator's module one,
+	 * else frame pointers. */
+	nr = walk_tables(ctx, scratch, slot, depth);
+	if (!nr)
+		nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
+	return nr ? stack_sent(ev, nr, slot, tid, ts) : 0;
 }
 
 static __always_inline struct thread_state *thread_state(bool create)

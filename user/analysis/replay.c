@@ -87,8 +87,6 @@ struct replay {
 	struct analysis_mapping *mappings; /* --rss: trace.rss.maps.mappings */
 	struct analysis_map_site *map_sites; /* --rss: trace.rss.maps.sites */
 	size_t mappings_cap;
-	struct { uint64_t start, len; } *amaps; /* anonymous mappings the allocator made */
-	size_t namaps, amaps_cap;
 	uint64_t first_brk, brk;
 	struct map_log { struct trace_map m; uint32_t stack; } *map_log; /* --rss: MAP records, kept to the end */
 	size_t nmap_log, map_log_cap;
@@ -188,7 +186,6 @@ void replay__free(struct replay *r)
 	free(r->mappings);
 	free(r->map_log);
 	free(r->map_sites);
-	free(r->amaps);
 	live_table__free(&r->live);
 	free(r->stacks);
 	u64map__free(&r->stack_ids);
@@ -413,80 +410,15 @@ int replay__add_rollup(struct replay *r, const struct trace_rollup *ro)
 #define MAP_ANONYMOUS_FLAG 0x20 /* mmap's MAP_ANONYMOUS */
 
 static inline int stack__index(struct replay *r, uint32_t id, uint32_t *idx);
-
-/* Take [START, START + LEN) out of the outside mappings and the
- * allocator's: what munmap did, or the old range of a moved mremap. */
-static int map_add(struct replay *r, const struct analysis_mapping *m);
-static int map_allocator(struct replay *r, uint64_t start, uint64_t len);
-
-static int unmap_range(struct replay *r, uint64_t start, uint64_t len)
+/* LEN bytes of M's in (IN) or out of its side's total: the program's or
+ * the allocator's. */
+static void map_count(struct analysis_maps *mp, const struct analysis_mapping *m, uint64_t len, bool in)
 {
-	struct analysis_maps *mp = &r->trace.rss.maps;
-	uint64_t end = start + len;
+	uint64_t *total = m->allocator ? &mp->allocator_bytes : &mp->outside_bytes;
 
-	for (size_t i = 0; i < mp->nmappings;) {
-		struct analysis_mapping *m = &r->mappings[i];
-		uint64_t ms = m->start, me = m->start + m->len, cut;
-
-		if (me <= start || ms >= end) {
-			i++;
-			continue;
-		}
-		cut = (me < end ? me : end) - (ms > start ? ms : start);
-		mp->outside_bytes -= cut;
-		if (ms >= start && me <= end) { /* all of it: the table keeps its order */
-			memmove(m, m + 1, (mp->nmappings - i - 1) * sizeof(*m));
-			mp->nmappings--;
-			continue;
-		}
-		if (ms < start && me > end) { /* a hole: the tail becomes a mapping of its own */
-			struct analysis_mapping tail = *m;
-
-			tail.start = end;
-			tail.len = me - end;
-			m->len = start - ms;
-			mp->outside_bytes -= tail.len; /* map_add counts it again */
-			if (map_add(r, &tail))
-				return -ENOMEM;
-			i++;
-			continue;
-		}
-		m = &r->mappings[i];
-		if (ms < start) { /* its head stays */
-			m->len = start - ms;
-		} else {          /* its tail stays */
-			m->start = end;
-			m->len = me - end;
-		}
-		i++;
-	}
-	for (size_t i = 0; i < r->namaps;) {
-		uint64_t ms = r->amaps[i].start, me = ms + r->amaps[i].len, cut;
-
-		if (me <= start || ms >= end) {
-			i++;
-			continue;
-		}
-		cut = (me < end ? me : end) - (ms > start ? ms : start);
-		mp->allocator_bytes -= cut;
-		if (ms >= start && me <= end) {
-			r->amaps[i] = r->amaps[--r->namaps];
-			continue;
-		}
-		if (ms < start && me > end) { /* a hole: the tail becomes a mapping of its own */
-			r->amaps[i].len = start - ms;
-			if (map_allocator(r, end, me - end))
-				return -ENOMEM;
-			mp->allocator_bytes -= me - end; /* map_allocator counted it again */
-		} else if (ms < start) {
-			r->amaps[i].len = start - ms;
-		} else {
-			r->amaps[i].start = end;
-			r->amaps[i].len = me - end;
-		}
-		i++;
-	}
-	return 0;
+	*total = in ? *total + len : *total - len;
+	if (mp->outside_bytes > mp->outside_peak_bytes)
+		mp->outside_peak_bytes = mp->outside_bytes;
 }
 
 static int map_add(struct replay *r, const struct analysis_mapping *m)
@@ -504,37 +436,55 @@ static int map_add(struct replay *r, const struct analysis_mapping *m)
 	}
 	r->mappings[mp->nmappings++] = *m;
 	mp->mappings = r->mappings;
-	mp->outside_bytes += m->len;
-	if (mp->outside_bytes > mp->outside_peak_bytes)
-		mp->outside_peak_bytes = mp->outside_bytes;
+	map_count(mp, m, m->len, true);
 	return 0;
 }
 
-static int map_outside(struct replay *r, uint64_t start, uint64_t len, uint32_t stack,
-		       const struct analysis_frame *site, uint64_t ts)
+static int map_new(struct replay *r, uint64_t start, uint64_t len, uint32_t stack, const struct analysis_frame *site,
+		   uint64_t ts, bool allocator)
 {
 	struct analysis_mapping m = {
-		.start = start, .len = len, .stack = stack, .site = site,
+		.start = start, .len = len, .stack = stack, .site = site, .allocator = allocator,
 		.time_ns = ts > r->start_mono_ns ? ts - r->start_mono_ns : 0,
 	};
 
 	return map_add(r, &m);
 }
 
-static int map_allocator(struct replay *r, uint64_t start, uint64_t len)
+/* Take [START, START + LEN) out of the mappings: what munmap did, or the
+ * old range of a moved mremap. */
+static int unmap_range(struct replay *r, uint64_t start, uint64_t len)
 {
-	if (r->namaps == r->amaps_cap) {
-		size_t cap = r->amaps_cap ? 2 * r->amaps_cap : 64;
-		void *v = realloc(r->amaps, cap * sizeof(*r->amaps));
+	struct analysis_maps *mp = &r->trace.rss.maps;
+	uint64_t end = start + len;
 
-		if (!v)
-			return -ENOMEM;
-		r->amaps = v;
-		r->amaps_cap = cap;
+	for (size_t i = 0; i < mp->nmappings; i++) {
+		struct analysis_mapping *m = &r->mappings[i];
+		uint64_t ms = m->start, me = m->start + m->len;
+
+		if (me <= start || ms >= end)
+			continue;
+		map_count(mp, m, (me < end ? me : end) - (ms > start ? ms : start), false);
+		if (ms >= start && me <= end) { /* all of it: the table keeps its order */
+			memmove(m, m + 1, (mp->nmappings - i - 1) * sizeof(*m));
+			mp->nmappings--;
+			i--;
+		} else if (ms < start && me > end) { /* a hole: the tail becomes a mapping of its own */
+			struct analysis_mapping tail = *m;
+
+			tail.start = end;
+			tail.len = me - end;
+			m->len = start - ms;
+			map_count(mp, &tail, tail.len, false); /* map_add counts it again */
+			if (map_add(r, &tail))
+				return -ENOMEM;
+		} else if (ms < start) { /* its head stays */
+			m->len = start - ms;
+		} else { /* its tail stays */
+			m->start = end;
+			m->len = me - end;
+		}
 	}
-	r->amaps[r->namaps].start = start;
-	r->amaps[r->namaps++].len = len;
-	r->trace.rss.maps.allocator_bytes += len;
 	return 0;
 }
 
@@ -609,29 +559,18 @@ static int apply_map(struct replay *r, const struct trace_map *m, uint32_t stack
 			return 0; /* a file's mapping: its pages are the file's */
 		if ((err = unmap_range(r, m->ret, page_len(m->a1)))) /* MAP_FIXED over an older one */
 			return err;
-		if (in_alloc)
-			return map_allocator(r, m->ret, page_len(m->a1));
-		return map_outside(r, m->ret, page_len(m->a1), stack, site, m->ts);
+		return map_new(r, m->ret, page_len(m->a1), stack, site, m->ts, in_alloc);
 	case MT_MAP_MUNMAP:
 		return unmap_range(r, m->a0, page_len(m->a1));
 	case MT_MAP_MREMAP:
 		/* the mapping that held the old range moves and resizes */
 		for (size_t i = 0; i < mp->nmappings; i++) {
-			struct analysis_mapping *x = &r->mappings[i];
+			struct analysis_mapping moved = r->mappings[i];
 
-			if (m->a0 >= x->start && m->a0 < x->start + x->len) {
-				struct analysis_mapping moved = *x;
-
+			if (m->a0 >= moved.start && m->a0 < moved.start + moved.len) {
 				if ((err = unmap_range(r, m->a0, page_len(m->a1))))
 					return err;
-				return map_outside(r, m->ret, page_len(m->a2), moved.stack, moved.site, m->ts);
-			}
-		}
-		for (size_t i = 0; i < r->namaps; i++) {
-			if (m->a0 >= r->amaps[i].start && m->a0 < r->amaps[i].start + r->amaps[i].len) {
-				if ((err = unmap_range(r, m->a0, page_len(m->a1))))
-					return err;
-				return map_allocator(r, m->ret, page_len(m->a2));
+				return map_new(r, m->ret, page_len(m->a2), moved.stack, moved.site, m->ts, moved.allocator);
 			}
 		}
 		return 0; /* a mapping made before we watched */
@@ -1194,6 +1133,8 @@ static int group_map_sites(struct replay *r)
 		const struct analysis_mapping *m = &r->mappings[i];
 		size_t j = 0;
 
+		if (m->allocator)
+			continue;
 		while (j < n && !same_site(r->map_sites[j].site, m->site))
 			j++;
 		if (j == n)

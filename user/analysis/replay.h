@@ -86,10 +86,11 @@ struct analysis_rollup {
 	uint64_t bytes[TRACE_ROLLUP_MAX];
 };
 
-/* --rss: anonymous memory a program mapped itself (mmap outside any
- * allocator call), still mapped: one per mapping. */
+/* --rss: anonymous memory still mapped, one per mapping: the program's own
+ * (mmap outside any allocator call) or the allocator's. */
 struct analysis_mapping {
 	uint64_t start, len;
+	bool allocator;   /* made in an allocator call, or by the allocator's code */
 	uint32_t stack;   /* stack index (replay__stack) of the mmap; 0: none */
 	uint64_t time_ns; /* when it was mapped, after the start */
 	const struct analysis_frame *site; /* its stack's site (replay_site_frame), named at finish; NULL: none */
@@ -110,9 +111,9 @@ struct analysis_maps {
 	uint64_t allocator_bytes;     /* anonymous bytes mmap'd inside allocator calls, still mapped */
 	uint64_t brk_bytes;           /* the heap's break, above the first break seen */
 	uint64_t madvised_bytes;      /* given back by madvise (DONTNEED, FREE, REMOVE), summed */
-	size_t nmappings;             /* the outside mappings still mapped, in the order made */
+	size_t nmappings;             /* the anonymous mappings still mapped, in the order made */
 	const struct analysis_mapping *mappings;
-	size_t nsites;                /* ... grouped by their site (after finish), most bytes first */
+	size_t nsites;                /* the program's own of them by their site (after finish), most bytes first */
 	const struct analysis_map_site *sites;
 };
 
@@ -153,6 +154,13 @@ struct analysis_trace {
 		struct analysis_maps maps;
 	} rss;
 };
+
+/* The live heap is known: every allocation was recorded (not sampled, not
+ * in --budget windows, allocator probes attached). */
+static inline bool analysis_heap_known(const struct analysis_trace *t)
+{
+	return !t->budget.budget_ppm && !t->sample_bytes && !t->no_heap;
+}
 
 /* The trace's totals, by the rules above. */
 struct analysis_totals {

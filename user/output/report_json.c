@@ -136,7 +136,7 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 	json_out__key_u64(j, "samples", rs->npoints);
 	json_out__key_u64(j, "period_ns", 100000000);
 	/* the live heap is known only when every allocation was recorded */
-	json_out__key_bool(j, "heap_known", !t->budget.budget_ppm && !t->sample_bytes && !t->no_heap);
+	json_out__key_bool(j, "heap_known", analysis_heap_known(t));
 	if (rs->npoints) {
 		report_json__rss_point(j, "first", &rs->points[0]);
 		report_json__rss_point(j, "peak", &rs->points[rs->peak]);

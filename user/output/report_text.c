@@ -207,7 +207,7 @@ static void report_text__rss(FILE *f, const struct analysis *a)
 {
 	const struct analysis_trace *t = analysis__trace(a);
 	const struct analysis_rss *rs = &t->rss;
-	bool heap = !t->budget.budget_ppm && !t->sample_bytes && !t->no_heap; /* the live heap is known */
+	bool heap = analysis_heap_known(t);
 	const struct analysis_rss_point *end = rs->npoints ? &rs->points[rs->npoints - 1] : NULL;
 	char d[32];
 

@@ -810,8 +810,12 @@ static int open_output(struct recording *r)
 	    trace_writer__flush(r->w))
 		return fail("failed to write %s: %s", r->output, strerror(errno));
 	drain__set_writer(r->drain, r->w);
-	if (r->o.rss && (write_rollup(r) || sample_rss(r, now_ns(CLOCK_MONOTONIC))))
-		return fail("failed to write %s: %s", r->output, strerror(errno));
+	if (r->o.rss) {
+		int err = write_rollup(r);
+
+		if (err || (err = sample_rss(r, now_ns(CLOCK_MONOTONIC))))
+			return fail("failed to write %s: %s", r->output, strerror(-err));
+	}
 	loader__set_recording(r->loader, true);
 	if (r->windows &&
 	    windows__start(r->windows, r->o.budget, &r->hit_cost, r->loader, r->drain, r->pid, r->start_ns))
@@ -1232,9 +1236,7 @@ static int finish(struct recording *r)
 	loader__set_recording(r->loader, false);
 	end.end_mono_ns = r->end_ns = now_ns(CLOCK_MONOTONIC);
 	err = r->windows ? windows__finish(r->windows, r->end_ns) : 0;
-	if (!err && r->o.rss && !r->target_exited)
-		err = sample_rss(r, r->end_ns);
-	if (!err && r->o.rss && !r->target_exited)
+	if (!err && r->o.rss && !r->target_exited && !(err = sample_rss(r, r->end_ns)))
 		err = write_rollup(r);
 	loader__detach(r->loader);
 	if (!err)
