@@ -298,6 +298,92 @@ static void test_rss_maps(void **state)
 	analysis__free(a);
 }
 
+/* A resident snapshot laid over the live blocks and the traced mappings:
+ * each part from its own measurement, summing to the pagemap total. */
+static void test_rss_reconcile(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	static const uint64_t frames[] = { 0x401000 };
+	struct trace_stack st = { .id = 3, .nr = 1, .frames = frames };
+	struct trace_vma vm[] = {
+		{ 0x5000, 0x25000, TRACE_VMA_HEAP, 1 },                 /* the break's heap: 2 pages resident */
+		{ 0x10000000, 0x10005000, TRACE_VMA_ANON, 1 },          /* the program's mmap: 2 of 5 pages */
+		{ 0x20000000, 0x20100000, TRACE_VMA_ANON, 1 },          /* malloc's mmap: its first page */
+		{ 0x30000000, 0x30002000, TRACE_VMA_ANON, 1 },          /* made before tracing: 1 page */
+		{ 0x40000000, 0x40800000, TRACE_VMA_THREAD_STACK, 1 },  /* 3 pages */
+		{ 0x50000000, 0x50004000, TRACE_VMA_FILE, 1 },          /* .data written: 1 page */
+	};
+	struct trace_page_run rn[] = { { 0x5000, 0x7000 },           { 0x10000000, 0x10002000 },
+				       { 0x20000000, 0x20001000 },   { 0x30000000, 0x30001000 },
+				       { 0x407fd000, 0x40800000 },   { 0x50000000, 0x50001000 } };
+	struct trace_resident res = { .ts = START + 50, .page_size = 4096, .nvmas = 6, .nruns = 6, .vmas = vm, .runs = rn };
+	struct trace_rss rss = { .ts = START + 50, .anon = 10 * 4096 };
+	const struct analysis_reconcile *c;
+	struct analysis *a = analysis__new();
+	struct replay *r;
+	struct trace_map m;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_stack(a, &st), 0);
+	m = (struct trace_map){ START + 10, 7, MT_MAP_MMAP, 0, 3, 0x10000000, 0, 5 * 4096, 3, 0x22 };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	m = (struct trace_map){ START + 11, 7, MT_MAP_MMAP, MT_MAP_IN_ALLOC, 0, 0x20000000, 0, 1 << 20, 3, 0x22 };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	ev(a, MT_EVENT_ALLOC, 7, 12, 0, 0x20000010, 8192, 0); /* on malloc's first page and two not resident */
+	ev(a, MT_EVENT_ALLOC, 7, 13, 0, 0x5010, 100, 0);      /* in the heap */
+	ev(a, MT_EVENT_ALLOC, 7, 14, 0, 0x5100, 50, 0);
+	ev(a, MT_EVENT_FREE, 7, 15, 0, 0x5100, 0, 0);         /* freed: not live */
+	assert_int_equal(replay__add_rss(r, &rss), 0);
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	/* later mappings are not the snapshot's */
+	m = (struct trace_map){ START + 60, 7, MT_MAP_MUNMAP, 0, 0, 0, 0x10000000, 5 * 4096, 0, 0 };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	c = &analysis__trace(a)->rss.at_end;
+	assert_true(c->seen);
+	assert_true(c->heap_known);
+	assert_int_equal(analysis__trace(a)->rss.nresident, 1);
+	assert_int_equal(c->time_ns, 50);
+	assert_int_equal(c->resident_anon, 10 * 4096);
+	assert_int_equal(c->rss_anon, 10 * 4096);
+	assert_int_equal(c->heap_live, 8192 + 100);
+	assert_int_equal(c->heap_live_resident, (4096 - 16) + 100);
+	assert_int_equal(c->heap_live_not_resident, 8192 - (4096 - 16));
+	assert_int_equal(c->allocator_free_resident, 16 + (2 * 4096 - 100));
+	assert_int_equal(c->allocator_resident, 3 * 4096);
+	assert_int_equal(c->outside_resident, 2 * 4096);
+	assert_int_equal(c->other, 4096);
+	assert_int_equal(c->thread_stacks, 3 * 4096);
+	assert_int_equal(c->file_private, 4096);
+	assert_int_equal(c->allocator_resident + c->outside_resident + c->other + c->thread_stacks + c->file_private,
+			 c->resident_anon);
+	assert_int_equal(c->nsites, 1);
+	assert_int_equal(c->sites[0].bytes, 2 * 4096);
+	assert_null(c->advice); /* far under 16 MiB */
+	/* one snapshot: it is the peak's too */
+	assert_int_equal(analysis__trace(a)->rss.at_peak.resident_anon, c->resident_anon);
+	analysis__free(a);
+
+	/* joined a running process: the blocks do not split the allocator's part */
+	a = analysis__new();
+	assert_non_null(a);
+	r = analysis__replay(a);
+	meta.flags = TRACE_META_ATTACHED;
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	ev(a, MT_EVENT_ALLOC, 7, 13, 0, 0x5010, 100, 0);
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	c = &analysis__trace(a)->rss.at_end;
+	assert_false(c->heap_known);
+	assert_int_equal(c->heap_live_resident, 0);
+	assert_int_equal(c->allocator_free_resident, 0);
+	assert_int_equal(c->allocator_resident, 2 * 4096); /* the heap; the mmaps were not seen */
+	assert_int_equal(c->other, 4 * 4096);
+	analysis__free(a);
+}
+
 /* Which code is the allocator's own, by name (--rss=only). */
 static void test_allocator_frames(void **state)
 {
@@ -497,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_budget_windows),
 		cmocka_unit_test(test_rss_samples),
 		cmocka_unit_test(test_rss_maps),
+		cmocka_unit_test(test_rss_reconcile),
 		cmocka_unit_test(test_allocator_frames),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),

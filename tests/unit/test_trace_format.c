@@ -206,7 +206,26 @@ static int fmt_map(void *ctx, const struct trace_map *m)
 	return 0;
 }
 
+static int fmt_resident(void *ctx, const struct trace_resident *r)
+{
+	char buf[512] = "";
+	size_t len = 0, run = 0;
+
+	for (uint32_t i = 0; i < r->nvmas; i++) {
+		const struct trace_vma *v = &r->vmas[i];
+
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, " [%" PRIx64 "-%" PRIx64 " k%u", v->start, v->end, v->kind);
+		for (uint32_t j = 0; j < v->nruns; j++, run++)
+			len += (size_t)snprintf(buf + len, sizeof(buf) - len, " %" PRIx64 "-%" PRIx64, r->runs[run].start,
+						r->runs[run].end);
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "]");
+	}
+	lines_add(ctx, "resident ts=%" PRIu64 " ps=%u vmas=%u runs=%u%s", r->ts, r->page_size, r->nvmas, r->nruns, buf);
+	return 0;
+}
+
 static const struct trace_reader_ops fmt_ops = {
+	.resident = fmt_resident,
 	.map = fmt_map,
 	.rss = fmt_rss,
 	.rollup = fmt_rollup,
@@ -388,6 +407,28 @@ static void sample_data_chunk(struct trace_writer *w, struct sample *s)
 	}
 	ro.n = TRACE_ROLLUP_MAX + 1;
 	assert_int_equal(trace_writer__add_rollup(w, &ro), -EINVAL); /* more lines than a reader takes */
+	/* --rss: a resident snapshot: a heap with two runs, a thread's stack with one to its end, high addresses */
+	struct trace_vma vm[] = { { 0x555555559000, 0x555555600000, TRACE_VMA_HEAP, 2 },
+				  { 0x7f0000000000, 0x7f0000800000, TRACE_VMA_THREAD_STACK, 1 },
+				  { 0x7ffffffde000, 0x7ffffffff000, TRACE_VMA_STACK, 1 } };
+	struct trace_page_run rn[] = { { 0x555555559000, 0x55555555b000 }, { 0x5555555f0000, 0x555555600000 },
+				       { 0x7f00007fe000, 0x7f0000800000 }, { 0x7fffffffd000, 0x7ffffffff000 } };
+	struct trace_resident res = { .ts = 3000, .page_size = 4096, .nvmas = 3, .nruns = 4, .vmas = vm, .runs = rn };
+
+	assert_int_equal(trace_writer__add_resident(w, &res), 0);
+	fmt_resident(&s->want, &res);
+	res.nvmas = res.nruns = 0;
+	assert_int_equal(trace_writer__add_resident(w, &res), 0); /* nothing resident: still a snapshot */
+	fmt_resident(&s->want, &res);
+	res.nvmas = 3, res.nruns = 4;
+	rn[1].end = 0x555555601000; /* a run past its mapping's end */
+	assert_int_equal(trace_writer__add_resident(w, &res), -EINVAL);
+	rn[1].end = 0x555555600000;
+	vm[1].start = 0x555555500000; /* mappings out of order */
+	assert_int_equal(trace_writer__add_resident(w, &res), -EINVAL);
+	vm[1].start = 0x7f0000000000;
+	res.page_size = 3000;
+	assert_int_equal(trace_writer__add_resident(w, &res), -EINVAL);
 	sample_chunk_done(w, s);
 }
 

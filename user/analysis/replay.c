@@ -10,6 +10,7 @@
 #include "replay.h"
 #include "arena.h"
 #include "live_table.h"
+#include "resident.h"
 #include "strtab.h"
 #include "trace_reader.h"
 #include "u64map.h"
@@ -62,6 +63,14 @@ struct sym_frame {
 	uint32_t line;
 };
 
+/* --rss: anonymous mappings as the MAP records leave them; one rule
+ * (apply_map) for the end's accounting and for each resident snapshot. */
+struct map_table {
+	struct analysis_mapping *v;
+	size_t n, cap;
+	struct analysis_maps *counts; /* the figures it keeps; NULL: none */
+};
+
 struct replay {
 	struct arena arena;
 	struct observer obs[REPLAY_MAX_OBSERVERS];
@@ -84,10 +93,12 @@ struct replay {
 	uint64_t lifetime_buckets[64]; /* --budget: frees seen, by log2 of lifetime in ns */
 	struct analysis_rss_point *rss; /* --rss: trace.rss.points */
 	size_t rss_cap;
-	struct analysis_mapping *mappings; /* --rss: trace.rss.maps.mappings */
+	struct map_table maps_end;  /* --rss: trace.rss.maps, made at the end */
+	struct map_table maps_now;  /* --rss: as of the record being replayed, unnamed */
 	struct analysis_map_site *map_sites; /* --rss: trace.rss.maps.sites */
-	size_t mappings_cap;
 	uint64_t first_brk, brk;
+	struct resident_snapshot res_last, res_peak, res_new; /* --rss: RESIDENT records laid over the heap */
+	struct analysis_map_site *res_sites[2]; /* trace.rss.end's and peak's */
 	struct map_log { struct trace_map m; uint32_t stack; } *map_log; /* --rss: MAP records, kept to the end */
 	size_t nmap_log, map_log_cap;
 
@@ -164,6 +175,7 @@ struct replay *replay__new(void)
 	if (!r)
 		return NULL;
 	r->trace.pid = -1;
+	r->maps_end.counts = &r->trace.rss.maps;
 	strtab__init(&r->names);
 	if (live_table__init(&r->live) || stack__new(r, 0, &idx)) {
 		replay__free(r);
@@ -183,7 +195,13 @@ void replay__free(struct replay *r)
 		free(r->threads[i].open);
 	arena__free(&r->arena);
 	free(r->rss);
-	free(r->mappings);
+	free(r->maps_end.v);
+	resident_snapshot__free(&r->res_last);
+	resident_snapshot__free(&r->res_peak);
+	resident_snapshot__free(&r->res_new);
+	free(r->res_sites[0]);
+	free(r->res_sites[1]);
+	free(r->maps_now.v);
 	free(r->map_log);
 	free(r->map_sites);
 	live_table__free(&r->live);
@@ -259,6 +277,7 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.sample_bytes = m->sample_bytes;
 	r->trace.no_heap = m->flags & TRACE_META_NO_HEAP;
 	r->trace.rss.traced_maps = m->flags & TRACE_META_MAPS;
+	r->trace.attached = m->flags & TRACE_META_ATTACHED;
 	r->sample_mean = (double)m->sample_bytes;
 	r->trace.budget.budget_ppm = m->budget_ppm;
 	r->trace.budget.hit_entry_ns = m->hit_entry_ns;
@@ -412,62 +431,68 @@ int replay__add_rollup(struct replay *r, const struct trace_rollup *ro)
 static inline int stack__index(struct replay *r, uint32_t id, uint32_t *idx);
 /* LEN bytes of M's in (IN) or out of its side's total: the program's or
  * the allocator's. */
-static void map_count(struct analysis_maps *mp, const struct analysis_mapping *m, uint64_t len, bool in)
+static void map_count(struct map_table *t, const struct analysis_mapping *m, uint64_t len, bool in)
 {
-	uint64_t *total = m->allocator ? &mp->allocator_bytes : &mp->outside_bytes;
+	struct analysis_maps *mp = t->counts;
+	uint64_t *total;
 
+	if (!mp)
+		return;
+	total = m->allocator ? &mp->allocator_bytes : &mp->outside_bytes;
 	*total = in ? *total + len : *total - len;
 	if (mp->outside_bytes > mp->outside_peak_bytes)
 		mp->outside_peak_bytes = mp->outside_bytes;
 }
 
-static int map_add(struct replay *r, const struct analysis_mapping *m)
+static int map_add(struct map_table *t, const struct analysis_mapping *m)
 {
-	struct analysis_maps *mp = &r->trace.rss.maps;
-
-	if (mp->nmappings == r->mappings_cap) {
-		size_t cap = r->mappings_cap ? 2 * r->mappings_cap : 64;
-		struct analysis_mapping *v = realloc(r->mappings, cap * sizeof(*v));
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? 2 * t->cap : 64;
+		struct analysis_mapping *v = realloc(t->v, cap * sizeof(*v));
 
 		if (!v)
 			return -ENOMEM;
-		r->mappings = v;
-		r->mappings_cap = cap;
+		t->v = v;
+		t->cap = cap;
 	}
-	r->mappings[mp->nmappings++] = *m;
-	mp->mappings = r->mappings;
-	map_count(mp, m, m->len, true);
+	t->v[t->n++] = *m;
+	if (t->counts) {
+		t->counts->mappings = t->v;
+		t->counts->nmappings = t->n;
+	}
+	map_count(t, m, m->len, true);
 	return 0;
 }
 
-static int map_new(struct replay *r, uint64_t start, uint64_t len, uint32_t stack, const struct analysis_frame *site,
-		   uint64_t ts, bool allocator)
+static int map_new(struct replay *r, struct map_table *t, uint64_t start, uint64_t len, uint32_t stack,
+		   const struct analysis_frame *site, uint64_t ts, bool allocator)
 {
 	struct analysis_mapping m = {
 		.start = start, .len = len, .stack = stack, .site = site, .allocator = allocator,
 		.time_ns = ts > r->start_mono_ns ? ts - r->start_mono_ns : 0,
 	};
 
-	return map_add(r, &m);
+	return map_add(t, &m);
 }
 
 /* Take [START, START + LEN) out of the mappings: what munmap did, or the
  * old range of a moved mremap. */
-static int unmap_range(struct replay *r, uint64_t start, uint64_t len)
+static int unmap_range(struct map_table *t, uint64_t start, uint64_t len)
 {
-	struct analysis_maps *mp = &r->trace.rss.maps;
 	uint64_t end = start + len;
 
-	for (size_t i = 0; i < mp->nmappings; i++) {
-		struct analysis_mapping *m = &r->mappings[i];
+	for (size_t i = 0; i < t->n; i++) {
+		struct analysis_mapping *m = &t->v[i];
 		uint64_t ms = m->start, me = m->start + m->len;
 
 		if (me <= start || ms >= end)
 			continue;
-		map_count(mp, m, (me < end ? me : end) - (ms > start ? ms : start), false);
+		map_count(t, m, (me < end ? me : end) - (ms > start ? ms : start), false);
 		if (ms >= start && me <= end) { /* all of it: the table keeps its order */
-			memmove(m, m + 1, (mp->nmappings - i - 1) * sizeof(*m));
-			mp->nmappings--;
+			memmove(m, m + 1, (t->n - i - 1) * sizeof(*m));
+			t->n--;
+			if (t->counts)
+				t->counts->nmappings = t->n;
 			i--;
 		} else if (ms < start && me > end) { /* a hole: the tail becomes a mapping of its own */
 			struct analysis_mapping tail = *m;
@@ -475,8 +500,8 @@ static int unmap_range(struct replay *r, uint64_t start, uint64_t len)
 			tail.start = end;
 			tail.len = me - end;
 			m->len = start - ms;
-			map_count(mp, &tail, tail.len, false); /* map_add counts it again */
-			if (map_add(r, &tail))
+			map_count(t, &tail, tail.len, false); /* map_add counts it again */
+			if (map_add(t, &tail))
 				return -ENOMEM;
 		} else if (ms < start) { /* its head stays */
 			m->len = start - ms;
@@ -516,6 +541,37 @@ bool replay_is_allocator_frame(const struct analysis_frame *f)
 	return false;
 }
 
+static int apply_map(struct replay *r, struct map_table *t, const struct trace_map *m, uint32_t stack, bool named);
+
+int replay__add_resident(struct replay *r, const struct trace_resident *res)
+{
+	/* the blocks of a process recorded since it ran are not all known */
+	bool known = analysis_heap_known(&r->trace) && !r->trace.attached;
+	struct resident_snapshot t;
+	int err;
+
+	err = resident_snapshot__take(&r->res_new, res, r->maps_now.v, r->maps_now.n, known ? &r->live : NULL);
+	if (err)
+		return err;
+	r->trace.rss.nresident++;
+	if (!r->res_peak.ts || r->res_new.resident_anon > r->res_peak.resident_anon)
+		err = resident_snapshot__copy(&r->res_peak, &r->res_new);
+	t = r->res_last;
+	r->res_last = r->res_new;
+	r->res_new = t;
+	return err;
+}
+
+/* glibc's pthread maps thread stacks in allocate_stack (nptl/allocatestack.c)
+ * and keeps those of threads that ended for the next ones. */
+bool replay_is_thread_stack_frame(const struct analysis_frame *f)
+{
+	size_t n = f && f->file ? strlen(f->file) : 0;
+
+	return f && ((f->function && !strcmp(f->function, "allocate_stack")) ||
+		     (n >= 21 && !strcmp(f->file + n - 21, "nptl/allocatestack.c")));
+}
+
 int replay__add_map(struct replay *r, const struct trace_map *m)
 {
 	struct map_log *e;
@@ -535,53 +591,60 @@ int replay__add_map(struct replay *r, const struct trace_map *m)
 		r->map_log_cap = cap;
 	}
 	r->map_log[r->nmap_log++] = (struct map_log){ *m, stack };
-	return 0;
+	/* as of now, for the resident snapshots to come: no names yet */
+	return apply_map(r, &r->maps_now, m, stack, false);
 }
 
-/* One MAP record, at the end (its stack named): in_alloc when an allocator
- * call was open, or when its site is the allocator's own code. */
-static int apply_map(struct replay *r, const struct trace_map *m, uint32_t stack)
+/* One MAP record into T. NAMED (at the end, its stack named): with its
+ * site, and in_alloc when an allocator call was open or when its site is
+ * the allocator's own code; else (as the records come) the allocator's
+ * only when an allocator call was open, and no site. */
+static int apply_map(struct replay *r, struct map_table *t, const struct trace_map *m, uint32_t stack, bool named)
 {
-	struct analysis_maps *mp = &r->trace.rss.maps;
+	struct analysis_maps *mp = t->counts;
 	const struct analysis_frame *site = NULL, *f;
 	bool in_alloc = m->flags & MT_MAP_IN_ALLOC;
 	size_t n;
 	int err = 0;
 
-	if (m->call < sizeof(mp->calls) / sizeof(mp->calls[0]))
+	if (mp && m->call < sizeof(mp->calls) / sizeof(mp->calls[0]))
 		mp->calls[m->call]++;
-	if (stack && (f = replay__stack_frames(r, stack, &n)) && n)
+	if (named && stack && (f = replay__stack_frames(r, stack, &n)) && n)
 		site = &f[replay_site_frame(f, n)];
 	in_alloc = in_alloc || replay_is_allocator_frame(site);
 	switch (m->call) {
 	case MT_MAP_MMAP:
 		if (!(m->a3 & MAP_ANONYMOUS_FLAG))
 			return 0; /* a file's mapping: its pages are the file's */
-		if ((err = unmap_range(r, m->ret, page_len(m->a1)))) /* MAP_FIXED over an older one */
+		if ((err = unmap_range(t, m->ret, page_len(m->a1)))) /* MAP_FIXED over an older one */
 			return err;
-		return map_new(r, m->ret, page_len(m->a1), stack, site, m->ts, in_alloc);
+		return map_new(r, t, m->ret, page_len(m->a1), stack, site, m->ts, in_alloc);
 	case MT_MAP_MUNMAP:
-		return unmap_range(r, m->a0, page_len(m->a1));
+		return unmap_range(t, m->a0, page_len(m->a1));
 	case MT_MAP_MREMAP:
 		/* the mapping that held the old range moves and resizes */
-		for (size_t i = 0; i < mp->nmappings; i++) {
-			struct analysis_mapping moved = r->mappings[i];
+		for (size_t i = 0; i < t->n; i++) {
+			struct analysis_mapping moved = t->v[i];
 
 			if (m->a0 >= moved.start && m->a0 < moved.start + moved.len) {
-				if ((err = unmap_range(r, m->a0, page_len(m->a1))))
+				if ((err = unmap_range(t, m->a0, page_len(m->a1))))
 					return err;
-				return map_new(r, m->ret, page_len(m->a2), moved.stack, moved.site, m->ts, moved.allocator);
+				return map_new(r, t, m->ret, page_len(m->a2), moved.stack, moved.site, m->ts,
+					       moved.allocator);
 			}
 		}
 		return 0; /* a mapping made before we watched */
 	case MT_MAP_BRK:
+		if (!mp)
+			return 0;
 		if (!r->first_brk)
 			r->first_brk = m->ret;
 		r->brk = m->ret;
 		mp->brk_bytes = r->brk > r->first_brk ? r->brk - r->first_brk : 0;
 		return 0;
 	case MT_MAP_MADVISE:
-		mp->madvised_bytes += page_len(m->a1);
+		if (mp)
+			mp->madvised_bytes += page_len(m->a1);
 		return 0;
 	}
 	return 0;
@@ -1130,7 +1193,7 @@ static int group_map_sites(struct replay *r)
 	if (!r->map_sites)
 		return -ENOMEM;
 	for (size_t i = 0; i < mp->nmappings; i++) {
-		const struct analysis_mapping *m = &r->mappings[i];
+		const struct analysis_mapping *m = &r->maps_end.v[i];
 		size_t j = 0;
 
 		if (m->allocator)
@@ -1148,6 +1211,122 @@ static int group_map_sites(struct replay *r)
 	return 0;
 }
 
+/* Count GROUP's resident bytes, from a mapping of SITE, into the sites of
+ * OUT (at most CAP, in SITES). */
+static void site_add(struct analysis_map_site *sites, size_t *n, const struct analysis_frame *site, uint64_t bytes)
+{
+	size_t j = 0;
+
+	while (j < *n && !same_site(sites[j].site, site))
+		j++;
+	if (j == *n)
+		sites[(*n)++] = (struct analysis_map_site){ .site = site };
+	sites[j].bytes += bytes;
+	sites[j].mappings++;
+}
+
+/* One line of advice when the allocator holds much free memory resident:
+ * at least 16 MiB and a quarter of the anonymous memory. */
+static int reconcile_advice(struct replay *r, struct analysis_reconcile *out)
+{
+	char line[320];
+	const char *lib = "glibc";
+	size_t arenas = 0;
+	int err = 0;
+
+	if (!out->heap_known || out->allocator_free_resident < (16u << 20) ||
+	    out->allocator_free_resident * 4 < out->resident_anon)
+		return 0;
+	for (size_t i = 0; i < r->nmodules; i++) {
+		const char *path = r->modules[i].path ? r->modules[i].path : "";
+
+		if (strstr(path, "jemalloc"))
+			lib = "jemalloc";
+		else if (strstr(path, "tcmalloc"))
+			lib = "tcmalloc";
+		else if (strstr(path, "mimalloc"))
+			lib = "mimalloc";
+	}
+	for (size_t i = 0; i < r->maps_end.n; i++) /* glibc's thread arenas: 64 MiB heaps it maps */
+		arenas += r->maps_end.v[i].allocator && r->maps_end.v[i].len == (64u << 20);
+	if (!strcmp(lib, "jemalloc"))
+		snprintf(line, sizeof(line), "jemalloc keeps freed pages until its decay: lower dirty_decay_ms and "
+					     "muzzy_decay_ms in MALLOC_CONF to give them back sooner");
+	else if (!strcmp(lib, "glibc") && arenas >= 2)
+		snprintf(line, sizeof(line), "glibc: %zu thread arenas hold freed memory; MALLOC_ARENA_MAX=2 caps the "
+					     "arenas, and malloc_trim(0) gives their free pages back", arenas);
+	else if (!strcmp(lib, "glibc"))
+		snprintf(line, sizeof(line), "glibc keeps freed chunks among live ones resident: malloc_trim(0) gives "
+					     "their whole free pages back (M_TRIM_THRESHOLD only trims the heap's top)");
+	else
+		return 0;
+	out->advice = arena__strdup(&r->arena, line, &err);
+	return err;
+}
+
+/* A resident snapshot added up (analysis_reconcile), its mappings named. */
+static int reconcile(struct replay *r, const struct resident_snapshot *s, struct analysis_reconcile *out,
+		     struct analysis_map_site **sites)
+{
+	const struct analysis_rss *rs = &r->trace.rss;
+	uint64_t best = UINT64_MAX;
+
+	if (!s->ts)
+		return 0;
+	*out = (struct analysis_reconcile){
+		.seen = true,
+		.time_ns = s->ts > r->start_mono_ns ? s->ts - r->start_mono_ns : 0,
+		.resident_anon = s->resident_anon,
+		.heap_known = s->heap_known,
+		.heap_live = s->heap_live,
+		.heap_live_not_resident = s->heap_live_not_resident,
+	};
+	for (size_t i = 0; i < rs->npoints; i++) { /* the kernel's count nearest in time */
+		uint64_t t = rs->points[i].time_ns, d = t > out->time_ns ? t - out->time_ns : out->time_ns - t;
+
+		if (d < best)
+			best = d, out->rss_anon = rs->points[i].anon;
+	}
+	*sites = s->ngroups ? calloc(s->ngroups, sizeof(**sites)) : NULL;
+	if (s->ngroups && !*sites)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->ngroups; i++) {
+		const struct resident_group *g = &s->groups[i];
+		const struct analysis_frame *site = NULL, *f;
+		size_t n;
+
+		if (g->flags & RG_LIVE) {
+			out->heap_live_resident += g->live;
+			out->allocator_free_resident += g->resident - g->live;
+			continue;
+		}
+		if (g->stack && (f = replay__stack_frames(r, g->stack, &n)) && n)
+			site = &f[replay_site_frame(f, n)];
+		if (g->kind == TRACE_VMA_STACK || g->kind == TRACE_VMA_THREAD_STACK || replay_is_thread_stack_frame(site)) {
+			out->thread_stacks += g->resident;
+		} else if (g->flags & RG_MAPPED) {
+			if ((g->flags & RG_IN_ALLOC) || replay_is_allocator_frame(site)) {
+				out->allocator_free_resident += g->resident;
+			} else {
+				out->outside_resident += g->resident;
+				site_add(*sites, &out->nsites, site, g->resident);
+			}
+		} else if (g->kind == TRACE_VMA_HEAP) {
+			out->allocator_free_resident += g->resident;
+		} else if (g->kind == TRACE_VMA_FILE) {
+			out->file_private += g->resident;
+		} else {
+			out->other += g->resident;
+		}
+	}
+	out->allocator_resident = out->heap_live_resident + out->allocator_free_resident;
+	if (!out->heap_known) /* the allocator's part is not split without the live blocks */
+		out->allocator_free_resident = 0;
+	qsort(*sites, out->nsites, sizeof(**sites), by_map_bytes);
+	out->sites = *sites;
+	return reconcile_advice(r, out);
+}
+
 int replay__finish(struct replay *r)
 {
 	struct analysis_totals *t = &r->totals;
@@ -1161,9 +1340,13 @@ int replay__finish(struct replay *r)
 	/* --rss: the calls that map memory are accounted now, their stacks
 	 * named (the symbols come last in a trace) */
 	for (size_t i = 0; i < r->nmap_log && !err; i++)
-		err = apply_map(r, &r->map_log[i].m, r->map_log[i].stack);
+		err = apply_map(r, &r->maps_end, &r->map_log[i].m, r->map_log[i].stack, true);
 	if (!err)
 		err = group_map_sites(r);
+	if (!err)
+		err = reconcile(r, &r->res_last, &r->trace.rss.at_end, &r->res_sites[0]);
+	if (!err)
+		err = reconcile(r, &r->res_peak, &r->trace.rss.at_peak, &r->res_sites[1]);
 	for (size_t th = 0; th < r->nthreads && !err; th++) {
 		while (!err && r->threads[th].depth)
 			err = zone_close(r, (uint32_t)th, replay__end_ns(r), true);
@@ -1437,6 +1620,7 @@ static int on_thread(void *ctx, const struct trace_thread *t) { return replay__a
 static int on_rss(void *ctx, const struct trace_rss *s) { return replay__add_rss(ctx, s); }
 static int on_rollup(void *ctx, const struct trace_rollup *ro) { return replay__add_rollup(ctx, ro); }
 static int on_map(void *ctx, const struct trace_map *m) { return replay__add_map(ctx, m); }
+static int on_resident(void *ctx, const struct trace_resident *res) { return replay__add_resident(ctx, res); }
 
 const struct trace_reader_ops replay_reader_ops = {
 	.meta = on_meta,
@@ -1452,4 +1636,5 @@ const struct trace_reader_ops replay_reader_ops = {
 	.rss = on_rss,
 	.rollup = on_rollup,
 	.map = on_map,
+	.resident = on_resident,
 };

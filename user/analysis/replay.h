@@ -117,12 +117,38 @@ struct analysis_maps {
 	const struct analysis_map_site *sites;
 };
 
+/* --rss: the target's resident anonymous memory at one moment, added up
+ * from what each part was measured by: pagemap's present anonymous pages
+ * (resident_anon; the parts below sum to it exactly), the live blocks laid
+ * over them, the mappings the MAP records made, and the kernel's own kind
+ * of each mapping. */
+struct analysis_reconcile {
+	bool seen;
+	uint64_t time_ns;                 /* after the start */
+	uint64_t rss_anon;                /* the kernel's RssAnon sampled with it; 0: none */
+	uint64_t resident_anon;           /* pagemap: anonymous pages present */
+	bool heap_known;                  /* exact tracing: the live blocks split the allocator's part */
+	uint64_t heap_live_resident;      /* live blocks' bytes on resident pages */
+	uint64_t allocator_free_resident; /* the rest of the allocator's resident pages: free, cached, headers */
+	uint64_t allocator_resident;      /* the two above together (all that is known without the heap) */
+	uint64_t outside_resident;        /* the program's own mmaps (outside the allocator) */
+	uint64_t thread_stacks;           /* [stack] and the mappings holding a thread's stack pointer */
+	uint64_t file_private;            /* files' private mappings written to (.data, .bss, relro) */
+	uint64_t other;                   /* anonymous mappings made before the recording, or not seen made */
+	uint64_t heap_live;               /* the live heap then (heap_known) */
+	uint64_t heap_live_not_resident;  /* live blocks' bytes on pages not present: never touched, or swapped */
+	size_t nsites;                    /* outside_resident by the site of the mmap, most first */
+	const struct analysis_map_site *sites; /* bytes: resident bytes; mappings: pieces */
+	const char *advice;               /* one line for the allocator when it holds much free; NULL: none */
+};
+
 struct analysis_trace {
 	const char *command;   /* NULL if the trace had no metadata */
 	const char *comm;
 	int32_t pid;
 	uint64_t sample_bytes; /* 0: every allocation traced */
 	bool no_heap;          /* --rss=only: no allocator probes, so no heap figures */
+	bool attached;         /* began in a running process (TRACE_META_ATTACHED) */
 	uint64_t duration_ns;  /* start to end, or to the last event if partial */
 	bool ended;            /* an END record was seen */
 	bool target_exited;
@@ -152,6 +178,9 @@ struct analysis_trace {
 		struct analysis_rollup start, end;
 		bool traced_maps; /* MAP records were seen */
 		struct analysis_maps maps;
+		size_t nresident;  /* RESIDENT snapshots seen */
+		struct analysis_reconcile at_end;  /* the last snapshot (the recording's end) */
+		struct analysis_reconcile at_peak; /* the snapshot of most resident anonymous memory */
 	} rss;
 };
 
@@ -279,6 +308,8 @@ int replay__add_rss(struct replay *r, const struct trace_rss *s);
 int replay__add_rollup(struct replay *r, const struct trace_rollup *ro);
 /* --rss: a call that mapped or unmapped memory. */
 int replay__add_map(struct replay *r, const struct trace_map *m);
+/* --rss: a resident snapshot, laid over the live heap of this moment. */
+int replay__add_resident(struct replay *r, const struct trace_resident *res);
 int replay__set_end(struct replay *r, const struct trace_end *e);
 int replay__set_partial(struct replay *r, const char *problem);
 
@@ -338,6 +369,8 @@ size_t replay_site_frame(const struct analysis_frame *f, size_t n);
  * jemalloc, mimalloc, tcmalloc), by name: a mapping made there is the
  * allocator's even when no allocator probe said so (--rss=only). */
 bool replay_is_allocator_frame(const struct analysis_frame *f);
+/* --rss: F maps a thread's stack (glibc's allocate_stack), by name. */
+bool replay_is_thread_stack_frame(const struct analysis_frame *f);
 
 /* Modules, in the order written. 0 or -ENOENT past the last. */
 size_t replay__nmodules(const struct replay *r);

@@ -123,6 +123,57 @@ static void rss_maps(struct json_out *j, const struct analysis_rss *rs)
 	json_out__end_object(j);
 }
 
+/* A null when the heap is not known, else V. */
+static void key_heap_u64(struct json_out *j, const char *key, bool known, uint64_t v)
+{
+	json_out__key(j, key);
+	if (known)
+		json_out__u64(j, v);
+	else
+		json_out__null(j);
+}
+
+/* Key KEY: a resident snapshot added up (analysis_reconcile), or null. */
+static void rss_reconcile(struct json_out *j, const char *key, const struct analysis_reconcile *c)
+{
+	json_out__key(j, key);
+	if (!c->seen) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_object(j, false);
+	json_out__key_u64(j, "time_ns", c->time_ns);
+	json_out__key_u64(j, "resident_anon_bytes", c->resident_anon);
+	json_out__key_u64(j, "rss_anon_bytes", c->rss_anon);
+	key_heap_u64(j, "heap_live_resident_bytes", c->heap_known, c->heap_live_resident);
+	key_heap_u64(j, "allocator_free_resident_bytes", c->heap_known, c->allocator_free_resident);
+	json_out__key_u64(j, "allocator_resident_bytes", c->allocator_resident);
+	json_out__key_u64(j, "outside_resident_bytes", c->outside_resident);
+	json_out__key_u64(j, "thread_stacks_bytes", c->thread_stacks);
+	json_out__key_u64(j, "file_private_bytes", c->file_private);
+	json_out__key_u64(j, "other_bytes", c->other);
+	key_heap_u64(j, "heap_live_bytes", c->heap_known, c->heap_live);
+	key_heap_u64(j, "heap_live_not_resident_bytes", c->heap_known, c->heap_live_not_resident);
+	json_out__key(j, "outside_sites");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < c->nsites; i++) {
+		const struct analysis_frame *f = c->sites[i].site;
+
+		json_out__begin_object(j, true);
+		report_json__site_keys(j, f && f->function ? f->function : "[no stack]", f ? f->function : NULL,
+				       f ? f->file : NULL, f ? f->line : 0, f ? f->module : NULL);
+		json_out__key_u64(j, "resident_bytes", c->sites[i].bytes);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+	json_out__key(j, "advice");
+	if (c->advice)
+		json_out__string(j, c->advice);
+	else
+		json_out__null(j);
+	json_out__end_object(j);
+}
+
 void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 {
 	const struct analysis_rss *rs = &t->rss;
@@ -166,6 +217,9 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 	rss_rollup(j, "rollup_start", &rs->start);
 	rss_rollup(j, "rollup_end", &rs->end);
 	rss_maps(j, rs);
+	json_out__key_u64(j, "resident_snapshots", rs->nresident);
+	rss_reconcile(j, "reconciled_last", &rs->at_end);
+	rss_reconcile(j, "reconciled_peak", &rs->at_peak);
 	json_out__end_object(j);
 }
 

@@ -201,6 +201,82 @@ static void rss_maps(FILE *f, const struct analysis_maps *mp)
 		mp->calls[MT_MAP_MREMAP], mp->calls[MT_MAP_MADVISE]);
 }
 
+/* One line of the reconciliation: LABEL, then each snapshot's value. */
+static void reconcile_row(FILE *f, const char *label, const struct analysis_reconcile *const *c, size_t n,
+			  size_t field, bool known_only)
+{
+	char b[32];
+
+	fprintf(f, "    %-50s", label);
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = *(const uint64_t *)((const char *)c[i] + field);
+
+		if (known_only && !c[i]->heap_known)
+			snprintf(b, sizeof(b), "-");
+		else
+			fmt_bytes(b, sizeof(b), v);
+		fprintf(f, " %14s", b);
+	}
+	fputc('\n', f);
+}
+
+/* --rss: resident anonymous memory added up at the end and at its peak,
+ * each part from its own measurement (analysis_reconcile). */
+static void rss_reconcile(FILE *f, const struct analysis_trace *t)
+{
+	const struct analysis_rss *rs = &t->rss;
+	const struct analysis_reconcile *c[2] = { &rs->at_end, &rs->at_peak };
+	size_t n = rs->at_peak.seen && rs->at_peak.time_ns != rs->at_end.time_ns ? 2 : 1;
+	const struct analysis_reconcile *e = &rs->at_end;
+	char d[32], h[2][48];
+
+	fprintf(f, "  resident anonymous memory, added up (pagemap, live blocks, the calls that map memory):\n");
+	fmt_duration(d, sizeof(d), e->time_ns);
+	snprintf(h[0], sizeof(h[0]), "last %s", d);
+	fmt_duration(d, sizeof(d), rs->at_peak.time_ns);
+	snprintf(h[1], sizeof(h[1]), "peak %s", d);
+	fprintf(f, "    %-50s %14s", "", h[0]);
+	if (n == 2)
+		fprintf(f, " %14s", h[1]);
+	fputc('\n', f);
+	if (e->heap_known) {
+		reconcile_row(f, "live heap on resident pages", c, n, offsetof(struct analysis_reconcile, heap_live_resident), true);
+		reconcile_row(f, "held by the allocator, not live (free, headers)", c, n,
+			      offsetof(struct analysis_reconcile, allocator_free_resident), true);
+	} else {
+		reconcile_row(f, "the allocator's, live and free together", c, n,
+			      offsetof(struct analysis_reconcile, allocator_resident), false);
+	}
+	reconcile_row(f, "mapped by the program outside the allocator", c, n,
+		      offsetof(struct analysis_reconcile, outside_resident), false);
+	reconcile_row(f, "thread stacks", c, n, offsetof(struct analysis_reconcile, thread_stacks), false);
+	reconcile_row(f, "files' private pages (.data, .bss, relro)", c, n,
+		      offsetof(struct analysis_reconcile, file_private), false);
+	reconcile_row(f, "the rest (mapped before tracing: exec, -p)", c, n, offsetof(struct analysis_reconcile, other), false);
+	reconcile_row(f, "= resident anonymous pages (pagemap)", c, n, offsetof(struct analysis_reconcile, resident_anon), false);
+	reconcile_row(f, "  the kernel's RssAnon then", c, n, offsetof(struct analysis_reconcile, rss_anon), false);
+	if (e->heap_known) {
+		reconcile_row(f, "live heap then", c, n, offsetof(struct analysis_reconcile, heap_live), true);
+		reconcile_row(f, "  of it not resident (never touched, swapped)", c, n,
+			      offsetof(struct analysis_reconcile, heap_live_not_resident), true);
+	}
+	for (size_t i = 0; i < e->nsites && i < 5; i++) {
+		const struct analysis_frame *fr = e->sites[i].site;
+
+		fmt_bytes(h[0], sizeof(h[0]), e->sites[i].bytes);
+		fprintf(f, "    %10s resident at the last, mapped at %s", h[0], fr && fr->function ? fr->function : "[no stack]");
+		if (fr && fr->file)
+			fprintf(f, "  %s:%u", fr->file, fr->line);
+		fputc('\n', f);
+	}
+	if (!e->heap_known)
+		fprintf(f, "  (the live heap does not split the allocator's part: %s)\n",
+			analysis_heap_known(t) ? "blocks allocated before the recording began are not in the trace"
+					       : "not every allocation was recorded");
+	if (e->advice)
+		fprintf(f, "  advice: %s\n", e->advice);
+}
+
 /* --rss: resident memory beside the live heap, at the start, the peak of
  * resident memory and the end. */
 static void report_text__rss(FILE *f, const struct analysis *a)
@@ -223,7 +299,9 @@ static void report_text__rss(FILE *f, const struct analysis *a)
 	rss_row(f, "first", &rs->points[0], heap);
 	rss_row(f, "peak", &rs->points[rs->peak], heap);
 	rss_row(f, "last", end, heap);
-	if (heap && end->anon > end->heap_bytes) {
+	if (rs->at_end.seen) {
+		rss_reconcile(f, t);
+	} else if (heap && end->anon > end->heap_bytes) {
 		fmt_bytes(d, sizeof(d), end->anon - end->heap_bytes);
 		fprintf(f, "  at the last sample, resident anonymous memory exceeds the live heap by %s: the\n"
 			   "  allocator's free memory and overhead, thread stacks, memory mapped outside malloc\n", d);

@@ -25,12 +25,13 @@ struct stack_frames {
 /* An event or a mark waiting for its turn in time order. */
 struct pending {
 	uint64_t ts; /* the event's, mark's or sample's: the sort key, kept in front */
-	enum { PENDING_EVENT, PENDING_MARK, PENDING_RSS, PENDING_MAP } kind;
+	enum { PENDING_EVENT, PENDING_MARK, PENDING_RSS, PENDING_MAP, PENDING_RESIDENT } kind;
 	union {
 		struct trace_event ev;
 		struct trace_mark mark;
 		struct trace_rss rss;
 		struct trace_map map;
+		struct trace_resident *resident; /* owned: one allocation with its arrays */
 	};
 };
 
@@ -291,6 +292,13 @@ static int put(struct drain *d, const struct pending *p)
 		if (d->tap && d->tap->map)
 			err = d->tap->map(d->tap_ctx, &p->map);
 		return err ? err : trace_writer__add_map(d->w, &p->map);
+	case PENDING_RESIDENT:
+		if (d->tap && d->tap->resident)
+			err = d->tap->resident(d->tap_ctx, p->resident);
+		if (!err)
+			err = trace_writer__add_resident(d->w, p->resident);
+		free(p->resident);
+		return err;
 	default:
 		if (d->tap && d->tap->event)
 			err = d->tap->event(d->tap_ctx, &p->ev);
@@ -355,6 +363,26 @@ int drain__add_rss(struct drain *d, const struct trace_rss *s)
 	if (!p)
 		return -ENOMEM;
 	p->rss = *s;
+	return 0;
+}
+
+int drain__add_resident(struct drain *d, const struct trace_resident *r)
+{
+	size_t vb = (size_t)r->nvmas * sizeof(*r->vmas), rb = (size_t)r->nruns * sizeof(*r->runs);
+	struct trace_resident *copy = malloc(sizeof(*copy) + vb + rb);
+	struct pending *p;
+
+	if (!copy)
+		return -ENOMEM;
+	*copy = *r;
+	copy->vmas = memcpy((char *)(copy + 1), r->vmas, vb);
+	copy->runs = memcpy((char *)(copy + 1) + vb, r->runs, rb);
+	p = pending_new(d, PENDING_RESIDENT, r->ts);
+	if (!p) {
+		free(copy);
+		return -ENOMEM;
+	}
+	p->resident = copy;
 	return 0;
 }
 
@@ -526,6 +554,9 @@ void drain__free(struct drain *d)
 	u64map__free(&d->stack_ids);
 	u64map__free(&d->name_ids);
 	free(d->allocator_code);
+	for (size_t i = 0; i < d->nr_pending; i++)
+		if (d->pending[i].kind == PENDING_RESIDENT)
+			free(d->pending[i].resident);
 	free(d->pending);
 	free(d->sorted);
 	free(d);

@@ -43,6 +43,8 @@ int drain__record(struct drain *d, const void *data, size_t size);
 int drain__add_mark(struct drain *d, const struct trace_mark *m);
 /* A --rss sample, put among the events by its time likewise. 0 or -ENOMEM. */
 int drain__add_rss(struct drain *d, const struct trace_rss *s);
+/* A --rss resident snapshot (copied), likewise. 0 or -ENOMEM. */
+int drain__add_resident(struct drain *d, const struct trace_resident *r);
 
 /* Write, in time order, the pending events stamped before WATERMARK_NS
  * (UINT64_MAX: all of them). 0 or -errno from the writer. */

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "rss.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,4 +56,175 @@ int rss_read_rollup(int pid, struct rss_rollup *out)
 	}
 	fclose(f);
 	return out->r.n ? 0 : -ESRCH;
+}
+
+/* The stack pointers of PID's threads that are not running: the
+ * next-to-last field of /proc/PID/task/TID/syscall ("NR args... SP PC", or
+ * "-1 SP PC" outside a syscall; "running" has none). */
+static size_t thread_sps(int pid, uint64_t *sps, size_t cap)
+{
+	char path[64], line[512];
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return 0;
+	while (n < cap && (de = readdir(d))) {
+		char *f[10], *save = NULL, *tok;
+		size_t nf = 0;
+		ssize_t len;
+		int fd;
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/syscall", pid, de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		len = read(fd, line, sizeof(line) - 1);
+		close(fd);
+		if (len <= 0)
+			continue;
+		line[len] = 0;
+		for (tok = strtok_r(line, " \n", &save); tok && nf < 10; tok = strtok_r(NULL, " \n", &save))
+			f[nf++] = tok;
+		if (nf >= 3 && strcmp(f[0], "running"))
+			sps[n++] = strtoull(f[nf - 2], NULL, 16);
+	}
+	closedir(d);
+	return n;
+}
+
+static int push_run(struct rss_resident *out, uint64_t start, uint64_t end)
+{
+	struct trace_page_run *last = out->r.nruns ? &out->runs[out->r.nruns - 1] : NULL;
+
+	out->anon_bytes += end - start;
+	if (last && last->end == start && out->vmas[out->r.nvmas].nruns) {
+		last->end = end;
+		return 0;
+	}
+	if (out->r.nruns == out->runs_cap) {
+		size_t cap = out->runs_cap ? 2 * out->runs_cap : 1024;
+		struct trace_page_run *v = realloc(out->runs, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		out->runs = v;
+		out->runs_cap = cap;
+	}
+	out->runs[out->r.nruns++] = (struct trace_page_run){ start, end };
+	out->vmas[out->r.nvmas].nruns++;
+	return 0;
+}
+
+#define PM_PRESENT (1ull << 63)
+#define PM_FILE (1ull << 61) /* a file's page, or shared anonymous */
+
+/* The runs of anonymous pages present in [START, END), read from PAGEMAP,
+ * into the mapping being filled (out->vmas[out->r.nvmas]). */
+static int read_runs(struct rss_resident *out, int pagemap, uint64_t start, uint64_t end, uint64_t ps)
+{
+	static uint64_t buf[8192];
+	uint64_t run = 0;
+	bool in = false;
+
+	for (uint64_t at = start; at < end;) {
+		size_t want = (size_t)((end - at) / ps < 8192 ? (end - at) / ps : 8192);
+		ssize_t got = pread(pagemap, buf, want * 8, (off_t)(at / ps * 8));
+
+		if (got <= 0)
+			return got < 0 ? -errno : -ESRCH;
+		for (size_t i = 0; i < (size_t)got / 8; i++, at += ps) {
+			bool anon = (buf[i] & PM_PRESENT) && !(buf[i] & PM_FILE);
+
+			if (anon && !in)
+				run = at, in = true;
+			else if (!anon && in) {
+				in = false;
+				if (push_run(out, run, at))
+					return -ENOMEM;
+			}
+		}
+	}
+	return in ? push_run(out, run, end) : 0;
+}
+
+int rss_read_resident(int pid, struct rss_resident *out)
+{
+	uint64_t sps[256], ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	size_t nsps = thread_sps(pid, sps, sizeof(sps) / sizeof(sps[0]));
+	char path[64], line[4096];
+	int pagemap, err = 0;
+	FILE *maps;
+
+	out->r.nvmas = out->r.nruns = 0;
+	out->r.page_size = (uint32_t)ps;
+	out->anon_bytes = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	maps = fopen(path, "re");
+	if (!maps)
+		return errno == ENOENT ? -ESRCH : -errno;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	if (pagemap < 0) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		fclose(maps);
+		return err;
+	}
+	while (!err && fgets(line, sizeof(line), maps)) {
+		unsigned long long start, end;
+		char perms[8], name[4096] = "";
+		struct trace_vma *v;
+		uint32_t kind;
+
+		if (sscanf(line, "%llx-%llx %7s %*s %*s %*s %4095[^\n]", &start, &end, perms, name) < 3)
+			continue;
+		if (perms[3] != 'p' || (perms[0] != 'r' && perms[1] != 'w' && perms[2] != 'x'))
+			continue; /* shared (shmem, not anon), or a reservation nobody may touch */
+		if (!strcmp(name, "[heap]"))
+			kind = TRACE_VMA_HEAP;
+		else if (!strcmp(name, "[stack]"))
+			kind = TRACE_VMA_STACK;
+		else if (name[0] == '/')
+			kind = TRACE_VMA_FILE;
+		else if (!name[0] || !strncmp(name, "[anon:", 6))
+			kind = TRACE_VMA_ANON;
+		else
+			continue; /* [vdso], [vvar], [vsyscall]: the kernel's */
+		for (size_t i = 0; kind == TRACE_VMA_ANON && i < nsps; i++)
+			if (sps[i] >= start && sps[i] < end)
+				kind = TRACE_VMA_THREAD_STACK;
+		if (out->r.nvmas == out->vmas_cap) {
+			size_t cap = out->vmas_cap ? 2 * out->vmas_cap : 64;
+			struct trace_vma *nv = realloc(out->vmas, cap * sizeof(*nv));
+
+			if (!nv) {
+				err = -ENOMEM;
+				break;
+			}
+			out->vmas = nv;
+			out->vmas_cap = cap;
+		}
+		v = &out->vmas[out->r.nvmas];
+		*v = (struct trace_vma){ .start = start, .end = end, .kind = kind };
+		err = read_runs(out, pagemap, start, end, ps);
+		if (!err && v->nruns)
+			out->r.nvmas++; /* kept only with anonymous pages in it */
+	}
+	close(pagemap);
+	fclose(maps);
+	out->r.vmas = out->vmas;
+	out->r.runs = out->runs;
+	return err;
+}
+
+void rss_resident_free(struct rss_resident *out)
+{
+	free(out->vmas);
+	free(out->runs);
+	*out = (struct rss_resident){ 0 };
 }

@@ -83,6 +83,10 @@ struct recording {
 	uint64_t start_ns;
 	uint64_t start_real_ns;
 	uint64_t next_rss_ns; /* --rss: when the next sample is due */
+	uint64_t next_resident_anon; /* --rss: RssAnon that takes the next resident snapshot (growth) */
+	uint64_t next_resident_ns;   /* --rss: when the next one is due anyway */
+	uint64_t earliest_resident_ns; /* --rss: none before */
+	struct rss_resident resident; /* --rss: the snapshot's buffers */
 	int exit_status; /* wait status of a command we started, -1 unknown */
 	bool target_exited;
 	bool view_quit; /* the live view was told to quit */
@@ -744,6 +748,19 @@ static void mark_start(struct recording *r)
 	r->start_real_ns = r->o.prepared ? r->o.prepared_real_ns : now_ns(CLOCK_REALTIME);
 }
 
+/* --rss: which pages are resident (the snapshot the replay reconciles
+ * with the live heap of the same moment), among the events by its time;
+ * the target gone is no error. */
+static int take_resident(struct recording *r, uint64_t now)
+{
+	int err = rss_read_resident(r->pid, &r->resident);
+
+	r->resident.r.ts = now;
+	if (err)
+		return err == -ENOMEM ? err : 0;
+	return drain__add_resident(r->drain, &r->resident.r);
+}
+
 /* --rss: a status sample, among the events by its time; the target gone
  * is no error (its last sample is the one before). */
 static int sample_rss(struct recording *r, uint64_t now)
@@ -751,7 +768,23 @@ static int sample_rss(struct recording *r, uint64_t now)
 	struct trace_rss s = { .ts = now };
 
 	r->next_rss_ns = now + RSS_PERIOD_NS;
-	return rss_read_status(r->pid, &s) ? 0 : drain__add_rss(r->drain, &s);
+	if (rss_read_status(r->pid, &s))
+		return 0;
+	if ((s.anon >= r->next_resident_anon && now >= r->earliest_resident_ns) || now >= r->next_resident_ns) {
+		uint64_t t0 = now_ns(CLOCK_MONOTONIC), cost;
+		int err = take_resident(r, now);
+
+		if (err)
+			return err;
+		/* the next when RssAnon grew 2% more (so one comes near any
+		 * peak), else in half a second; never sooner than 200 ms, and
+		 * the walk costs memtrace at most 1% of a CPU in a large process */
+		cost = 100 * (now_ns(CLOCK_MONOTONIC) - t0);
+		r->next_resident_anon = s.anon + s.anon / 50 + (256u << 10);
+		r->earliest_resident_ns = now + (cost > RSS_RESIDENT_MIN_NS ? cost : RSS_RESIDENT_MIN_NS);
+		r->next_resident_ns = now + (cost > RSS_RESIDENT_PERIOD_NS ? cost : RSS_RESIDENT_PERIOD_NS);
+	}
+	return drain__add_rss(r->drain, &s);
 }
 
 /* --rss: smaps_rollup at the start and the end (while the target lives). */
@@ -776,7 +809,8 @@ static int open_output(struct recording *r)
 		.budget_ppm = (uint64_t)(r->o.budget * 10000 + 0.5),
 		.hit_entry_ns = (uint64_t)(r->hit_cost.entry_ns + 0.5),
 		.hit_return_ns = (uint64_t)(r->hit_cost.return_ns + 0.5),
-		.flags = (r->o.rss_only ? TRACE_META_NO_HEAP : 0) | (r->o.rss ? TRACE_META_MAPS : 0),
+		.flags = (r->o.rss_only ? TRACE_META_NO_HEAP : 0) | (r->o.rss ? TRACE_META_MAPS : 0) |
+			 (r->o.cmd ? 0 : TRACE_META_ATTACHED),
 	};
 
 	uname(&u);
@@ -1236,7 +1270,8 @@ static int finish(struct recording *r)
 	loader__set_recording(r->loader, false);
 	end.end_mono_ns = r->end_ns = now_ns(CLOCK_MONOTONIC);
 	err = r->windows ? windows__finish(r->windows, r->end_ns) : 0;
-	if (!err && r->o.rss && !r->target_exited && !(err = sample_rss(r, r->end_ns)))
+	if (!err && r->o.rss && !r->target_exited && !(err = sample_rss(r, r->end_ns)) &&
+	    !(err = take_resident(r, r->end_ns)))
 		err = write_rollup(r);
 	loader__detach(r->loader);
 	if (!err)
@@ -1344,6 +1379,7 @@ static void cleanup(struct recording *r, bool failed)
 		windows__free(r->windows);
 	free(r->windows);
 	drain__free(r->drain);
+	rss_resident_free(&r->resident);
 	probe_set__free(&r->probes);
 	procmaps__free(&r->maps);
 	module_set__free(&r->modules);

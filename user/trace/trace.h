@@ -39,6 +39,7 @@ struct trace_meta {
 
 #define TRACE_META_NO_HEAP 0x1 /* --rss=only: no allocator probes, no heap events */
 #define TRACE_META_MAPS 0x2    /* --rss: the calls that map memory were traced (MAP records) */
+#define TRACE_META_ATTACHED 0x4 /* began in a running process: its earlier blocks are not in the trace */
 
 /* A STACK record's last frame when the walk was cut: not an address. */
 #define TRACE_FRAME_TRUNCATED 1ULL /* no unwind table for the next frame */
@@ -140,6 +141,33 @@ struct trace_rollup {
 	uint32_t n;
 	const char *name[TRACE_ROLLUP_MAX];
 	uint64_t bytes[TRACE_ROLLUP_MAX];
+};
+
+/* --rss: which of the target's pages were resident at TS, from
+ * /proc/PID/pagemap: its private mappings that held anonymous pages, and in
+ * them the runs of anonymous pages present (not swapped, not the file's). */
+enum trace_vma_kind {
+	TRACE_VMA_ANON = 0,         /* anonymous, named or not */
+	TRACE_VMA_HEAP = 1,         /* [heap]: the break's */
+	TRACE_VMA_STACK = 2,        /* [stack]: the main thread's */
+	TRACE_VMA_THREAD_STACK = 3, /* anonymous, holding a thread's stack pointer */
+	TRACE_VMA_FILE = 4,         /* a file's private mapping (written data, relro, bss) */
+	TRACE_VMA_KINDS
+};
+struct trace_vma {
+	uint64_t start, end;
+	uint32_t kind;  /* enum trace_vma_kind */
+	uint32_t nruns; /* its runs: the next NRUNS of trace_resident.runs */
+};
+struct trace_page_run {
+	uint64_t start, end; /* bytes, page-aligned */
+};
+struct trace_resident {
+	uint64_t ts;
+	uint32_t page_size;
+	uint32_t nvmas, nruns;
+	const struct trace_vma *vmas;       /* ascending */
+	const struct trace_page_run *runs;  /* ascending, vma by vma */
 };
 
 struct trace_end {

@@ -57,6 +57,7 @@ enum trace_record_type {
 	TRACE_REC_RSS = 13,
 	TRACE_REC_ROLLUP = 14,
 	TRACE_REC_MAP = 15,
+	TRACE_REC_RESIDENT = 16,
 };
 
 #define TRACE_CHUNK_TARGET (1u << 20)     /* raw bytes at which the writer closes a chunk */

@@ -53,6 +53,10 @@ struct trace_reader {
 	char damage[160];      /* damage after the END record; the read itself succeeded */
 	uint64_t frames[TRACE_STACK_MAX_FRAMES];
 	struct trace_frame sym_frames[TRACE_SYMBOL_MAX_FRAMES];
+	struct trace_vma *vmas;	/* the current RESIDENT record's */
+	size_t vmas_cap;
+	struct trace_page_run *runs;
+	size_t runs_cap;
 };
 
 struct chunk {
@@ -442,6 +446,58 @@ static int rec_rollup(struct trace_reader *r, const uint8_t *p, const uint8_t *e
 	return ops->rollup ? deliver(r, ops->rollup(ctx, &ro)) : 0;
 }
 
+/* Pages of PS bytes as a byte count, or false past 64 bits. */
+static bool pages_bytes(uint64_t pages, uint64_t ps, uint64_t *bytes)
+{
+	return !__builtin_mul_overflow(pages, ps, bytes);
+}
+
+static int rec_resident(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
+			const struct trace_reader_ops *ops, void *ctx)
+{
+	struct trace_resident res;
+	uint64_t ps, nvmas, at = 0;
+	size_t nruns = 0;
+
+	if (get_varint(&p, end, &res.ts) || get_varint(&p, end, &ps) || ps < 1024 || ps > (1u << 30) ||
+	    (ps & (ps - 1)) || get_varint(&p, end, &nvmas) || nvmas > (uint64_t)(end - p) / 4)
+		return -EBADMSG;
+	if (grow(&r->vmas, &r->vmas_cap, (nvmas ? nvmas : 1) * sizeof(*r->vmas)))
+		return -ENOMEM;
+	res.page_size = (uint32_t)ps;
+	res.nvmas = (uint32_t)nvmas;
+	for (uint64_t i = 0; i < nvmas; i++) {
+		struct trace_vma *v = &r->vmas[i];
+		uint64_t gap, len, kind, n, gb, lb;
+
+		if (get_varint(&p, end, &gap) || get_varint(&p, end, &len) || get_varint(&p, end, &kind) ||
+		    get_varint(&p, end, &n) || kind >= TRACE_VMA_KINDS || !len || n > (uint64_t)(end - p) / 2 ||
+		    !pages_bytes(gap, ps, &gb) || !pages_bytes(len, ps, &lb) || __builtin_add_overflow(at, gb, &v->start) ||
+		    __builtin_add_overflow(v->start, lb, &v->end))
+			return -EBADMSG;
+		v->kind = (uint32_t)kind;
+		v->nruns = (uint32_t)n;
+		if (grow(&r->runs, &r->runs_cap, (nruns + n + 1) * sizeof(*r->runs)))
+			return -ENOMEM;
+		at = v->start;
+		for (uint64_t j = 0; j < n; j++, nruns++) {
+			struct trace_page_run *run = &r->runs[nruns];
+
+			if (get_varint(&p, end, &gap) || get_varint(&p, end, &len) || !len ||
+			    !pages_bytes(gap, ps, &gb) || !pages_bytes(len, ps, &lb) ||
+			    __builtin_add_overflow(at, gb, &run->start) || __builtin_add_overflow(run->start, lb, &run->end) ||
+			    run->end > v->end)
+				return -EBADMSG;
+			at = run->end;
+		}
+		at = v->end;
+	}
+	res.nruns = (uint32_t)nruns;
+	res.vmas = r->vmas;
+	res.runs = r->runs;
+	return ops->resident ? deliver(r, ops->resident(ctx, &res)) : 0;
+}
+
 static int record_decode(struct trace_reader *r, struct delta_state *st, uint64_t type,
 			 const uint8_t *p, const uint8_t *end,
 			 const struct trace_reader_ops *ops, void *ctx)
@@ -475,6 +531,8 @@ static int record_decode(struct trace_reader *r, struct delta_state *st, uint64_
 		return rec_rollup(r, p, end, ops, ctx);
 	case TRACE_REC_MAP:
 		return rec_map(r, p, end, ops, ctx);
+	case TRACE_REC_RESIDENT:
+		return rec_resident(r, p, end, ops, ctx);
 	case 0:
 		return -EBADMSG; /* never written */
 	}
@@ -799,5 +857,7 @@ void trace_reader__close(struct trace_reader *r)
 	free(r->cbuf);
 	free(r->rbuf);
 	free(r->sbuf);
+	free(r->vmas);
+	free(r->runs);
 	free(r);
 }

@@ -21,6 +21,7 @@ struct trace_reader_ops {
 	int (*rss)(void *ctx, const struct trace_rss *s);
 	int (*rollup)(void *ctx, const struct trace_rollup *r);
 	int (*map)(void *ctx, const struct trace_map *m);
+	int (*resident)(void *ctx, const struct trace_resident *r);
 };
 
 struct trace_reader;

@@ -713,6 +713,61 @@ int trace_writer__add_map(struct trace_writer *w, const struct trace_map *m)
 	return writer_done_record(w);
 }
 
+int trace_writer__add_resident(struct trace_writer *w, const struct trace_resident *r)
+{
+	uint64_t ps = r->page_size, at = 0;
+	size_t need = (3 + 4 * (size_t)r->nvmas + 2 * (size_t)r->nruns) * VARINT_MAX_LEN;
+	uint32_t run = 0;
+
+	if (ps < 1024 || (ps & (ps - 1)))
+		return -EINVAL;
+	for (uint32_t i = 0; i < r->nvmas; i++) {
+		const struct trace_vma *v = &r->vmas[i];
+
+		if (v->start < at || v->end <= v->start || v->kind >= TRACE_VMA_KINDS || (v->start | v->end) % ps ||
+		    v->nruns > r->nruns - run)
+			return -EINVAL;
+		at = v->start;
+		for (uint32_t j = run; j < run + v->nruns; j++) {
+			if (r->runs[j].start < at || r->runs[j].end <= r->runs[j].start || r->runs[j].end > v->end ||
+			    (r->runs[j].start | r->runs[j].end) % ps)
+				return -EINVAL;
+			at = r->runs[j].end;
+		}
+		run += v->nruns;
+		at = v->end;
+	}
+	if (run != r->nruns)
+		return -EINVAL;
+	int err = writer_prepare(w, TRACE_CHUNK_DATA, need);
+	if (err)
+		return err;
+
+	uint8_t *payload = rec_open(w, TRACE_REC_RESIDENT), *p = payload;
+	p = put_u(p, r->ts);
+	p = put_u(p, ps);
+	p = put_u(p, r->nvmas);
+	at = 0;
+	run = 0;
+	for (uint32_t i = 0; i < r->nvmas; i++) {
+		const struct trace_vma *v = &r->vmas[i];
+
+		p = put_u(p, (v->start - at) / ps);
+		p = put_u(p, (v->end - v->start) / ps);
+		p = put_u(p, v->kind);
+		p = put_u(p, v->nruns);
+		at = v->start;
+		for (uint32_t j = 0; j < v->nruns; j++, run++) {
+			p = put_u(p, (r->runs[run].start - at) / ps);
+			p = put_u(p, (r->runs[run].end - r->runs[run].start) / ps);
+			at = r->runs[run].end;
+		}
+		at = v->end;
+	}
+	rec_close(w, payload, p);
+	return writer_done_record(w);
+}
+
 int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *r)
 {
 	size_t need = 2 * VARINT_MAX_LEN;

@@ -30,6 +30,7 @@ int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m);
 int trace_writer__add_rss(struct trace_writer *w, const struct trace_rss *s);
 int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *r);
 int trace_writer__add_map(struct trace_writer *w, const struct trace_map *m);
+int trace_writer__add_resident(struct trace_writer *w, const struct trace_resident *r);
 
 /* Compress and write what is pending, so a reader sees it even if we die. */
 int trace_writer__flush(struct trace_writer *w);

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# --rss: resident anonymous memory added up from its measurements (pagemap,
+# the live blocks, the calls that map memory), on programs that print their
+# own accounting: rss_known (a 64 MiB block of which 16 MiB touched, 32 MiB
+# mapped outside malloc), rss_frag frag (half the blocks of the main heap
+# freed among live ones) and rss_frag arenas (four threads' arenas, half
+# freed). Each part within 5% of the program's own figure; the parts add up
+# to the pagemap total exactly, and that to the kernel's RssAnon within 1%.
+. "$(dirname "$0")/lib.sh"
+
+MiB=$((1 << 20))
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
+expect_within_pct() { # LABEL GOT WANT PCT
+	if within "$2" "$3" "$4"; then ok "$1: $2 within $4% of $3"; else not_ok "$1: $2 not within $4% of $3"; fi
+}
+# the parts of reconciled_last add up to its pagemap total, and that is the kernel's
+adds_up() { # LABEL JSON
+	expect_eq "$1: the parts add up to the resident anonymous pages" "$(jqr "$2" '.rss.reconciled_last |
+		(.allocator_resident_bytes + .outside_resident_bytes + .thread_stacks_bytes + .file_private_bytes +
+		 .other_bytes) == .resident_anon_bytes')" true
+	expect_eq "$1: live + free = the allocator's" "$(jqr "$2" '.rss.reconciled_last |
+		.heap_live_resident_bytes + .allocator_free_resident_bytes == .allocator_resident_bytes')" true
+	expect_within_pct "$1: pagemap's total against the kernel's RssAnon of the same moment" \
+		"$(jqr "$2" '.rss.reconciled_last.resident_anon_bytes')" "$(jqr "$2" '.rss.reconciled_last.rss_anon_bytes')" 1
+}
+
+# --- rss_known: untouched heap, and memory mapped outside malloc
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/k.mtrace" -- "$PROGS/rss_known" 1500 >"$TMP/k.out" 2>"$TMP/k.err"
+expect_eq "rss_known: memtrace exit status" $? 0
+report_json "$TMP/k.mtrace" "$TMP/k.json"
+expect_eq "rss_known: resident snapshots taken" "$(jqr "$TMP/k.json" '.rss.resident_snapshots >= 2')" true
+expect_within_pct "rss_known: live heap on resident pages, the 16 MiB touched" \
+	"$(jqr "$TMP/k.json" '.rss.reconciled_last.heap_live_resident_bytes')" $((16 * MiB)) 5
+expect_within_pct "rss_known: live heap not resident, the 48 MiB never touched" \
+	"$(jqr "$TMP/k.json" '.rss.reconciled_last.heap_live_not_resident_bytes')" $((48 * MiB)) 5
+expect_eq "rss_known: the live heap then, the one block" "$(jqr "$TMP/k.json" '.rss.reconciled_last.heap_live_bytes')" $((64 * MiB))
+expect_within_pct "rss_known: resident outside the allocator, the 32 MiB mapped" \
+	"$(jqr "$TMP/k.json" '.rss.reconciled_last.outside_resident_bytes')" $((32 * MiB)) 5
+mline=$(grep -n 'map = mmap' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
+expect_eq "rss_known: ... at main's mmap line" \
+	"$(jq -c '[.rss.reconciled_last.outside_sites[] | [.function, .line, .resident_bytes]]' "$TMP/k.json")" \
+	"[[\"main\",$mline,$((32 * MiB))]]"
+expect_eq "rss_known: no advice (the allocator holds nothing free)" "$(jqr "$TMP/k.json" '.rss.reconciled_last.advice')" null
+adds_up rss_known "$TMP/k.json"
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/k.mtrace" >"$TMP/k.txt" 2>&1
+if grep -q "^    mapped by the program outside the allocator  *32.0 MiB" "$TMP/k.txt"; then ok "rss_known: the text report's row"; else not_ok "rss_known: no outside row in: $(grep -A12 'added up' "$TMP/k.txt")"; fi
+
+# --- rss_frag: the allocator's free memory, in the main heap and in threads' arenas
+for mode in frag arenas; do
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/$mode.mtrace" -- "$PROGS/rss_frag" $mode 1500 >"$TMP/$mode.out" 2>"$TMP/$mode.err"
+	expect_eq "$mode: memtrace exit status" $? 0
+	live=$(sed -n "s/^rss_frag $mode live=\([0-9]*\) .*/\1/p" "$TMP/$mode.out")
+	freed=$(sed -n "s/^rss_frag $mode .*freed=\([0-9]*\)$/\1/p" "$TMP/$mode.out")
+	[ -n "$live" ] && [ -n "$freed" ] && ok "$mode: the program's own accounting: live $live, freed $freed" ||
+		not_ok "$mode: the program printed no accounting: $(cat "$TMP/$mode.out")"
+	report_json "$TMP/$mode.mtrace" "$TMP/$mode.json"
+	expect_within_pct "$mode: live heap on resident pages against the program's live blocks" \
+		"$(jqr "$TMP/$mode.json" '.rss.reconciled_last.heap_live_resident_bytes')" "$live" 5
+	expect_within_pct "$mode: held by the allocator, free, against the chunks the program freed" \
+		"$(jqr "$TMP/$mode.json" '.rss.reconciled_last.allocator_free_resident_bytes')" "$freed" 5
+	expect_eq "$mode: no live block left untouched" "$(jqr "$TMP/$mode.json" '.rss.reconciled_last.heap_live_not_resident_bytes')" 0
+	adds_up "$mode" "$TMP/$mode.json"
+done
+if jqr "$TMP/frag.json" '.rss.reconciled_last.advice' | grep -q '^glibc keeps freed chunks among live ones resident: malloc_trim(0)'; then
+	ok "frag: advice for a fragmented glibc heap"
+else
+	not_ok "frag: advice: $(jqr "$TMP/frag.json" '.rss.reconciled_last.advice')"
+fi
+if jqr "$TMP/arenas.json" '.rss.reconciled_last.advice' | grep -q '^glibc: 4 thread arenas hold freed memory; MALLOC_ARENA_MAX=2'; then
+	ok "arenas: advice names the four thread arenas"
+else
+	not_ok "arenas: advice: $(jqr "$TMP/arenas.json" '.rss.reconciled_last.advice')"
+fi
+# the four threads' stacks: glibc keeps them mapped for the next threads, each touched
+expect_eq "arenas: thread stacks (four kept by glibc, and main's)" \
+	"$(jqr "$TMP/arenas.json" '.rss.reconciled_last.thread_stacks_bytes >= 5 * 4096')" true
+expect_eq "arenas: nothing counted outside the allocator (the stacks are not)" \
+	"$(jqr "$TMP/arenas.json" '.rss.reconciled_last.outside_resident_bytes')" 0
+
+# --- -p: the blocks from before the recording are unknown, so the
+# allocator's part is not split; the parts still add up
+"$PROGS/rss_frag" frag 6000 >"$TMP/p.out" &
+target=$!
+wait_for_line "$TMP/p.out" "rss_frag frag " 10 || not_ok "rss_frag did not start"
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -p "$target" -d 1.2 -o "$TMP/p.mtrace" 2>"$TMP/p.err"
+expect_eq "-p: memtrace exit status" $? 0
+kill "$target" 2>/dev/null
+wait "$target" 2>/dev/null
+report_json "$TMP/p.mtrace" "$TMP/p.json"
+expect_eq "-p: the live heap does not split the allocator's part" \
+	"$(jqr "$TMP/p.json" '[.rss.reconciled_last.heap_live_resident_bytes, .rss.reconciled_last.allocator_free_resident_bytes] | tostring')" "[null,null]"
+live=$(sed -n "s/^rss_frag frag live=\([0-9]*\) .*/\1/p" "$TMP/p.out")
+freed=$(sed -n "s/^rss_frag frag .*freed=\([0-9]*\)$/\1/p" "$TMP/p.out")
+expect_within_pct "-p: the allocator's resident pages, live and free together" \
+	"$(jqr "$TMP/p.json" '.rss.reconciled_last.allocator_resident_bytes')" $((live + freed)) 5
+expect_eq "-p: the last snapshot is the end's (taken at the detach)" \
+	"$(jqr "$TMP/p.json" '.rss.reconciled_last.time_ns >= 1000000000')" true
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/p.mtrace" >"$TMP/p.txt" 2>&1
+if grep -q "blocks allocated before the recording began are not in the trace" "$TMP/p.txt"; then ok "-p: the text report says why"; else not_ok "-p: the text report does not say why the heap does not split it"; fi
+
+finish
