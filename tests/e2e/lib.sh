@@ -196,3 +196,23 @@ expect_one_error() {
 		expect_eq "$1: the message" "$first" "$4"
 	fi
 }
+
+# --rss checks shared by rss.sh, rss_reconcile.sh, redis.sh and postgres.sh
+# within A B PCT: |A - B| <= PCT% of B
+within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
+expect_within_pct() { # LABEL GOT WANT PCT
+	if within "$2" "$3" "$4"; then ok "$1: $2 within $4% of $3"; else not_ok "$1: $2 not within $4% of $3"; fi
+}
+# The reconciliation of report --json's JSON adds up: its parts to the
+# pagemap total exactly, the allocator's split to its part, the pagemap
+# total to the kernel's RssAnon of the same moment within 1%.
+rss_adds_up() { # LABEL JSON
+	expect_eq "$1: the parts add up to the resident anonymous pages" "$(jqr "$2" '.rss.reconciled_last |
+		(.allocator_resident_bytes + .outside_resident_bytes + .thread_stacks_bytes + .file_private_bytes +
+		 .other_bytes) == .resident_anon_bytes')" true
+	expect_eq "$1: live + free = the allocator's (or both null)" "$(jqr "$2" '.rss.reconciled_last |
+		if .heap_live_resident_bytes == null then .allocator_free_resident_bytes == null
+		else .heap_live_resident_bytes + .allocator_free_resident_bytes == .allocator_resident_bytes end')" true
+	expect_within_pct "$1: pagemap's total against the kernel's RssAnon of the same moment" \
+		"$(jqr "$2" '.rss.reconciled_last.resident_anon_bytes')" "$(jqr "$2" '.rss.reconciled_last.rss_anon_bytes')" 1
+}

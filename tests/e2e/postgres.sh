@@ -84,4 +84,25 @@ else
 	not_ok "$backends backend traces with a query; want >= $((clients * per_client))"
 fi
 expect_eq "backends whose allocations (>= 90%) reach PostgresMain or its callers" "$reaching${bad:+ (not:$bad)}" "$backends"
+# --- --rss on one backend under load (a connection held by pgbench):
+# resident memory added up, shared buffers among it, against the kernel's RSS
+timeout 120 "$PGBIN/pgbench" -h 127.0.0.1 -p "$port" -U postgres -S -c 1 -T 6 postgres >"$TMP/bench2.out" 2>&1 &
+bench=$!
+backend=""
+for ((i = 0; i < 100; i++)); do
+	backend=$(pgrep -P "$postmaster" -f '^postgres: postgres postgres 127\.0\.0\.1' | head -n1)
+	[ -n "$backend" ] && break
+	sleep 0.1
+done
+[ -n "$backend" ] && ok "pgbench's backend: $backend" || not_ok "no backend for pgbench's connection"
+timeout -k 5 60 "$MEMTRACE" record --rss -p "$backend" -d 2 -o rss.mtrace 2>"$TMP/rss.err"
+expect_eq "--rss -p BACKEND -d 2: memtrace exit status" $? 0
+wait "$bench"
+report_json rss.mtrace rss.json
+rss_adds_up "postgres backend --rss" rss.json
+expect_within_pct "postgres backend: the reconciliation's total (anonymous parts, RssFile, RssShmem) against smaps_rollup's Rss at the end" \
+	"$(jqr rss.json '.rss.reconciled_last | .resident_anon_bytes + .rss_file_bytes + .rss_shmem_bytes')" \
+	"$(jqr rss.json '.rss.rollup_end.lines.Rss')" 2
+expect_eq "postgres backend: shared buffers it touched are resident shmem" \
+	"$(jqr rss.json '.rss.reconciled_last.rss_shmem_bytes > 0')" true
 finish

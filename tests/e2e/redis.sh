@@ -50,4 +50,21 @@ esac
 timeout -k 5 "$LIMIT" "$MEMTRACE" report redis.mtrace >r.txt
 expect_eq "the text report suggests --alloc-fn for the wrapper" \
 	"$(grep -c "^zmalloc looks like an allocation wrapper: try --alloc-fn 'zmalloc\*'$" r.txt)" 1
+# --- --rss under load: resident memory added up, against the kernel's RSS
+timeout -k 5 120 "$MEMTRACE" record --rss -p "$server" -o rss.mtrace 2>"$TMP/rss.err" &
+recorder=$!
+wait_for_line "$TMP/rss.err" "memtrace: attached" 20 || not_ok "--rss: never attached: $(cat "$TMP/rss.err")"
+timeout 120 redis-benchmark -h 127.0.0.1 -p "$port" -n 100000 -P 16 -c 4 -t set,get,lpush -r 100000 -d 100 -q \
+	>/dev/null 2>&1
+kill -INT "$recorder"
+wait "$recorder"
+expect_eq "--rss: memtrace exit status" $? 0
+report_json rss.mtrace rss.json
+rss_adds_up "redis-server --rss" rss.json
+expect_within_pct "redis-server: the reconciliation's total (anonymous parts, RssFile, RssShmem) against smaps_rollup's Rss at the end" \
+	"$(jqr rss.json '.rss.reconciled_last | .resident_anon_bytes + .rss_file_bytes + .rss_shmem_bytes')" \
+	"$(jqr rss.json '.rss.rollup_end.lines.Rss')" 2
+# jemalloc's mappings were made before -p: the blocks seen in them tell them
+expect_eq "redis-server: the allocator's mappings hold most of the anonymous memory (>= 80%)" \
+	"$(jqr rss.json '.rss.reconciled_last | .allocator_resident_bytes * 100 >= .resident_anon_bytes * 80')" true
 finish

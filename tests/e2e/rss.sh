@@ -8,11 +8,6 @@
 . "$(dirname "$0")/lib.sh"
 
 MiB=$((1 << 20))
-# within A B PCT: |A - B| <= PCT% of B
-within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
-expect_within_pct() { # LABEL GOT WANT PCT
-	if within "$2" "$3" "$4"; then ok "$1: $2 within $4% of $3"; else not_ok "$1: $2 not within $4% of $3"; fi
-}
 
 # --- -- CMD: from the program's start to its exit
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/a.mtrace" -- "$PROGS/rss_known" 1000 >"$TMP/out" 2>"$TMP/err"

@@ -10,20 +10,6 @@
 . "$(dirname "$0")/lib.sh"
 
 MiB=$((1 << 20))
-within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
-expect_within_pct() { # LABEL GOT WANT PCT
-	if within "$2" "$3" "$4"; then ok "$1: $2 within $4% of $3"; else not_ok "$1: $2 not within $4% of $3"; fi
-}
-# the parts of reconciled_last add up to its pagemap total, and that is the kernel's
-adds_up() { # LABEL JSON
-	expect_eq "$1: the parts add up to the resident anonymous pages" "$(jqr "$2" '.rss.reconciled_last |
-		(.allocator_resident_bytes + .outside_resident_bytes + .thread_stacks_bytes + .file_private_bytes +
-		 .other_bytes) == .resident_anon_bytes')" true
-	expect_eq "$1: live + free = the allocator's" "$(jqr "$2" '.rss.reconciled_last |
-		.heap_live_resident_bytes + .allocator_free_resident_bytes == .allocator_resident_bytes')" true
-	expect_within_pct "$1: pagemap's total against the kernel's RssAnon of the same moment" \
-		"$(jqr "$2" '.rss.reconciled_last.resident_anon_bytes')" "$(jqr "$2" '.rss.reconciled_last.rss_anon_bytes')" 1
-}
 
 # --- rss_known: untouched heap, and memory mapped outside malloc
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/k.mtrace" -- "$PROGS/rss_known" 1500 >"$TMP/k.out" 2>"$TMP/k.err"
@@ -42,7 +28,7 @@ expect_eq "rss_known: ... at main's mmap line" \
 	"$(jq -c '[.rss.reconciled_last.outside_sites[] | [.function, .line, .resident_bytes]]' "$TMP/k.json")" \
 	"[[\"main\",$mline,$((32 * MiB))]]"
 expect_eq "rss_known: no advice (the allocator holds nothing free)" "$(jqr "$TMP/k.json" '.rss.reconciled_last.advice')" null
-adds_up rss_known "$TMP/k.json"
+rss_adds_up rss_known "$TMP/k.json"
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/k.mtrace" >"$TMP/k.txt" 2>&1
 if grep -q "^    mapped by the program outside the allocator  *32.0 MiB" "$TMP/k.txt"; then ok "rss_known: the text report's row"; else not_ok "rss_known: no outside row in: $(grep -A12 'added up' "$TMP/k.txt")"; fi
 
@@ -60,7 +46,7 @@ for mode in frag arenas; do
 	expect_within_pct "$mode: held by the allocator, free, against the chunks the program freed" \
 		"$(jqr "$TMP/$mode.json" '.rss.reconciled_last.allocator_free_resident_bytes')" "$freed" 5
 	expect_eq "$mode: no live block left untouched" "$(jqr "$TMP/$mode.json" '.rss.reconciled_last.heap_live_not_resident_bytes')" 0
-	adds_up "$mode" "$TMP/$mode.json"
+	rss_adds_up "$mode" "$TMP/$mode.json"
 done
 if jqr "$TMP/frag.json" '.rss.reconciled_last.advice' | grep -q '^glibc keeps freed chunks among live ones resident: malloc_trim(0)'; then
 	ok "frag: advice for a fragmented glibc heap"

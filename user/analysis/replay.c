@@ -545,12 +545,14 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 
 int replay__add_resident(struct replay *r, const struct trace_resident *res)
 {
-	/* the blocks of a process recorded since it ran are not all known */
+	/* the blocks of a process recorded since it ran are not all known;
+	 * those seen still tell the allocator's mappings */
 	bool known = analysis_heap_known(&r->trace) && !r->trace.attached;
 	struct resident_snapshot t;
 	int err;
 
-	err = resident_snapshot__take(&r->res_new, res, r->maps_now.v, r->maps_now.n, known ? &r->live : NULL);
+	err = resident_snapshot__take(&r->res_new, res, r->maps_now.v, r->maps_now.n,
+				      r->trace.no_heap ? NULL : &r->live, known);
 	if (err)
 		return err;
 	r->trace.rss.nresident++;
@@ -1285,7 +1287,8 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 		uint64_t t = rs->points[i].time_ns, d = t > out->time_ns ? t - out->time_ns : out->time_ns - t;
 
 		if (d < best)
-			best = d, out->rss_anon = rs->points[i].anon;
+			best = d, out->rss_anon = rs->points[i].anon, out->rss_file = rs->points[i].file,
+			out->rss_shmem = rs->points[i].shmem;
 	}
 	*sites = s->ngroups ? calloc(s->ngroups, sizeof(**sites)) : NULL;
 	if (s->ngroups && !*sites)
@@ -1295,7 +1298,7 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 		const struct analysis_frame *site = NULL, *f;
 		size_t n;
 
-		if (g->flags & RG_LIVE) {
+		if (g->flags & (RG_LIVE | RG_BLOCKS)) { /* the allocator's: blocks are there */
 			out->heap_live_resident += g->live;
 			out->allocator_free_resident += g->resident - g->live;
 			continue;
@@ -1320,8 +1323,8 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 		}
 	}
 	out->allocator_resident = out->heap_live_resident + out->allocator_free_resident;
-	if (!out->heap_known) /* the allocator's part is not split without the live blocks */
-		out->allocator_free_resident = 0;
+	if (!out->heap_known) /* the allocator's part is not split without every live block */
+		out->heap_live_resident = out->allocator_free_resident = out->heap_live = out->heap_live_not_resident = 0;
 	qsort(*sites, out->nsites, sizeof(**sites), by_map_bytes);
 	out->sites = *sites;
 	return reconcile_advice(r, out);

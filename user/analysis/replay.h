@@ -126,6 +126,7 @@ struct analysis_reconcile {
 	bool seen;
 	uint64_t time_ns;                 /* after the start */
 	uint64_t rss_anon;                /* the kernel's RssAnon sampled with it; 0: none */
+	uint64_t rss_file, rss_shmem;     /* its RssFile and RssShmem: what is resident beside the anonymous */
 	uint64_t resident_anon;           /* pagemap: anonymous pages present */
 	bool heap_known;                  /* exact tracing: the live blocks split the allocator's part */
 	uint64_t heap_live_resident;      /* live blocks' bytes on resident pages */

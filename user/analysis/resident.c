@@ -8,7 +8,7 @@
 /* A stretch of resident pages under one holder. */
 struct piece {
 	uint64_t start, end, live;
-	uint32_t stack, kind, flags;
+	uint32_t stack, kind, flags, vma;
 };
 
 static int by_start(const void *x, const void *y)
@@ -23,7 +23,8 @@ struct pieces {
 	size_t n, cap;
 };
 
-static int piece_add(struct pieces *p, uint64_t start, uint64_t end, uint32_t kind, const struct analysis_mapping *m)
+static int piece_add(struct pieces *p, uint64_t start, uint64_t end, uint32_t kind, uint32_t vma,
+		     const struct analysis_mapping *m)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 256;
@@ -35,7 +36,7 @@ static int piece_add(struct pieces *p, uint64_t start, uint64_t end, uint32_t ki
 		p->cap = cap;
 	}
 	p->v[p->n++] = (struct piece){
-		.start = start, .end = end, .kind = kind,
+		.start = start, .end = end, .kind = kind, .vma = vma,
 		.stack = m ? m->stack : 0,
 		.flags = m ? RG_MAPPED | (m->allocator ? RG_IN_ALLOC : 0) : 0,
 	};
@@ -78,7 +79,7 @@ static int cut_runs(struct pieces *p, const struct trace_resident *res, const st
 					next = m && m->start < end ? m->start : end;
 					m = NULL;
 				}
-				if (piece_add(p, cur, next, kind, m))
+				if (piece_add(p, cur, next, kind, v, m))
 					return -ENOMEM;
 				cur = next;
 			}
@@ -87,8 +88,10 @@ static int cut_runs(struct pieces *p, const struct trace_resident *res, const st
 	return 0;
 }
 
-/* The live blocks' bytes over the pieces (sorted, disjoint). */
-static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const struct live_table *live)
+/* The live blocks' bytes over the pieces (sorted, disjoint), and which of
+ * RES's mappings hold one (HOLDS, one per mapping). */
+static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const struct live_table *live,
+		       const struct trace_resident *res, bool *holds)
 {
 	for (size_t i = 0; i <= live->mask; i++) {
 		const struct live_entry *e = &live->slots[i];
@@ -100,6 +103,17 @@ static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const stru
 		start = e->ptr;
 		end = start + e->size < start ? UINT64_MAX : start + e->size;
 		s->heap_live += e->size;
+		for (size_t vlo = 0, vhi = res->nvmas; vlo < vhi;) { /* the mapping holding START */
+			size_t mid = (vlo + vhi) / 2;
+
+			if (res->vmas[mid].end <= start) {
+				vlo = mid + 1;
+			} else {
+				if (res->vmas[mid].start <= start)
+					holds[mid] = true;
+				vhi = mid;
+			}
+		}
 		while (lo < hi) { /* the first piece that ends after START */
 			size_t mid = (lo + hi) / 2;
 
@@ -119,14 +133,14 @@ static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const stru
 	}
 }
 
-static int group_pieces(struct resident_snapshot *s, const struct pieces *p)
+static int group_pieces(struct resident_snapshot *s, const struct pieces *p, const bool *holds)
 {
 	struct u64map idx = { 0 };
 	int err = 0;
 
 	for (size_t i = 0; i < p->n && !err; i++) {
 		const struct piece *q = &p->v[i];
-		uint32_t flags = q->flags | (q->live ? RG_LIVE : 0);
+		uint32_t flags = q->flags | (q->live ? RG_LIVE : 0) | (holds && holds[q->vma] ? RG_BLOCKS : 0);
 		uint64_t key = ((uint64_t)q->stack << 16 | q->kind << 8 | flags) + 1;
 		struct u64map_entry *e;
 		bool existed;
@@ -160,28 +174,34 @@ static int group_pieces(struct resident_snapshot *s, const struct pieces *p)
 }
 
 int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resident *res,
-			    const struct analysis_mapping *maps, size_t n, const struct live_table *live)
+			    const struct analysis_mapping *maps, size_t n, const struct live_table *live,
+			    bool heap_known)
 {
 	struct analysis_mapping *sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
+	bool *holds = live && res->nvmas ? calloc(res->nvmas, sizeof(*holds)) : NULL;
 	struct pieces p = { 0 };
 	int err;
 
 	s->ts = res->ts;
 	s->resident_anon = s->heap_live = s->heap_live_not_resident = 0;
-	s->heap_known = live != NULL;
+	s->heap_known = live && heap_known;
 	s->ngroups = 0;
-	if (n && !sorted)
+	if ((n && !sorted) || (live && res->nvmas && !holds)) {
+		free(sorted);
+		free(holds);
 		return -ENOMEM;
+	}
 	if (n) {
 		memcpy(sorted, maps, n * sizeof(*sorted));
 		qsort(sorted, n, sizeof(*sorted), by_start);
 	}
 	err = cut_runs(&p, res, sorted, n);
 	if (!err && live)
-		lay_blocks(s, &p, live);
+		lay_blocks(s, &p, live, res, holds);
 	if (!err)
-		err = group_pieces(s, &p);
+		err = group_pieces(s, &p, holds);
 	free(sorted);
+	free(holds);
 	free(p.v);
 	if (err)
 		s->ngroups = 0;

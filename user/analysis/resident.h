@@ -16,6 +16,7 @@
 #define RG_MAPPED 0x1   /* in a mapping an mmap the trace saw made */
 #define RG_IN_ALLOC 0x2 /* that mmap came while an allocator call was open */
 #define RG_LIVE 0x4     /* pages under live blocks (the allocator's, whatever else) */
+#define RG_BLOCKS 0x8   /* in a mapping of the kernel's that holds a live block: the allocator's */
 
 /* Resident pages of one kind of holder. */
 struct resident_group {
@@ -37,9 +38,12 @@ struct resident_snapshot {
 };
 
 /* Fill S from RES, the mappings MAPS (N, in any order) and, when LIVE is
- * not NULL, its live blocks. 0 or -ENOMEM (S then empty). */
+ * not NULL, its live blocks; HEAP_KNOWN: they are every live block (else
+ * they only tell which mappings are the allocator's). 0 or -ENOMEM (S then
+ * empty). */
 int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resident *res,
-			    const struct analysis_mapping *maps, size_t n, const struct live_table *live);
+			    const struct analysis_mapping *maps, size_t n, const struct live_table *live,
+			    bool heap_known);
 /* Copy FROM into TO (its memory reused). 0 or -ENOMEM. */
 int resident_snapshot__copy(struct resident_snapshot *to, const struct resident_snapshot *from);
 void resident_snapshot__free(struct resident_snapshot *s);

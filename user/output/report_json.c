@@ -145,6 +145,8 @@ static void rss_reconcile(struct json_out *j, const char *key, const struct anal
 	json_out__key_u64(j, "time_ns", c->time_ns);
 	json_out__key_u64(j, "resident_anon_bytes", c->resident_anon);
 	json_out__key_u64(j, "rss_anon_bytes", c->rss_anon);
+	json_out__key_u64(j, "rss_file_bytes", c->rss_file);
+	json_out__key_u64(j, "rss_shmem_bytes", c->rss_shmem);
 	key_heap_u64(j, "heap_live_resident_bytes", c->heap_known, c->heap_live_resident);
 	key_heap_u64(j, "allocator_free_resident_bytes", c->heap_known, c->allocator_free_resident);
 	json_out__key_u64(j, "allocator_resident_bytes", c->allocator_resident);

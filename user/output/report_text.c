@@ -255,6 +255,10 @@ static void rss_reconcile(FILE *f, const struct analysis_trace *t)
 	reconcile_row(f, "the rest (mapped before tracing: exec, -p)", c, n, offsetof(struct analysis_reconcile, other), false);
 	reconcile_row(f, "= resident anonymous pages (pagemap)", c, n, offsetof(struct analysis_reconcile, resident_anon), false);
 	reconcile_row(f, "  the kernel's RssAnon then", c, n, offsetof(struct analysis_reconcile, rss_anon), false);
+	if (e->rss_file || e->rss_shmem) {
+		reconcile_row(f, "beside it: files' pages (RssFile)", c, n, offsetof(struct analysis_reconcile, rss_file), false);
+		reconcile_row(f, "          shared memory (RssShmem)", c, n, offsetof(struct analysis_reconcile, rss_shmem), false);
+	}
 	if (e->heap_known) {
 		reconcile_row(f, "live heap then", c, n, offsetof(struct analysis_reconcile, heap_live), true);
 		reconcile_row(f, "  of it not resident (never touched, swapped)", c, n,
