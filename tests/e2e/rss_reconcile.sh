@@ -29,8 +29,17 @@ expect_eq "rss_known: ... at main's mmap line" \
 	"[[\"main\",$mline,$((32 * MiB))]]"
 expect_eq "rss_known: no advice (the allocator holds nothing free)" "$(jqr "$TMP/k.json" '.rss.reconciled_last.advice')" null
 rss_adds_up rss_known "$TMP/k.json"
+hline=$(grep -n 'heap = malloc(HEAP)' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
+expect_within_pct "rss_known: resident bytes of the malloc site (main:$hline), the 16 MiB touched" \
+	"$(jq --argjson l "$hline" '[.sites[] | select(.function == "main" and .line == $l) | .resident_bytes] | add' "$TMP/k.json")" \
+	$((16 * MiB)) 5
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/k.mtrace" >"$TMP/k.txt" 2>&1
 if grep -q "^    mapped by the program outside the allocator  *32.0 MiB" "$TMP/k.txt"; then ok "rss_known: the text report's row"; else not_ok "rss_known: no outside row in: $(grep -A12 'added up' "$TMP/k.txt")"; fi
+if grep -A1 "^Top sites by resident bytes" "$TMP/k.txt" | grep -q "^    1\.   16\.0 MiB  resident  *main  .*rss_known.c:$hline"; then
+	ok "rss_known: the text report ranks the site by resident bytes"
+else
+	not_ok "rss_known: no resident ranking: $(grep -A2 '^Top sites by resident' "$TMP/k.txt")"
+fi
 
 # --- rss_frag: the allocator's free memory, in the main heap and in threads' arenas
 for mode in frag arenas; do
@@ -46,6 +55,8 @@ for mode in frag arenas; do
 	expect_within_pct "$mode: held by the allocator, free, against the chunks the program freed" \
 		"$(jqr "$TMP/$mode.json" '.rss.reconciled_last.allocator_free_resident_bytes')" "$freed" 5
 	expect_eq "$mode: no live block left untouched" "$(jqr "$TMP/$mode.json" '.rss.reconciled_last.heap_live_not_resident_bytes')" 0
+	expect_within_pct "$mode: resident bytes of the site in run() against the program's live blocks" \
+		"$(jqr "$TMP/$mode.json" '[.sites[] | select(.function == "run") | .resident_bytes] | add')" "$live" 5
 	rss_adds_up "$mode" "$TMP/$mode.json"
 done
 if jqr "$TMP/frag.json" '.rss.reconciled_last.advice' | grep -q '^glibc keeps freed chunks among live ones resident: malloc_trim(0)'; then

@@ -171,6 +171,7 @@ void analysis_figures__add(struct analysis_figures *sum, const struct analysis_f
 	sum->leaked_allocations += f->leaked_allocations;
 	sum->leaked_bytes += f->leaked_bytes;
 	sum->temporary_allocations += f->temporary_allocations;
+	sum->resident_bytes += f->resident_bytes;
 }
 
 /* Settle each stack's end-of-trace figures and symbolize the stacks that
@@ -184,6 +185,7 @@ static int analysis__settle_stacks(struct analysis *a, const struct analysis_sta
 		stack__touch(s, replay__peak_epoch(a->r));
 		s->pub.figures.leaked_allocations = s->live_allocs;
 		s->pub.figures.leaked_bytes = s->peak.live_bytes;
+		s->pub.figures.resident_bytes = replay__resident_bytes(a->r, (uint32_t)i);
 		if (!s->pub.figures.allocations)
 			continue;
 		s->pub.frames = replay__stack_frames(a->r, (uint32_t)i, &s->pub.nframes);

@@ -41,6 +41,7 @@ struct analysis_figures {
 	uint64_t leaked_allocations;    /* allocations still live at the end */
 	uint64_t leaked_bytes;          /* their bytes */
 	uint64_t temporary_allocations; /* freed before their thread allocated again */
+	uint64_t resident_bytes;        /* --rss: live bytes on resident pages at the last snapshot */
 };
 
 /* SUM += F, field by field. */

@@ -552,7 +552,7 @@ int replay__add_resident(struct replay *r, const struct trace_resident *res)
 	int err;
 
 	err = resident_snapshot__take(&r->res_new, res, r->maps_now.v, r->maps_now.n,
-				      r->trace.no_heap ? NULL : &r->live, known);
+				      r->trace.no_heap ? NULL : &r->live, known, r->nstacks);
 	if (err)
 		return err;
 	r->trace.rss.nresident++;
@@ -1372,6 +1372,10 @@ int replay__finish(struct replay *r)
 /* ---- state ---- */
 
 const struct analysis_trace *replay__trace(const struct replay *r) { return &r->trace; }
+uint64_t replay__resident_bytes(const struct replay *r, uint32_t stack)
+{
+	return stack < r->res_last.nby_stack ? r->res_last.by_stack[stack] : 0;
+}
 const struct analysis_totals *replay__totals(const struct replay *r) { return &r->totals; }
 uint64_t replay__start_ns(const struct replay *r) { return r->start_mono_ns; }
 uint64_t replay__start_real_ns(const struct replay *r) { return r->start_real_ns; }

@@ -321,6 +321,9 @@ int replay__finish(struct replay *r);
 /* State, valid from the record that makes it until replay__free. */
 const struct analysis_trace *replay__trace(const struct replay *r);
 const struct analysis_totals *replay__totals(const struct replay *r); /* final after finish */
+/* --rss: the live blocks of stack S on resident pages at the last resident
+ * snapshot (trace.rss.at_end with heap_known); else 0. */
+uint64_t replay__resident_bytes(const struct replay *r, uint32_t stack);
 uint64_t replay__start_ns(const struct replay *r);      /* META's start_mono_ns */
 uint64_t replay__start_real_ns(const struct replay *r); /* META's start_real_ns */
 uint64_t replay__end_ns(const struct replay *r);        /* when zones close: END's time, else the latest seen */

@@ -129,6 +129,8 @@ static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const stru
 			p->v[j].live += b - a;
 			on += b - a;
 		}
+		if (e->stack < s->nby_stack)
+			s->by_stack[e->stack] += on;
 		s->heap_live_not_resident += e->size - on;
 	}
 }
@@ -175,7 +177,7 @@ static int group_pieces(struct resident_snapshot *s, const struct pieces *p, con
 
 int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resident *res,
 			    const struct analysis_mapping *maps, size_t n, const struct live_table *live,
-			    bool heap_known)
+			    bool heap_known, size_t nstacks)
 {
 	struct analysis_mapping *sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
 	bool *holds = live && res->nvmas ? calloc(res->nvmas, sizeof(*holds)) : NULL;
@@ -186,6 +188,22 @@ int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resi
 	s->resident_anon = s->heap_live = s->heap_live_not_resident = 0;
 	s->heap_known = live && heap_known;
 	s->ngroups = 0;
+	s->nby_stack = 0;
+	if (s->heap_known && nstacks > s->by_stack_cap) {
+		uint64_t *v = realloc(s->by_stack, nstacks * sizeof(*v));
+
+		if (!v) {
+			free(sorted);
+			free(holds);
+			return -ENOMEM;
+		}
+		s->by_stack = v;
+		s->by_stack_cap = nstacks;
+	}
+	if (s->heap_known) {
+		s->nby_stack = nstacks;
+		memset(s->by_stack, 0, nstacks * sizeof(*s->by_stack));
+	}
 	if ((n && !sorted) || (live && res->nvmas && !holds)) {
 		free(sorted);
 		free(holds);
@@ -211,24 +229,38 @@ int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resi
 int resident_snapshot__copy(struct resident_snapshot *to, const struct resident_snapshot *from)
 {
 	struct resident_group *g = to->groups;
-	size_t cap = to->cap;
+	uint64_t *bs = to->by_stack;
+	size_t cap = to->cap, bcap = to->by_stack_cap;
 
 	if (cap < from->ngroups) {
 		g = realloc(g, from->ngroups * sizeof(*g));
 		if (!g)
 			return -ENOMEM;
-		cap = from->ngroups;
+		to->groups = g;
+		to->cap = cap = from->ngroups;
+	}
+	if (bcap < from->nby_stack) {
+		bs = realloc(bs, from->nby_stack * sizeof(*bs));
+		if (!bs)
+			return -ENOMEM;
+		to->by_stack = bs;
+		to->by_stack_cap = bcap = from->nby_stack;
 	}
 	*to = *from;
 	to->groups = g;
 	to->cap = cap;
+	to->by_stack = bs;
+	to->by_stack_cap = bcap;
 	if (from->ngroups)
 		memcpy(g, from->groups, from->ngroups * sizeof(*g));
+	if (from->nby_stack)
+		memcpy(bs, from->by_stack, from->nby_stack * sizeof(*bs));
 	return 0;
 }
 
 void resident_snapshot__free(struct resident_snapshot *s)
 {
 	free(s->groups);
+	free(s->by_stack);
 	memset(s, 0, sizeof(*s));
 }

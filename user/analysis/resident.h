@@ -35,6 +35,8 @@ struct resident_snapshot {
 	bool heap_known;                 /* the live blocks were given */
 	struct resident_group *groups;
 	size_t ngroups, cap;
+	uint64_t *by_stack; /* heap_known: live blocks' bytes on resident pages, by allocation stack index */
+	size_t nby_stack, by_stack_cap;
 };
 
 /* Fill S from RES, the mappings MAPS (N, in any order) and, when LIVE is
@@ -43,7 +45,7 @@ struct resident_snapshot {
  * empty). */
 int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resident *res,
 			    const struct analysis_mapping *maps, size_t n, const struct live_table *live,
-			    bool heap_known);
+			    bool heap_known, size_t nstacks);
 /* Copy FROM into TO (its memory reused). 0 or -ENOMEM. */
 int resident_snapshot__copy(struct resident_snapshot *to, const struct resident_snapshot *from);
 void resident_snapshot__free(struct resident_snapshot *s);

@@ -258,6 +258,8 @@ void report_json__figures(struct json_out *j, const struct analysis_figures *f)
 	json_out__key_u64(j, "leaked_allocations", f->leaked_allocations);
 	json_out__key_u64(j, "leaked_bytes", f->leaked_bytes);
 	json_out__key_u64(j, "temporary_allocations", f->temporary_allocations);
+	/* --rss: at the last snapshot; 0 without one (rss.reconciled_last.heap_live_resident_bytes null) */
+	json_out__key_u64(j, "resident_bytes", f->resident_bytes);
 }
 
 /*

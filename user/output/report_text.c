@@ -450,6 +450,27 @@ static void columns_temporary(const struct analysis_figures *fig, char *a, char 
 	snprintf(b, cap, "of %" PRIu64 " calls", fig->allocations);
 }
 
+static uint64_t value_resident(const struct analysis_figures *f)
+{
+	return f->resident_bytes;
+}
+
+static void describe_resident(FILE *f, const struct analysis_figures *fig)
+{
+	print_bytes(f, fig->resident_bytes);
+	fprintf(f, " resident at the last snapshot\n");
+}
+
+static void columns_resident(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	fmt_bytes(a, 32, fig->resident_bytes);
+	snprintf(b, cap, "resident");
+}
+
+/* --rss: the live heap on resident pages at the last snapshot, by site. */
+static const struct ranking resident = { "Top sites by resident bytes (live blocks on resident pages, --rss's last snapshot)",
+					 value_resident, describe_resident, columns_resident, 0, 0 };
+
 static const struct ranking rankings[] = {
 	{ "Top sites by allocated bytes", value_bytes, describe_bytes, columns_bytes, 3, 1 },
 	{ "Top sites by allocation calls", value_calls, describe_calls, columns_calls, 0, 0 },
@@ -786,6 +807,8 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 		if (analysis__trace(a)->budget.budget_ppm && r->value == value_leaked)
 			r = &long_lived;
 		report_text__ranking(f, a, r, top, by);
+		if (r->value == value_peak && analysis__trace(a)->rss.at_end.heap_known)
+			report_text__ranking(f, a, &resident, top, by);
 	}
 	report_text__marks(f, a, top);
 	free(by);
