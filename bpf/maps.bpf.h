@@ -113,4 +113,88 @@ int BPF_PROG(map_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/* --rss: write faults of the targets, counted per CPU, every
+ * MT_FAULT_EVERY-th sent; a write fault is what makes an anonymous page
+ * resident (a read of one never written maps the shared zero page). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} fault_count SEC(".maps");
+
+/* The faulting code's stack: the instruction, the return address at [sp]
+ * when the faulting function made no frame (a leaf such as memset: a value
+ * far from the stack is code), then the frame pointers. */
+static __always_inline __u64 fault_stack(struct pt_regs *regs, __u32 slot, __u32 tid, __u64 ts)
+{
+	struct stack_scratch *scratch;
+	__u64 sp = BPF_CORE_READ(regs, sp), ip = BPF_CORE_READ(regs, ip), top = 0;
+	__u32 zero = 0, nr;
+
+	if (!stack_depth || !(scratch = bpf_map_lookup_elem(&stack_scratch, &zero)))
+		return 0;
+	/* one past the instruction: stacks hold return addresses, which the
+	 * symbolizer takes back by one to name the call */
+	scratch->ev.frames[0] = ip + 1;
+	if (stack_depth < 2)
+		return stack_sent(&scratch->ev, 1, slot, tid, ts);
+	/* the unwind tables first (the C library's own code, where malloc and
+	 * memset write), then frame pointers */
+	nr = walk_tables_from(ip, sp, BPF_CORE_READ(regs, bp), scratch, slot, stack_depth, 1);
+	if (nr)
+		return stack_sent(&scratch->ev, nr, slot, tid, ts);
+	scratch->ev.frames[0] = ip + 1;
+	bpf_probe_read_user(&top, sizeof(top), (void *)sp);
+	if (top - sp > (1u << 24) && sp - top > (1u << 24)) {
+		/* the caller's return address; then the walk from the frame pointer */
+		nr = walk_frames(sp, BPF_CORE_READ(regs, bp), &scratch->ev.frames[1], stack_depth - 1);
+		nr = nr ? nr + 1 : 2;
+	} else {
+		nr = 1;
+	}
+	return stack_sent(&scratch->ev, nr, slot, tid, ts);
+}
+
+SEC("raw_tp/page_fault_user")
+int BPF_PROG(map_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ts, stack_id;
+	struct thread_state *st;
+	struct mt_map_event *ev;
+	__u32 zero = 0, slot, *n;
+	void *ring;
+
+	if (!trace_maps || !(error_code & 2)) /* writes only */
+		return 0;
+	slot = target_slot(id >> 32);
+	if (slot == NO_TARGET || !(n = bpf_map_lookup_elem(&fault_count, &zero)) || ++*n < MT_FAULT_EVERY)
+		return 0;
+	*n = 0;
+	ts = bpf_ktime_get_ns();
+	/* in an allocator call (malloc writing its chunk headers, calloc
+	 * zeroing): the call's stack, taken at its entry and sent already */
+	st = thread_state(false);
+	stack_id = st && st->depth && st->stack_id ? st->stack_id : fault_stack(regs, slot, (__u32)id, ts);
+	ring = cpu_ring(slot);
+	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+		count_drop(slot);
+		return 0;
+	}
+	ev->hdr.type = MT_EVENT_MAP;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = (__u32)id;
+	ev->hdr.ts = ts;
+	ev->call = MT_MAP_FAULT;
+	ev->flags = st && st->depth ? MT_MAP_IN_ALLOC : 0;
+	ev->ret = 0;
+	ev->a0 = address;
+	ev->a1 = MT_FAULT_EVERY * 4096ull;
+	ev->a2 = error_code;
+	ev->a3 = 0;
+	ev->stack_id = stack_id;
+	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	return 0;
+}
+
 #endif /* MEMTRACE_MAPS_BPF_H */

@@ -31,7 +31,10 @@ enum mt_map_call {
 	MT_MAP_BRK = 3,     /* a0 the break asked for; ret: the break now */
 	MT_MAP_MREMAP = 4,  /* a0 old addr, a1 old length, a2 new length, a3 flags; ret: the mapping */
 	MT_MAP_MADVISE = 5, /* a0 addr, a1 length, a2 advice (DONTNEED, FREE or REMOVE only) */
+	MT_MAP_FAULT = 6,   /* a sampled write fault: a0 the address, a1 the bytes it stands for, a2 error code */
 };
+
+#define MT_FAULT_EVERY 16 /* --rss: one write fault in this many is sent (per CPU), standing for them all */
 
 #define MT_MAP_IN_ALLOC 1u /* made while an allocator call was open on the thread */
 

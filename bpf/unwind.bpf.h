@@ -316,13 +316,14 @@ static int unwind_step(__u32 i, void *ctx)
 /* The stack from an allocator's entry (pt_regs CTX) into the scratch
  * event's frames: the caller first. Frames taken, 0 if the allocator's own
  * code has no table (the caller then walks by frame pointers). */
-static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth)
+static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, struct stack_scratch *s, __u32 slot,
+					       __u32 depth, __u32 first)
 {
 	struct mt_stack_event *ev = &s->ev;
 	struct unwind_walk w = {
-		.pc = PT_REGS_IP(ctx),
-		.sp = PT_REGS_SP(ctx),
-		.bp = PT_REGS_FP(ctx),
+		.pc = pc,
+		.sp = sp,
+		.bp = bp,
 		.depth = depth,
 		.gen = unwind_gen[SLOT(slot)],
 		.target = SLOT(slot),
@@ -335,10 +336,10 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scrat
 	 * mapping is read a word at a time. */
 	if (unwind_nr[SLOT(slot)][w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp))
 		w.win = w.sp;
-	ev->nr = 0;
+	ev->nr = first;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
 	nr = ev->nr;
-	if (!nr)
+	if (nr <= first)
 		return 0; /* the allocator's own code has no table: frame pointers then */
 	if (w.cut && nr < MT_MAX_STACK_DEPTH) {
 		ev->frames[nr] = w.cut;
@@ -346,6 +347,11 @@ static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scrat
 	}
 	/* After bpf_loop the verifier knows nothing of the count: bound it. */
 	return nr & MT_STACK_DEPTH_MASK;
+}
+
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth)
+{
+	return walk_tables_from(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), s, slot, depth, 0);
 }
 
 #endif /* MEMTRACE_UNWIND_BPF_H */

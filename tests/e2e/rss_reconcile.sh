@@ -29,6 +29,14 @@ expect_eq "rss_known: ... at main's mmap line" \
 	"[[\"main\",$mline,$((32 * MiB))]]"
 expect_eq "rss_known: no advice (the allocator holds nothing free)" "$(jqr "$TMP/k.json" '.rss.reconciled_last.advice')" null
 rss_adds_up rss_known "$TMP/k.json"
+# pages first written, by the code that wrote them (one write fault in 16 sampled)
+tline=$(grep -n 'heap\[i\] = 1' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
+wline=$(grep -n 'map\[i\] = 1' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
+fault_bytes() { jq --argjson l "$2" '[.rss.maps.faults.sites[] | select(.function == "main" and .line == $l) | .bytes] | add // 0' "$1"; }
+expect_within_pct "rss_known: pages first written at main:$tline (the 16 MiB of heap touched)" \
+	"$(fault_bytes "$TMP/k.json" "$tline")" $((16 * MiB)) 5
+expect_within_pct "rss_known: pages first written at main:$wline (the 32 MiB mapped)" \
+	"$(fault_bytes "$TMP/k.json" "$wline")" $((32 * MiB)) 5
 hline=$(grep -n 'heap = malloc(HEAP)' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
 expect_within_pct "rss_known: resident bytes of the malloc site (main:$hline), the 16 MiB touched" \
 	"$(jq --argjson l "$hline" '[.sites[] | select(.function == "main" and .line == $l) | .resident_bytes] | add' "$TMP/k.json")" \
@@ -57,6 +65,10 @@ for mode in frag arenas; do
 	expect_eq "$mode: no live block left untouched" "$(jqr "$TMP/$mode.json" '.rss.reconciled_last.heap_live_not_resident_bytes')" 0
 	expect_within_pct "$mode: resident bytes of the site in run() against the program's live blocks" \
 		"$(jqr "$TMP/$mode.json" '[.sites[] | select(.function == "run") | .resident_bytes] | add')" "$live" 5
+	# malloc's own first writes (its chunk headers) go to the call's stack: run()'s malloc
+	expect_within_pct "$mode: pages first written by run()'s allocations against the blocks' chunks" \
+		"$(jqr "$TMP/$mode.json" '[.rss.maps.faults.sites[] | select(.function == "run") | .bytes] | add // 0')" \
+		$((live + freed)) 5
 	rss_adds_up "$mode" "$TMP/$mode.json"
 done
 if jqr "$TMP/frag.json" '.rss.reconciled_last.advice' | grep -q '^glibc keeps freed chunks among live ones resident: malloc_trim(0)'; then

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -48,8 +49,12 @@ int main(int argc, char **argv)
 	long hold_ms = argc > 1 ? atol(argv[1]) : 600;
 	struct timespec ts = { hold_ms / 1000, (hold_ms % 1000) * 1000000 };
 	char line[256];
-	char *heap = malloc(HEAP), *map;
+	char *heap, *map;
 	int len;
+
+	/* 4 KiB pages only, whatever the host's THP setting: one write fault a page */
+	prctl(PR_SET_THP_DISABLE, 1, 0, 0, 0);
+	heap = malloc(HEAP);
 
 	if (!heap)
 		return 1;

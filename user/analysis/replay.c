@@ -99,6 +99,8 @@ struct replay {
 	uint64_t first_brk, brk;
 	struct resident_snapshot res_last, res_peak, res_new; /* --rss: RESIDENT records laid over the heap */
 	struct analysis_map_site *res_sites[2]; /* trace.rss.end's and peak's */
+	struct analysis_map_site *fault_sites;  /* trace.rss.maps.fault_sites */
+	size_t fault_sites_cap;
 	struct map_log { struct trace_map m; uint32_t stack; } *map_log; /* --rss: MAP records, kept to the end */
 	size_t nmap_log, map_log_cap;
 
@@ -199,6 +201,7 @@ void replay__free(struct replay *r)
 	resident_snapshot__free(&r->res_last);
 	resident_snapshot__free(&r->res_peak);
 	resident_snapshot__free(&r->res_new);
+	free(r->fault_sites);
 	free(r->res_sites[0]);
 	free(r->res_sites[1]);
 	free(r->maps_now.v);
@@ -543,6 +546,50 @@ bool replay_is_allocator_frame(const struct analysis_frame *f)
 
 static int apply_map(struct replay *r, struct map_table *t, const struct trace_map *m, uint32_t stack, bool named);
 
+static bool same_site(const struct analysis_frame *a, const struct analysis_frame *b);
+
+/* A write fault's site: the first frame of STACK outside the C library (its
+ * memset, memcpy and malloc write for their caller), as a site is chosen. */
+static const struct analysis_frame *fault_site(struct replay *r, uint32_t stack)
+{
+	const struct analysis_frame *f;
+	size_t n, i = 0;
+
+	if (!stack || !(f = replay__stack_frames(r, stack, &n)) || !n)
+		return NULL;
+	while (i + 1 < n && f[i].module && strstr(f[i].module, "/libc.so"))
+		i++;
+	return &f[i + replay_site_frame(f + i, n - i)];
+}
+
+/* One sampled write fault of BYTES by STACK's site. */
+static int fault_add(struct replay *r, uint32_t stack, uint64_t bytes)
+{
+	struct analysis_maps *mp = &r->trace.rss.maps;
+	const struct analysis_frame *site = fault_site(r, stack);
+	size_t j = 0;
+
+	mp->fault_bytes += bytes;
+	while (j < mp->nfault_sites && !same_site(r->fault_sites[j].site, site))
+		j++;
+	if (j == mp->nfault_sites) {
+		if (j == r->fault_sites_cap) {
+			size_t cap = j ? 2 * j : 16;
+			struct analysis_map_site *v = realloc(r->fault_sites, cap * sizeof(*v));
+
+			if (!v)
+				return -ENOMEM;
+			r->fault_sites = v;
+			r->fault_sites_cap = cap;
+		}
+		r->fault_sites[mp->nfault_sites++] = (struct analysis_map_site){ .site = site };
+	}
+	r->fault_sites[j].bytes += bytes;
+	r->fault_sites[j].mappings++;
+	mp->fault_sites = r->fault_sites;
+	return 0;
+}
+
 int replay__add_resident(struct replay *r, const struct trace_resident *res)
 {
 	/* the blocks of a process recorded since it ran are not all known;
@@ -647,6 +694,10 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 	case MT_MAP_MADVISE:
 		if (mp)
 			mp->madvised_bytes += page_len(m->a1);
+		return 0;
+	case MT_MAP_FAULT:
+		if (mp && named)
+			return fault_add(r, stack, m->a1);
 		return 0;
 	}
 	return 0;
@@ -1346,6 +1397,8 @@ int replay__finish(struct replay *r)
 		err = apply_map(r, &r->maps_end, &r->map_log[i].m, r->map_log[i].stack, true);
 	if (!err)
 		err = group_map_sites(r);
+	if (!err && r->trace.rss.maps.nfault_sites)
+		qsort(r->fault_sites, r->trace.rss.maps.nfault_sites, sizeof(*r->fault_sites), by_map_bytes);
 	if (!err)
 		err = reconcile(r, &r->res_last, &r->trace.rss.at_end, &r->res_sites[0]);
 	if (!err)

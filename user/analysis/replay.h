@@ -105,7 +105,7 @@ struct analysis_map_site {
 
 /* --rss: what the calls that map memory did, from the MAP records. */
 struct analysis_maps {
-	uint64_t calls[6];            /* by enum mt_map_call (index 0 unused) */
+	uint64_t calls[7];            /* by enum mt_map_call (index 0 unused; 6: fault samples) */
 	uint64_t outside_bytes;       /* anonymous bytes mapped outside the allocator, still mapped */
 	uint64_t outside_peak_bytes;  /* their most at any time */
 	uint64_t allocator_bytes;     /* anonymous bytes mmap'd inside allocator calls, still mapped */
@@ -115,6 +115,10 @@ struct analysis_maps {
 	const struct analysis_mapping *mappings;
 	size_t nsites;                /* the program's own of them by their site (after finish), most bytes first */
 	const struct analysis_map_site *sites;
+	/* write faults, one in MT_FAULT_EVERY per CPU sampled: pages first written (made resident) */
+	uint64_t fault_bytes;         /* the samples' bytes summed: an estimate */
+	size_t nfault_sites;          /* by the site of the faulting code (past libc's own), most first */
+	const struct analysis_map_site *fault_sites; /* bytes: estimate; mappings: samples */
 };
 
 /* --rss: the target's resident anonymous memory at one moment, added up

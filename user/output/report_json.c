@@ -106,6 +106,25 @@ static void rss_maps(struct json_out *j, const struct analysis_rss *rs)
 	json_out__key_u64(j, "allocator_bytes", mp->allocator_bytes);
 	json_out__key_u64(j, "brk_bytes", mp->brk_bytes);
 	json_out__key_u64(j, "madvised_bytes", mp->madvised_bytes);
+	json_out__key(j, "faults");
+	json_out__begin_object(j, false);
+	json_out__key_u64(j, "sample_every", MT_FAULT_EVERY);
+	json_out__key_u64(j, "samples", mp->calls[MT_MAP_FAULT]);
+	json_out__key_u64(j, "bytes", mp->fault_bytes);
+	json_out__key(j, "sites");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < mp->nfault_sites; i++) {
+		const struct analysis_frame *f = mp->fault_sites[i].site;
+
+		json_out__begin_object(j, true);
+		report_json__site_keys(j, f && f->function ? f->function : "[no stack]", f ? f->function : NULL,
+				       f ? f->file : NULL, f ? f->line : 0, f ? f->module : NULL);
+		json_out__key_u64(j, "bytes", mp->fault_sites[i].bytes);
+		json_out__key_u64(j, "samples", mp->fault_sites[i].mappings);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+	json_out__end_object(j);
 	json_out__key(j, "sites");
 	json_out__begin_array(j, false);
 	for (size_t i = 0; i < mp->nsites; i++) {

@@ -199,6 +199,29 @@ static void rss_maps(FILE *f, const struct analysis_maps *mp)
 		   ", madvise %" PRIu64 ")\n",
 		b[0], b[1], b[2], mp->calls[MT_MAP_MMAP], mp->calls[MT_MAP_MUNMAP], mp->calls[MT_MAP_BRK],
 		mp->calls[MT_MAP_MREMAP], mp->calls[MT_MAP_MADVISE]);
+	if (!mp->calls[MT_MAP_FAULT])
+		return;
+	fmt_bytes(b[0], sizeof(b[0]), mp->fault_bytes);
+	fprintf(f, "  pages first written (write faults, one in %d sampled, each standing for %d): about %s\n",
+		MT_FAULT_EVERY, MT_FAULT_EVERY, b[0]);
+	for (size_t i = 0; i < mp->nfault_sites && i < 10; i++) {
+		const struct analysis_map_site *ms = &mp->fault_sites[i];
+		const struct analysis_frame *fr = ms->site;
+
+		fmt_bytes(b[0], sizeof(b[0]), ms->bytes);
+		fprintf(f, "    %10s  %" PRIu64 " sample%s  ", b[0], ms->mappings, plural(ms->mappings));
+		if (fr && fr->function)
+			fputs(fr->function, f);
+		else if (fr)
+			fprintf(f, "0x%" PRIx64, fr->address);
+		else
+			fputs("[no stack]", f);
+		if (fr && fr->file)
+			fprintf(f, "  %s:%u", fr->file, fr->line);
+		if (fr && fr->module)
+			fprintf(f, "  [%s]", strrchr(fr->module, '/') ? strrchr(fr->module, '/') + 1 : fr->module);
+		fputc('\n', f);
+	}
 }
 
 /* One line of the reconciliation: LABEL, then each snapshot's value. */

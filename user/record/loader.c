@@ -51,6 +51,7 @@ struct fd_list {
 struct loader {
 	struct memtrace_bpf *skel;
 	bool owns_skel;          /* the handle that loaded it; others are targets on it */
+	bool no_faults;          /* --rss: the kernel has no page_fault_user tracepoint */
 	uint32_t slot;           /* this handle's target slot */
 	struct loader_shared *shared;
 	struct loader_opts opts;
@@ -93,7 +94,8 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 static bool is_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
 	return p == s->progs.map_mmap || p == s->progs.map_munmap || p == s->progs.map_brk ||
-	       p == s->progs.map_mremap || p == s->progs.map_madvise || p == s->progs.map_exit;
+	       p == s->progs.map_mremap || p == s->progs.map_madvise || p == s->progs.map_exit ||
+	       p == s->progs.map_fault;
 }
 
 /* Programs that run at entry and, in a session, at the return too. */
@@ -1143,13 +1145,18 @@ int loader__attach_maps(struct loader *l)
 	/* kretprobes on the five syscalls, else (no kprobes in this kernel)
 	 * the return of every syscall */
 	bpf_object__for_each_program(prog, l->skel->obj)
-		if (!err && is_map_prog(l->skel, prog) && prog != l->skel->progs.map_exit)
+		if (!err && is_map_prog(l->skel, prog) && prog != l->skel->progs.map_exit &&
+		    prog != l->skel->progs.map_fault)
 			err = remember_link(l, bpf_program__attach(prog));
-	if (!err)
-		return 0;
-	while (l->nr_links > keep)
-		bpf_link__destroy(l->links[--l->nr_links]);
-	return remember_link(l, bpf_program__attach(l->skel->progs.map_exit));
+	if (err) {
+		while (l->nr_links > keep)
+			bpf_link__destroy(l->links[--l->nr_links]);
+		err = remember_link(l, bpf_program__attach(l->skel->progs.map_exit));
+	}
+	/* write faults by stack: x86's tracepoint; without it, none */
+	if (!err && remember_link(l, bpf_program__attach(l->skel->progs.map_fault)))
+		l->no_faults = true;
+	return err;
 }
 
 bool loader__link_map_changed(struct loader *l)
