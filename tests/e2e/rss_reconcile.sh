@@ -43,6 +43,16 @@ expect_within_pct "rss_known: resident bytes of the malloc site (main:$hline), t
 	$((16 * MiB)) 5
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/k.mtrace" >"$TMP/k.txt" 2>&1
 if grep -q "^    mapped by the program outside the allocator  *32.0 MiB" "$TMP/k.txt"; then ok "rss_known: the text report's row"; else not_ok "rss_known: no outside row in: $(grep -A12 'added up' "$TMP/k.txt")"; fi
+# pprof: a fifth sample type, read by Debian's go tool pprof
+timeout -k 5 "$LIMIT" "$MEMTRACE" export --format pprof -o "$TMP/k.pb.gz" "$TMP/k.mtrace" 2>"$TMP/k.pprof.err"
+expect_eq "rss_known: export --format pprof exit status" $? 0
+got=$(cd / && timeout -k 5 "$LIMIT" go tool pprof -sample_index=resident_space -unit=B -top "$TMP/k.pb.gz" 2>&1 |
+	sed -n 's/.*Total samples = \([0-9]*\)B.*/\1/p')
+expect_eq "rss_known: pprof's resident_space, the live heap on resident pages" "$got" \
+	"$(jqr "$TMP/k.json" '.rss.reconciled_last.heap_live_resident_bytes')"
+got=$(cd / && timeout -k 5 "$LIMIT" go tool pprof -sample_index=alloc_space -unit=B -top "$TMP/k.pb.gz" 2>&1 |
+	sed -n 's/.*Total samples = \([0-9]*\)B.*/\1/p')
+expect_eq "rss_known: pprof's alloc_space unchanged by the resident samples" "$got" "$(jqr "$TMP/k.json" '.totals.allocated_bytes')"
 if grep -A1 "^Top sites by resident bytes" "$TMP/k.txt" | grep -q "^    1\.   16\.0 MiB  resident  *main  .*rss_known.c:$hline"; then
 	ok "rss_known: the text report ranks the site by resident bytes"
 else

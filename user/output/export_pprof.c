@@ -79,6 +79,7 @@ struct pprof {
 	struct pb_buf samples, mappings, locs, funcs;
 	uint64_t nlocations;
 	uint64_t nfunctions;
+	bool resident; /* --rss: a fifth sample type, resident_space */
 	int err; /* sticky, like pb_buf's */
 };
 
@@ -202,7 +203,10 @@ static void pprof__label(struct pprof *p, const char *key, const char *str, uint
 }
 
 /* One sample of stack S; ROW (NULL: none) gives its labels. */
-static void pprof__sample(struct pprof *p, const struct analysis_stack *s, const struct live_row *row)
+/* RESIDENT_ONLY: the stack's resident bytes alone (a sample of its own:
+ * the thread and zone rows do not split them). */
+static void pprof__sample(struct pprof *p, const struct analysis_stack *s, const struct live_row *row,
+			  bool resident_only)
 {
 	const struct analysis_figures *fig = &s->figures;
 	struct pb_buf *b = &p->samples;
@@ -216,10 +220,12 @@ static void pprof__sample(struct pprof *p, const struct analysis_stack *s, const
 	}
 	pb_buf__end(b, lm);
 	lm = pb_buf__begin(b, SAMPLE_VALUE);
-	pb_buf__varint(b, fig->allocations);
-	pb_buf__varint(b, fig->allocated_bytes);
-	pb_buf__varint(b, fig->leaked_allocations);
-	pb_buf__varint(b, fig->leaked_bytes);
+	pb_buf__varint(b, resident_only ? 0 : fig->allocations);
+	pb_buf__varint(b, resident_only ? 0 : fig->allocated_bytes);
+	pb_buf__varint(b, resident_only ? 0 : fig->leaked_allocations);
+	pb_buf__varint(b, resident_only ? 0 : fig->leaked_bytes);
+	if (p->resident)
+		pb_buf__varint(b, resident_only ? fig->resident_bytes : 0);
 	pb_buf__end(b, lm);
 	if (row) {
 		pprof__label(p, "thread_id", NULL, row->tid);
@@ -235,7 +241,7 @@ static int pprof__row(void *ctx, const struct live_row *row)
 {
 	struct pprof *p = ctx;
 
-	pprof__sample(p, &row->stack, row);
+	pprof__sample(p, &row->stack, row, false);
 	return p->err;
 }
 
@@ -244,18 +250,21 @@ static void pprof__samples(struct pprof *p)
 	const struct analysis_site *sites;
 	size_t nsites;
 
+	sites = analysis__sites(p->in->a, &nsites);
 	if (p->in->live) {
 		int err = live_sites__for_each(p->in->live, pprof__row, p);
 
 		if (err && !p->err)
 			p->err = err;
-		return;
 	}
-	sites = analysis__sites(p->in->a, &nsites);
 	for (size_t i = 0; i < nsites; i++) {
 		for (size_t j = 0; j < sites[i].nstacks; j++) {
-			if (sites[i].stacks[j]->figures.allocations)
-				pprof__sample(p, sites[i].stacks[j], NULL);
+			const struct analysis_stack *s = sites[i].stacks[j];
+
+			if (!p->in->live && s->figures.allocations)
+				pprof__sample(p, s, NULL, false);
+			if (p->resident && s->figures.resident_bytes)
+				pprof__sample(p, s, NULL, true);
 		}
 	}
 }
@@ -358,8 +367,11 @@ int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out
 
 	strtab__init(&p.strings);
 	pprof__str(&p, ""); /* profile.proto: string_table[0] must be "" */
+	p.resident = analysis__trace(in->a)->rss.at_end.heap_known;
 	for (size_t i = 0; i < sizeof(sample_types) / sizeof(sample_types[0]); i++)
 		pprof__value_type(&p, out, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
+	if (p.resident) /* live blocks on resident pages at --rss's last snapshot */
+		pprof__value_type(&p, out, PROFILE_SAMPLE_TYPE, "resident_space", "bytes");
 	/* period_type comes after the string table: its strings must be in it */
 	pprof__str(&p, "space");
 	pprof__samples(&p);
