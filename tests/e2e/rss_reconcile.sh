@@ -53,6 +53,21 @@ expect_eq "rss_known: pprof's resident_space, the live heap on resident pages" "
 got=$(cd / && timeout -k 5 "$LIMIT" go tool pprof -sample_index=alloc_space -unit=B -top "$TMP/k.pb.gz" 2>&1 |
 	sed -n 's/.*Total samples = \([0-9]*\)B.*/\1/p')
 expect_eq "rss_known: pprof's alloc_space unchanged by the resident samples" "$got" "$(jqr "$TMP/k.json" '.totals.allocated_bytes')"
+# the HTML page: resident bytes per stack in its data, a flame graph metric, drawn
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/k.html" "$TMP/k.mtrace" 2>"$TMP/k.html.err"
+expect_eq "rss_known: report --html exit status" $? 0
+sed -n '/<script type="application\/json" id="memtrace-data">/,/<\/script>/p' "$TMP/k.html" | sed '1d;$d' >"$TMP/k.data"
+expect_eq "rss_known: the page's resident bytes add up to the live heap on resident pages" \
+	"$(jq '[.view.resident[][1]] | add' "$TMP/k.data")" "$(jqr "$TMP/k.json" '.rss.reconciled_last.heap_live_resident_bytes')"
+if command -v chromium >/dev/null; then
+	timeout -k 5 120 chromium --headless --no-sandbox --disable-gpu --window-size=1200,900 --virtual-time-budget=3000 \
+		--dump-dom "file://$TMP/k.html#selftest" >"$TMP/k.dom" 2>/dev/null
+	expect_eq "rss_known: rendered, the flame graph's self-test drew every metric, resident bytes too" \
+		"$(grep -o '<html[^>]* data-selftest="[^"]*"' "$TMP/k.dom" | grep -o 'data-selftest="[^"]*"')" 'data-selftest="ok"'
+	expect_eq "rss_known: the resident bytes metric is offered" "$(grep -c '<label id="fg-resident">' "$TMP/k.dom")" 1
+else
+	not_ok "chromium missing (tests/install-deps.sh installs it): the rendered page went unchecked"
+fi
 if grep -A1 "^Top sites by resident bytes" "$TMP/k.txt" | grep -q "^    1\.   16\.0 MiB  resident  *main  .*rss_known.c:$hline"; then
 	ok "rss_known: the text report ranks the site by resident bytes"
 else

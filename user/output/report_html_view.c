@@ -379,6 +379,42 @@ out:
 	return err;
 }
 
+/* "resident": [[stack in the page, bytes], ...]: --rss's live blocks on
+ * resident pages at the last snapshot (folded stacks as the "other" one);
+ * null when the live heap is not known. */
+static void view_resident(struct json_out *j, const struct view_out *o)
+{
+	uint64_t other = 0;
+
+	json_out__key(j, "resident");
+	if (!replay__trace(o->r)->rss.at_end.heap_known) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_array(j, false);
+	for (uint32_t s = 0; s < o->nstacks; s++) {
+		uint64_t b = replay__resident_bytes(o->r, s);
+
+		if (!b)
+			continue;
+		if (o->stacks[s].out == VIEW_NONE) {
+			other += b;
+			continue;
+		}
+		json_out__begin_array(j, true);
+		json_out__u64(j, o->stacks[s].out);
+		json_out__u64(j, b);
+		json_out__end_array(j);
+	}
+	if (other) {
+		json_out__begin_array(j, true);
+		json_out__u64(j, o->nkept);
+		json_out__u64(j, other);
+		json_out__end_array(j);
+	}
+	json_out__end_array(j);
+}
+
 int report_html__view(struct json_out *j, struct replay *r, const struct analysis *a,
 		      const struct view_cells *v)
 {
@@ -417,6 +453,7 @@ int report_html__view(struct json_out *j, struct replay *r, const struct analysi
 		goto out;
 	view_threads(j, r);
 	err = view_cells_out(j, &o, c, n);
+	view_resident(j, &o);
 	json_out__end_object(j);
 out:
 	strtab__free(&o.strings);

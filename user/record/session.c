@@ -771,15 +771,16 @@ static int sample_rss(struct recording *r, uint64_t now)
 	if (rss_read_status(r->pid, &s))
 		return 0;
 	if ((s.anon >= r->next_resident_anon && now >= r->earliest_resident_ns) || now >= r->next_resident_ns) {
-		uint64_t t0 = now_ns(CLOCK_MONOTONIC), cost;
+		uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID), cost;
 		int err = take_resident(r, now);
 
 		if (err)
 			return err;
 		/* the next when RssAnon grew 2% more (so one comes near any
 		 * peak), else in half a second; never sooner than 200 ms, and
-		 * the walk costs memtrace at most 1% of a CPU in a large process */
-		cost = 100 * (now_ns(CLOCK_MONOTONIC) - t0);
+		 * the walk costs memtrace at most 1% of a CPU in a large process
+		 * (its CPU time: a loaded host's waits are not its cost) */
+		cost = 100 * (now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
 		r->next_resident_anon = s.anon + s.anon / 50 + (256u << 10);
 		r->earliest_resident_ns = now + (cost > RSS_RESIDENT_MIN_NS ? cost : RSS_RESIDENT_MIN_NS);
 		r->next_resident_ns = now + (cost > RSS_RESIDENT_PERIOD_NS ? cost : RSS_RESIDENT_PERIOD_NS);
