@@ -106,6 +106,14 @@ if jqr "$TMP/arenas.json" '.rss.reconciled_last.advice' | grep -q '^glibc: 4 thr
 else
 	not_ok "arenas: advice: $(jqr "$TMP/arenas.json" '.rss.reconciled_last.advice')"
 fi
+# diff compares the reconciliations: frag against arenas
+timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json "$TMP/frag.mtrace" "$TMP/arenas.mtrace" >"$TMP/d.json" 2>"$TMP/d.err"
+expect_eq "diff --json frag arenas: exit status" $? 0
+expect_eq "diff: the allocator's free memory, base and new, as each report says" \
+	"$(jq -c '.rss.reconciled_last.allocator_free_resident_bytes | [.a, .b, .delta == .b - .a]' "$TMP/d.json")" \
+	"[$(jqr "$TMP/frag.json" '.rss.reconciled_last.allocator_free_resident_bytes'),$(jqr "$TMP/arenas.json" '.rss.reconciled_last.allocator_free_resident_bytes'),true]"
+expect_eq "diff: the sites' resident bytes, run() in both" \
+	"$(jq -c '[.sites[] | select(.function == "run") | .resident_bytes.a > 0 and .resident_bytes.b > 0] | any' "$TMP/d.json")" true
 # the four threads' stacks: glibc keeps them mapped for the next threads, each touched
 expect_eq "arenas: thread stacks (four kept by glibc, and main's)" \
 	"$(jqr "$TMP/arenas.json" '.rss.reconciled_last.thread_stacks_bytes >= 5 * 4096')" true

@@ -152,6 +152,13 @@ static void diff_rss_of(struct diff_rss *to, const struct analysis_rss *rs)
 		.last_resident = last->anon + last->file + last->shmem,
 		.peak_anon = pk->anon,
 		.last_anon = last->anon,
+		.reconciled = rs->at_end.seen,
+		.heap_known = rs->at_end.heap_known,
+		.allocator_resident = rs->at_end.allocator_resident,
+		.allocator_free_resident = rs->at_end.allocator_free_resident,
+		.outside_resident = rs->at_end.outside_resident,
+		.thread_stacks = rs->at_end.thread_stacks,
+		.heap_live_not_resident = rs->at_end.heap_live_not_resident,
 	};
 }
 

@@ -36,6 +36,10 @@ struct diff_site {
 struct diff_rss {
 	bool has;
 	uint64_t peak_resident, last_resident, peak_anon, last_anon;
+	/* the reconciliation at the last snapshot (reconciled: there was one;
+	 * heap_known: the allocator's part split into live and free) */
+	bool reconciled, heap_known;
+	uint64_t allocator_resident, allocator_free_resident, outside_resident, thread_stacks, heap_live_not_resident;
 };
 
 struct diff {

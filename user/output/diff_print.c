@@ -56,6 +56,26 @@ static void diff_print__json_rss(struct json_out *j, const struct diff_rss *a, c
 	json_metric(j, "last_resident_bytes", a->last_resident, b->last_resident);
 	json_metric(j, "peak_anon_bytes", a->peak_anon, b->peak_anon);
 	json_metric(j, "last_anon_bytes", a->last_anon, b->last_anon);
+	/* resident anonymous memory added up at each side's last snapshot */
+	json_out__key(j, "reconciled_last");
+	if (!a->reconciled || !b->reconciled) {
+		json_out__null(j);
+	} else {
+		json_out__begin_object(j, false);
+		json_metric(j, "allocator_resident_bytes", a->allocator_resident, b->allocator_resident);
+		json_metric(j, "outside_resident_bytes", a->outside_resident, b->outside_resident);
+		json_metric(j, "thread_stacks_bytes", a->thread_stacks, b->thread_stacks);
+		if (a->heap_known && b->heap_known) {
+			json_metric(j, "allocator_free_resident_bytes", a->allocator_free_resident, b->allocator_free_resident);
+			json_metric(j, "heap_live_not_resident_bytes", a->heap_live_not_resident, b->heap_live_not_resident);
+		} else {
+			json_out__key(j, "allocator_free_resident_bytes");
+			json_out__null(j);
+			json_out__key(j, "heap_live_not_resident_bytes");
+			json_out__null(j);
+		}
+		json_out__end_object(j);
+	}
 	json_out__end_object(j);
 }
 
@@ -71,6 +91,7 @@ static void diff_print__json_site(struct json_out *j, const struct diff_site *s)
 	json_metric(j, "leaked_allocations", a->leaked_allocations, b->leaked_allocations);
 	json_metric(j, "leaked_bytes", a->leaked_bytes, b->leaked_bytes);
 	json_metric(j, "temporary_allocations", a->temporary_allocations, b->temporary_allocations);
+	json_metric(j, "resident_bytes", a->resident_bytes, b->resident_bytes);
 	json_out__end_object(j);
 }
 
@@ -189,6 +210,14 @@ int diff_print__text(FILE *f, const struct diff *d, const char *base, const char
 		text_total(f, "resident at the end", d->rss_a.last_resident, d->rss_b.last_resident, true);
 		text_total(f, "anon at its peak", d->rss_a.peak_anon, d->rss_b.peak_anon, true);
 		text_total(f, "anon at the end", d->rss_a.last_anon, d->rss_b.last_anon, true);
+		if (d->rss_a.reconciled && d->rss_b.reconciled) {
+			text_total(f, "allocator resident", d->rss_a.allocator_resident, d->rss_b.allocator_resident, true);
+			if (d->rss_a.heap_known && d->rss_b.heap_known)
+				text_total(f, "  of it free", d->rss_a.allocator_free_resident,
+					   d->rss_b.allocator_free_resident, true);
+			text_total(f, "outside allocator", d->rss_a.outside_resident, d->rss_b.outside_resident,
+				   true);
+		}
 	} else if (d->rss_a.has || d->rss_b.has) {
 		fprintf(f, "  (only the %s trace was recorded with --rss: resident memory is not compared)\n",
 			d->rss_a.has ? "base" : "new");
