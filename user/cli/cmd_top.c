@@ -9,6 +9,7 @@
  */
 #include "commands.h"
 #include "debuginfod.h"
+#include "live_feed.h"
 #include "live_sites.h"
 #include "record.h"
 #include "replay.h"
@@ -42,12 +43,9 @@ struct top {
 	char tmp_output[PATH_MAX];
 
 	/* the engine and what feeds it */
-	struct replay *r;
-	struct live_sites *live;
-	struct symbolizer *sym;
-	struct u64map named;       /* addresses symbolized so far */
-	struct debuginfod_tries tries; /* with DEBUGINFOD_URLS: modules asked */
-	int pid;
+	struct live_feed feed;
+	struct replay *r;          /* feed.r */
+	struct live_sites *live;   /* feed.live */
 	char comm[64];
 
 	/* what was shown last */
@@ -160,129 +158,6 @@ static int top_parse(struct top *t, struct record_opts *o, int argc, char **argv
 	t->interval_ns = (uint64_t)(interval * 1e9);
 	return 0;
 }
-
-/* ---- the tap: what the trace gets, the engine gets ---- */
-
-static int tap_meta(void *ctx, const struct trace_meta *m)
-{
-	struct top *t = ctx;
-	char root[64];
-
-	t->pid = m->pid;
-	snprintf(root, sizeof(root), "/proc/%d/root", m->pid);
-	t->sym = symbolizer__new(root);
-	if (!t->sym)
-		return -ENOMEM;
-	return replay__set_meta(t->r, m);
-}
-
-static int tap_module(void *ctx, const struct trace_module *m)
-{
-	struct top *t = ctx;
-	int err = symbolizer__add_module(t->sym, m);
-
-	return err ? err : replay__add_module(t->r, m);
-}
-
-/* A symbolizer over every module so far, for debug files fetched since. */
-static int renew_symbolizer(struct top *t)
-{
-	char root[64];
-	struct trace_module m;
-
-	symbolizer__free(t->sym);
-	snprintf(root, sizeof(root), "/proc/%d/root", t->pid);
-	t->sym = symbolizer__new(root);
-	if (!t->sym)
-		return -ENOMEM;
-	for (size_t i = 0; !replay__module(t->r, i, &m); i++)
-		symbolizer__add_module(t->sym, &m);
-	return 0;
-}
-
-/* ADDR's module in the trace (the newest mapping holding it), or -1. */
-static int module_of(const struct top *t, uint64_t addr, struct trace_module *m)
-{
-	for (size_t i = replay__nmodules(t->r); i-- > 0;) {
-		if (!replay__module(t->r, i, m) && addr >= m->start && addr < m->end)
-			return 0;
-	}
-	return -1;
-}
-
-/* ADDR named from what the host has, else (DEBUGINFOD_URLS set) from the
- * debug file a server has for its module, asked once per build-id as
- * report does. 0 with *SYM set, 1 if it stays unresolved, -errno. */
-static int name_address(struct top *t, uint64_t addr, struct trace_symbol *sym)
-{
-	struct trace_module m;
-	int err;
-
-	if (!symbolizer__resolve(t->sym, addr, sym) && sym->nframes && sym->frames[0].function)
-		return 0;
-	if (!debuginfod_enabled() || module_of(t, addr, &m) || !m.build_id_len)
-		return symbolizer__resolve(t->sym, addr, sym) ? 1 : 0;
-	err = debuginfod_try(&t->tries, &m);
-	if (err > 0)
-		err = renew_symbolizer(t);
-	if (err)
-		return err;
-	return symbolizer__resolve(t->sym, addr, sym) ? 1 : 0;
-}
-
-/* A new stack's addresses are named at once: the live view shows it next. */
-static int tap_stack(void *ctx, const struct trace_stack *s)
-{
-	struct top *t = ctx;
-	int err = 0;
-
-	for (uint32_t i = 0; i < s->nr && !err; i++) {
-		struct trace_symbol sym;
-		bool existed;
-
-		if (s->frames[i] < 4096 || !u64map__insert(&t->named, s->frames[i], &existed) || existed)
-			continue;
-		err = name_address(t, s->frames[i], &sym);
-		err = err ? (err > 0 ? 0 : err) : replay__add_symbol(t->r, &sym);
-	}
-	return err ? err : replay__add_stack(t->r, s);
-}
-
-static int tap_event(void *ctx, const struct trace_event *e)
-{
-	return replay__add_event(((struct top *)ctx)->r, e);
-}
-
-static int tap_string(void *ctx, const struct trace_string *s)
-{
-	return replay__add_string(((struct top *)ctx)->r, s);
-}
-
-static int tap_thread(void *ctx, const struct trace_thread *th)
-{
-	return replay__add_thread(((struct top *)ctx)->r, th);
-}
-
-static int tap_mark(void *ctx, const struct trace_mark *m)
-{
-	return replay__add_mark(((struct top *)ctx)->r, m);
-}
-
-static int tap_rss(void *ctx, const struct trace_rss *rs)
-{
-	return replay__add_rss(((struct top *)ctx)->r, rs);
-}
-
-static const struct trace_reader_ops top_tap = {
-	.rss = tap_rss,
-	.meta = tap_meta,
-	.module = tap_module,
-	.stack = tap_stack,
-	.event = tap_event,
-	.string = tap_string,
-	.mark = tap_mark,
-	.thread = tap_thread,
-};
 
 /* ---- snapshots ---- */
 
@@ -484,11 +359,7 @@ static void top_done(void *ctx, const struct record_live *live)
 static void top_free(struct top *t)
 {
 	top_screen__close(t->screen);
-	live_sites__free(t->live);
-	replay__free(t->r);
-	symbolizer__free(t->sym);
-	u64map__free(&t->named);
-	debuginfod_tries__free(&t->tries);
+	live_feed__free(&t->feed);
 	strtab__free(&t->keys);
 	free(t->prev);
 	free(t->all);
@@ -511,16 +382,17 @@ int cmd_top(int argc, char **argv)
 {
 	struct record_opts o = { 0 };
 	struct top t = { .ui = { .thread = -1, .zone = -1 } };
-	struct record_view view = { .tap = &top_tap, .ctx = &t, .tick = top_tick, .done = top_done };
+	struct record_view view = { .tap = &live_feed_tap, .ctx = &t, .tap_ctx = &t.feed, .tick = top_tick,
+				    .done = top_done };
 	int err, status;
 
-	t.r = replay__new();
-	t.live = t.r ? live_sites__new(t.r) : NULL;
-	if (!t.live) {
+	if (live_feed__init(&t.feed, NULL)) {
 		fprintf(stderr, "memtrace: failed to start top: out of memory\n");
 		top_free(&t);
 		return 1;
 	}
+	t.r = t.feed.r;
+	t.live = t.feed.live;
 	strtab__init(&t.keys);
 	err = top_parse(&t, &o, argc, argv);
 	if (err) {
@@ -544,7 +416,7 @@ int cmd_top(int argc, char **argv)
 		}
 	}
 	status = record_run(&o, &view);
-	debuginfod_tries__say(&t.tries, t.comm[0] ? t.comm : "the process");
+	debuginfod_tries__say(&t.feed.tries, t.comm[0] ? t.comm : "the process");
 	if (t.err) {
 		fprintf(stderr, "memtrace: failed to show the live view: %s\n", strerror(-t.err));
 		status = status ? status : 1;

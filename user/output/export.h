@@ -42,13 +42,29 @@ int export_folded__write(FILE *f, const struct analysis *a, enum export_metric m
 /* What a pprof profile needs beyond the analysis. */
 struct live_sites;
 
+/* One process of a profile that has several (memtrace agent): its rows,
+ * modules and labels. */
+struct export_pprof_part {
+	struct live_sites *live;
+	const struct trace_module *modules;
+	size_t nmodules;
+	int pid;           /* labels "pid" and "comm" on its samples */
+	const char *comm;
+};
+
 struct export_pprof_input {
-	const struct analysis *a;
+	const struct analysis *a;  /* NULL with PARTS */
 	struct live_sites *live; /* NULL: one sample per stack, no labels; else one per
 				  * stack, thread and zone, labelled with them */
 	const struct trace_module *modules; /* the trace's modules, in file order */
 	size_t nmodules;
 	uint64_t time_ns;                   /* CLOCK_REALTIME at the start; 0 unknown */
+	/* instead of A, LIVE and MODULES: several processes' live rows (their
+	 * addresses kept apart), what the comments say and the duration */
+	const struct export_pprof_part *parts;
+	size_t nparts;
+	const struct analysis_trace *trace;
+	uint64_t duration_ns;
 };
 
 /* IN as an uncompressed profile.proto Profile message appended to OUT.

@@ -80,6 +80,11 @@ struct pprof {
 	uint64_t nlocations;
 	uint64_t nfunctions;
 	bool resident; /* --rss: a fifth sample type, resident_space */
+	const struct export_pprof_part *parts; /* the input's, or one made of A's */
+	size_t nparts;
+	size_t part;           /* the one being written */
+	uint64_t mapping_base; /* the part's first mapping id - 1 */
+	const struct analysis_trace *trace;
 	int err; /* sticky, like pb_buf's */
 };
 
@@ -108,9 +113,11 @@ static void pprof__value_type(struct pprof *p, struct pb_buf *b, uint32_t field,
 /* The id (index + 1) of the module holding ADDR; 0 if none does. */
 static uint64_t pprof__mapping_of(const struct pprof *p, uint64_t addr)
 {
-	for (size_t i = 0; i < p->in->nmodules; i++) {
-		if (addr >= p->in->modules[i].start && addr < p->in->modules[i].end)
-			return i + 1;
+	const struct export_pprof_part *pt = &p->parts[p->part];
+
+	for (size_t i = 0; i < pt->nmodules; i++) {
+		if (addr >= pt->modules[i].start && addr < pt->modules[i].end)
+			return p->mapping_base + i + 1;
 	}
 	return 0;
 }
@@ -162,8 +169,9 @@ static uint64_t pprof__location(struct pprof *p, const struct analysis_frame *f,
 	bool existed;
 	size_t m, lm;
 
-	/* u64map keys must be non-zero; no return address is 0 */
-	e = u64map__insert(&p->locations, f[0].address ? f[0].address : 1, &existed);
+	/* u64map keys must be non-zero; no return address is 0; the processes'
+	 * addresses (below 2^48) apart */
+	e = u64map__insert(&p->locations, (f[0].address ? f[0].address : 1) ^ (uint64_t)p->part << 48, &existed);
 	if (!e) {
 		p->err = -ENOMEM;
 		return 0;
@@ -227,6 +235,11 @@ static void pprof__sample(struct pprof *p, const struct analysis_stack *s, const
 	if (p->resident)
 		pb_buf__varint(b, resident_only ? fig->resident_bytes : 0);
 	pb_buf__end(b, lm);
+	if (p->parts[p->part].pid > 0) {
+		pprof__label(p, "pid", NULL, (uint64_t)p->parts[p->part].pid);
+		if (p->parts[p->part].comm)
+			pprof__label(p, "comm", p->parts[p->part].comm, 0);
+	}
 	if (row) {
 		pprof__label(p, "thread_id", NULL, row->tid);
 		if (row->thread_name)
@@ -250,13 +263,18 @@ static void pprof__samples(struct pprof *p)
 	const struct analysis_site *sites;
 	size_t nsites;
 
-	sites = analysis__sites(p->in->a, &nsites);
-	if (p->in->live) {
-		int err = live_sites__for_each(p->in->live, pprof__row, p);
+	for (p->part = 0; p->part < p->nparts; p->part++) {
+		int err = p->parts[p->part].live ? live_sites__for_each(p->parts[p->part].live, pprof__row, p) : 0;
 
 		if (err && !p->err)
 			p->err = err;
+		p->mapping_base += p->parts[p->part].nmodules;
 	}
+	p->part = 0;
+	p->mapping_base = 0;
+	if (!p->in->a)
+		return;
+	sites = analysis__sites(p->in->a, &nsites);
 	for (size_t i = 0; i < nsites; i++) {
 		for (size_t j = 0; j < sites[i].nstacks; j++) {
 			const struct analysis_stack *s = sites[i].stacks[j];
@@ -296,7 +314,7 @@ static void pprof__mapping(struct pprof *p, uint64_t id, const struct trace_modu
 static void pprof__assemble(struct pprof *p, struct pb_buf *out, const uint64_t *comments,
 			    size_t ncomments, uint64_t default_type)
 {
-	const struct analysis_trace *t = analysis__trace(p->in->a);
+	const struct analysis_trace *t = p->trace;
 
 	pb_buf__raw(out, p->samples.data, p->samples.len);
 	pb_buf__raw(out, p->mappings.data, p->mappings.len);
@@ -306,7 +324,7 @@ static void pprof__assemble(struct pprof *p, struct pb_buf *out, const uint64_t 
 		pb_buf__string(out, PROFILE_STRING_TABLE, p->strings.strs[i]);
 	if (p->in->time_ns)
 		pb_buf__uint64(out, PROFILE_TIME_NANOS, p->in->time_ns);
-	pb_buf__uint64(out, PROFILE_DURATION_NANOS, t->duration_ns);
+	pb_buf__uint64(out, PROFILE_DURATION_NANOS, p->in->duration_ns ? p->in->duration_ns : t->duration_ns);
 	pprof__value_type(p, out, PROFILE_PERIOD_TYPE, "space", "bytes");
 	/* a sampled trace's figures are already scaled up to estimates */
 	pb_buf__uint64(out, PROFILE_PERIOD, t->sample_bytes ? t->sample_bytes : 1);
@@ -318,16 +336,20 @@ static void pprof__assemble(struct pprof *p, struct pb_buf *out, const uint64_t 
 /* What was traced, in words pprof shows with -comments. */
 static size_t pprof__comments(struct pprof *p, uint64_t *out)
 {
-	const struct analysis_trace *t = analysis__trace(p->in->a);
+	const struct analysis_trace *t = p->trace;
+	uint64_t duration = p->in->duration_ns ? p->in->duration_ns : t->duration_ns;
 	char line[4096];
 	size_t n = 0;
 
-	if (t->command) {
+	if (p->in->nparts > 1) {
+		snprintf(line, sizeof(line), "memtrace agent: %zu processes, labelled pid and comm", p->in->nparts);
+		out[n++] = pprof__str(p, line);
+	} else if (t->command) {
 		snprintf(line, sizeof(line), "memtrace: %s", t->command);
 		out[n++] = pprof__str(p, line);
 	}
 	snprintf(line, sizeof(line), "pid %d (%s), %.3f s%s", t->pid, t->comm ? t->comm : "?",
-		 t->duration_ns / 1e9, t->partial ? ", partial trace" : "");
+		 duration / 1e9, t->partial ? ", partial trace" : "");
 	out[n++] = pprof__str(p, line);
 	if (t->sample_bytes) {
 		snprintf(line, sizeof(line), "sampled: one per %llu bytes on average; values are estimates",
@@ -360,14 +382,16 @@ static void pprof__free(struct pprof *p)
 
 int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out)
 {
-	struct pprof p = { .in = in };
-	uint64_t comments[4], default_type;
+	struct export_pprof_part one = { .live = in->live, .modules = in->modules, .nmodules = in->nmodules };
+	struct pprof p = { .in = in, .parts = in->nparts ? in->parts : &one, .nparts = in->nparts ? in->nparts : 1 };
+	uint64_t comments[4], default_type, base = 0;
 	size_t ncomments;
 	int err;
 
+	p.trace = in->trace ? in->trace : analysis__trace(in->a);
 	strtab__init(&p.strings);
 	pprof__str(&p, ""); /* profile.proto: string_table[0] must be "" */
-	p.resident = analysis__trace(in->a)->rss.at_end.heap_known;
+	p.resident = in->a && p.trace->rss.at_end.heap_known;
 	for (size_t i = 0; i < sizeof(sample_types) / sizeof(sample_types[0]); i++)
 		pprof__value_type(&p, out, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
 	if (p.resident) /* live blocks on resident pages at --rss's last snapshot */
@@ -375,8 +399,11 @@ int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out
 	/* period_type comes after the string table: its strings must be in it */
 	pprof__str(&p, "space");
 	pprof__samples(&p);
-	for (size_t i = 0; i < in->nmodules; i++)
-		pprof__mapping(&p, i + 1, &in->modules[i]);
+	for (size_t k = 0; k < p.nparts; k++) {
+		for (size_t i = 0; i < p.parts[k].nmodules; i++)
+			pprof__mapping(&p, base + i + 1, &p.parts[k].modules[i]);
+		base += p.parts[k].nmodules;
+	}
 	ncomments = pprof__comments(&p, comments);
 	default_type = pprof__str(&p, "inuse_space");
 	if (!p.err)
