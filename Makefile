@@ -17,7 +17,7 @@ CFLAGS  ?= -O2 -g
 CFLAGS  += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -fno-omit-frame-pointer
 CPPFLAGS += -D_GNU_SOURCE
 LIBBPF_A := $(firstword $(wildcard /usr/lib/x86_64-linux-gnu/libbpf.a /usr/lib64/libbpf.a /usr/lib/libbpf.a))
-LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -lelf -ldw -lzstd -lz -liberty -lncursesw -ltinfo -lpthread -lm
+LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -lelf -ldw -lzstd -lz -liberty -lncursesw -ltinfo -lmicrohttpd -lpthread -lm
 # build/memtrace is linked fully static, so copying that one file to any x86-64 Linux host with a
 # BTF kernel is enough to record there: no libbpf, elfutils, zstd or zlib there, and no particular
 # glibc either (glibc's static libc is safe here: memtrace makes no NSS lookups). libdw.a pulls in
@@ -29,7 +29,7 @@ LDLIBS  := $(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -lelf -ldw -lzstd -lz 
 STATIC  ?= 1
 MEMTRACE_LDFLAGS := $(if $(filter 1,$(STATIC)),-static) -Wl,--wrap=dlopen
 MEMTRACE_LDLIBS  := $(if $(filter 1,$(STATIC)),\
-	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lncursesw -ltinfo -lpthread -lm -ldl,\
+	$(if $(LIBBPF_A),$(LIBBPF_A),-lbpf) -lcapstone -ldw -lelf -liberty -lzstd -llzma -lbz2 -lz -lncursesw -ltinfo -lmicrohttpd -lpthread -lm -ldl,\
 	$(LDLIBS))
 
 BPF_SRC  := $(wildcard bpf/*.bpf.c)
@@ -53,7 +53,9 @@ ALL_INC  := $(call inc_dirs,$(INC_cli))
 USER_SRC := $(wildcard $(addsuffix /*.c,$(addprefix user/,$(STAGES))))
 USER_ASM := $(wildcard $(addsuffix /*.S,$(addprefix user/,$(STAGES))))
 USER_OBJ := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRC)) $(patsubst user/%.S,$(BUILD)/user/%.o,$(USER_ASM))
-CLI_MAIN := $(BUILD)/user/cli/main.o $(BUILD)/user/cli/no_dlopen.o
+CLI_MAIN := $(BUILD)/user/cli/main.o $(BUILD)/user/cli/no_dlopen.o $(BUILD)/user/cli/no_tls.o
+# libmicrohttpd's GnuTLS calls, stubbed in a static memtrace (user/cli/no_tls.c says why)
+$(BUILD)/user/cli/no_tls.o: CPPFLAGS += $(if $(filter 1,$(STATIC)),-DMEMTRACE_NO_TLS)
 LIB_OBJ  := $(filter-out $(CLI_MAIN),$(USER_OBJ))
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRC))

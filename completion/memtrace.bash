@@ -7,13 +7,13 @@ _memtrace()
 	local cur prev cmd i
 	cur=${COMP_WORDS[COMP_CWORD]}
 	prev=${COMP_WORDS[COMP_CWORD - 1]}
-	local commands="record report diff export top help"
+	local commands="record report diff export top agent help"
 
 	# the command: the first word after memtrace that is one
 	cmd=""
 	for ((i = 1; i < COMP_CWORD; i++)); do
 		case ${COMP_WORDS[i]} in
-		record | report | diff | export | top | help) cmd=${COMP_WORDS[i]}; break ;;
+		record | report | diff | export | top | agent | help) cmd=${COMP_WORDS[i]}; break ;;
 		--) cmd=record; break ;;
 		esac
 	done
@@ -54,13 +54,15 @@ _memtrace()
 			COMPREPLY=($(compgen -W "$commands" -- "$cur"))
 		fi ;;
 	help)
-		COMPREPLY=($(compgen -W "record report diff export top" -- "$cur")) ;;
+		COMPREPLY=($(compgen -W "record report diff export top agent" -- "$cur")) ;;
 	record)
 		COMPREPLY=($(compgen -W "-p --pid -o --output -d --duration --lib --stack-depth --unwind-rows
 			--sample= --budget --rss --rss=only --buffer-size --follow-children -v --verbose -h --help --" -- "$cur")) ;;
 	top)
 		COMPREPLY=($(compgen -W "-p --pid -i --interval -o --output -d --duration --budget --rss --rss=only --batch --json --top
 			--alloc-fn -h --help --" -- "$cur")) ;;
+	agent)
+		COMPREPLY=($(compgen -W "-p --pid -d --duration --budget --exact --rss --listen --alloc-fn -h --help" -- "$cur")) ;;
 	report)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict --symfs -h --help" -- "$cur"))

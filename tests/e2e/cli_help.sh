@@ -35,7 +35,7 @@ expect_eq "--version without CAP_BPF: the kernel line" "$(sed -n 3p v2.out)" \
 
 # help COMMAND is COMMAND --help.
 expect_same "help: the command list, as --help" "$("$MEMTRACE" help)" "$("$MEMTRACE" --help)"
-for c in record report diff export top; do
+for c in record report diff export top agent; do
 	expect_same "help $c is $c --help" "$("$MEMTRACE" help "$c")" "$("$MEMTRACE" "$c" --help)"
 done
 "$MEMTRACE" help bogus >h.out 2>h.err
@@ -43,7 +43,7 @@ expect_eq "help bogus: exit status" "$?" 2
 expect_eq "help bogus: the message" "$(cat h.err)" "memtrace: unknown command 'bogus'; see memtrace --help"
 
 # Man pages: render without a warning, and name every option --help names.
-for c in "" record report diff export top; do
+for c in "" record report diff export top agent; do
 	page=$TOP/docs/man/memtrace${c:+-$c}.1
 	expect_eq "man page $(basename "$page"): groff warnings" "$(groff -man -Tascii -ww -z "$page" 2>&1)" ""
 	[ -n "$c" ] || continue
@@ -61,6 +61,7 @@ make -C "$TOP" -s install DESTDIR="$stage" PREFIX=/usr >install.out 2>&1
 expect_eq "make install: exit status" "$?" 0
 for f in bin/memtrace share/man/man1/memtrace.1 share/man/man1/memtrace-record.1 share/man/man1/memtrace-report.1 \
 	share/man/man1/memtrace-diff.1 share/man/man1/memtrace-export.1 share/man/man1/memtrace-top.1 \
+	share/man/man1/memtrace-agent.1 \
 	share/bash-completion/completions/memtrace share/zsh/vendor-completions/_memtrace; do
 	expect_eq "installed: /usr/$f" "$([ -s "$stage/usr/$f" ] && echo yes || echo no)" yes
 done

@@ -17,6 +17,7 @@ static const struct command commands[] = {
 	{ "diff", cmd_diff, "compare two traces site by site; --fail-on-growth for CI" },
 	{ "export", cmd_export, "write a trace for pprof, flame graphs (folded) or Perfetto (chrome)" },
 	{ "top", cmd_top, "watch a process's heap live: sites by live bytes, rates, zones" },
+	{ "agent", cmd_agent, "serve processes' heaps over HTTP: pprof, Prometheus metrics" },
 };
 
 static void usage(FILE *f)

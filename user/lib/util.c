@@ -152,7 +152,7 @@ char *read_proc_cmdline(int pid)
 
 void read_proc_environ(int pid, const char *var, char *buf, size_t cap)
 {
-	static char env[65536];
+	static __thread char env[65536];
 	ssize_t n = read_proc_file(pid, "environ", env, sizeof(env));
 	size_t len = strlen(var);
 

@@ -65,6 +65,7 @@ struct export_pprof_input {
 	size_t nparts;
 	const struct analysis_trace *trace;
 	uint64_t duration_ns;
+	const char *default_type; /* NULL: inuse_space */
 };
 
 /* IN as an uncompressed profile.proto Profile message appended to OUT.

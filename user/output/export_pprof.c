@@ -405,7 +405,7 @@ int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out
 		base += p.parts[k].nmodules;
 	}
 	ncomments = pprof__comments(&p, comments);
-	default_type = pprof__str(&p, "inuse_space");
+	default_type = pprof__str(&p, in->default_type ? in->default_type : "inuse_space");
 	if (!p.err)
 		pprof__assemble(&p, out, comments, ncomments, default_type);
 

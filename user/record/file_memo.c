@@ -2,6 +2,7 @@
 #include "file_memo.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -20,6 +21,8 @@ static struct file_memo {
 	enum file_fact what;
 } memo[FILE_MEMO_SLOTS];
 static size_t nr_memo;
+/* memtrace agent records several processes at once, each on a thread */
+static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int key_of(const char *path, struct file_key *k)
 {
@@ -38,14 +41,17 @@ int file_memo__get(const char *path, enum file_fact what, uint64_t arg, uint64_t
 
 	if (key_of(path, &k))
 		return -ENOENT;
+	pthread_mutex_lock(&memo_lock);
 	for (size_t i = 0; i < nr_memo; i++) {
 		const struct file_memo *m = &memo[i];
 
 		if (!memcmp(&m->key, &k, sizeof(k)) && m->what == what && m->arg == arg) {
 			*value = m->value;
+			pthread_mutex_unlock(&memo_lock);
 			return 0;
 		}
 	}
+	pthread_mutex_unlock(&memo_lock);
 	return -ENOENT;
 }
 
@@ -54,7 +60,10 @@ void file_memo__put(const char *path, enum file_fact what, uint64_t arg, uint64_
 	struct file_key k;
 	uint64_t known;
 
-	if (nr_memo == FILE_MEMO_SLOTS || !file_memo__get(path, what, arg, &known) || key_of(path, &k))
+	if (!file_memo__get(path, what, arg, &known) || key_of(path, &k))
 		return;
-	memo[nr_memo++] = (struct file_memo){ k, arg, value, what };
+	pthread_mutex_lock(&memo_lock);
+	if (nr_memo < FILE_MEMO_SLOTS)
+		memo[nr_memo++] = (struct file_memo){ k, arg, value, what };
+	pthread_mutex_unlock(&memo_lock);
 }

@@ -9,6 +9,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -65,23 +66,26 @@ static struct held_file {
 	uint64_t start; /* the mapping it was opened through */
 } held[HELD_FILES];
 static size_t nr_held;
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER; /* memtrace agent: several recordings */
 
 static char *hold_mapped_file(int pid, const struct maps_line *ml)
 {
 	char link[96], *out;
 	int fd = -1;
 
+	pthread_mutex_lock(&held_lock);
 	for (size_t i = 0; i < nr_held && fd < 0; i++)
 		if (held[i].pid == pid && held[i].inode == ml->inode && held[i].start == ml->start)
 			fd = held[i].fd;
 	if (fd < 0) {
 		snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, ml->start, ml->end);
 		fd = open(link, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			return NULL;
-		if (nr_held < HELD_FILES)
+		if (fd >= 0 && nr_held < HELD_FILES)
 			held[nr_held++] = (struct held_file){ pid, fd, ml->inode, ml->start };
 	}
+	pthread_mutex_unlock(&held_lock);
+	if (fd < 0)
+		return NULL;
 	if (asprintf(&out, "/proc/self/fd/%d", fd) < 0)
 		return NULL;
 	return out;

@@ -124,6 +124,10 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
  * has its own (or to detach it all if no recorder came: DETACH). */
 void record_prepared_release(struct record_opts *o, bool detach);
 
+/* SIGINT or SIGTERM came since a recording set its handlers (memtrace
+ * agent, whose recordings run on threads of their own). */
+bool record_stop_requested(void);
+
 /* -o -: the trace streams to stdout (the format is written front to back). */
 bool record_output_is_stdout(const char *output);
 

@@ -128,7 +128,7 @@ static int push_run(struct rss_resident *out, uint64_t start, uint64_t end)
  * into the mapping being filled (out->vmas[out->r.nvmas]). */
 static int read_runs(struct rss_resident *out, int pagemap, uint64_t start, uint64_t end, uint64_t ps)
 {
-	static uint64_t buf[8192];
+	static __thread uint64_t buf[8192]; /* memtrace agent: a recording per thread */
 	uint64_t run = 0;
 	bool in = false;
 

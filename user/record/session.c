@@ -99,6 +99,11 @@ struct recording {
 
 static volatile sig_atomic_t stop_signal;
 
+bool record_stop_requested(void)
+{
+	return stop_signal != 0;
+}
+
 bool record_output_is_stdout(const char *output)
 {
 	return !strcmp(output, "-");
@@ -791,7 +796,7 @@ static int sample_rss(struct recording *r, uint64_t now)
 /* --rss: smaps_rollup at the start and the end (while the target lives). */
 static int write_rollup(struct recording *r)
 {
-	static struct rss_rollup ro;
+	static __thread struct rss_rollup ro; /* memtrace agent: a recording per thread */
 
 	ro.r.ts = now_ns(CLOCK_MONOTONIC);
 	return rss_read_rollup(r->pid, &ro) ? 0 : trace_writer__add_rollup(r->w, &ro.r);

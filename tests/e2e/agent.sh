@@ -1,0 +1,148 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# memtrace agent, read by real clients on 127.0.0.1: Debian's go tool pprof
+# reads /debug/pprof/heap and /allocs of tests/progs/alloc_patterns (its
+# figures known exactly: 56 allocations, 8400544 bytes, 8 blocks and 4852
+# bytes live), Debian's prometheus scrapes /metrics and its query API returns
+# the series; bad command lines and bad requests get one line, 400/404/405,
+# never a crash (random query strings); nothing listens beyond 127.0.0.1.
+. "$(dirname "$0")/lib.sh"
+
+port=16471
+url=http://127.0.0.1:$port
+cd "$TMP" || exit 1
+
+# --- the command line: one line and exit 2, or 1 when the port is taken
+expect_usage() { # LABEL ARGS...: exit 2, one line on stderr
+	local label=$1
+	shift
+	timeout -k 5 "$LIMIT" "$MEMTRACE" agent "$@" >/dev/null 2>"$TMP/u.err"
+	expect_one_error "$label" $? "$TMP/u.err"
+}
+expect_usage "agent without -p" --exact
+expect_usage "agent --listen without a port" -p $$ --listen 127.0.0.1
+expect_usage "agent --listen with a name" -p $$ --listen localhost:$port
+expect_usage "agent --exact --budget 5" -p $$ --exact --budget 5
+expect_usage "agent -- CMD" -- /bin/true
+expect_usage "agent -p twice" -p $$ -p $$
+
+# --- exact: alloc_patterns waits for SIGUSR1, then runs its known pattern
+(exec "$PROGS/alloc_patterns" wait >"$TMP/ap.out" 2>/dev/null) &
+target=$!
+timeout -k 5 120 "$MEMTRACE" agent -p "$target" --exact --listen "127.0.0.1:$port" -d 60 2>"$TMP/agent.err" &
+agent=$!
+trap 'kill -INT $agent 2>/dev/null; kill $target 2>/dev/null; rm -rf "$TMP"' EXIT
+if wait_for_line "$TMP/agent.err" "memtrace: attached to PID $target" 20; then ok "the agent attached"; else not_ok "never attached: $(cat "$TMP/agent.err")"; fi
+expect_eq "it says where it serves" "$(grep -c "^memtrace: agent serving http://127.0.0.1:$port/ (1 target, exact)$" "$TMP/agent.err")" 1
+# a port taken: one line, exit 1
+timeout -k 5 "$LIMIT" "$MEMTRACE" agent -p "$target" --listen "127.0.0.1:$port" >/dev/null 2>"$TMP/busy.err"
+st=$?
+expect_eq "a second agent on the same port: exit status" "$st" 1
+expect_eq "... one line saying so" "$(grep -c "^memtrace: failed to listen on 127.0.0.1:$port" "$TMP/busy.err")/$(wc -l <"$TMP/busy.err")" 1/1
+# only on 127.0.0.1
+expect_eq "it listens on 127.0.0.1 only" "$(ss -Hltn "sport = :$port" | awk '{ print $4 }' | sort -u | tr '\n' ' ')" "127.0.0.1:$port "
+kill -USR1 "$target"
+wait "$target"
+expect_eq "alloc_patterns ran its pattern" "$(cat "$TMP/ap.out")" "alloc_patterns: done"
+sleep 0.5 # the last events reach the agent within its poll
+
+http() { curl -s -o "$2" -w '%{http_code}' "$url$1"; }
+expect_eq "/debug/pprof/heap: 200" "$(http /debug/pprof/heap heap.pb.gz)" 200
+expect_eq "/debug/pprof/allocs: 200" "$(http /debug/pprof/allocs allocs.pb.gz)" 200
+expect_eq "the profile is gzipped" "$(od -An -tx1 -N2 heap.pb.gz | tr -d ' ')" 1f8b
+pprof_total() { # PROFILE SAMPLE_INDEX: the total go tool pprof reads
+	(cd / && timeout -k 5 "$LIMIT" go tool pprof -sample_index="$2" -unit=B -top "$TMP/$1" 2>&1) |
+		sed -n 's/.*Total samples = \([0-9]*\)B\{0,1\} *$/\1/p'
+}
+expect_eq "go tool pprof: alloc_objects, the 56 allocations" "$(pprof_total heap.pb.gz alloc_objects)" 56
+expect_eq "go tool pprof: alloc_space, 8400544 bytes" "$(pprof_total heap.pb.gz alloc_space)" 8400544
+expect_eq "go tool pprof: inuse_objects, the 8 blocks left" "$(pprof_total heap.pb.gz inuse_objects)" 8
+expect_eq "go tool pprof: inuse_space, their 4852 bytes" "$(pprof_total heap.pb.gz inuse_space)" 4852
+expect_eq "heap's default sample type: inuse_space" \
+	"$(cd / && go tool pprof -top "$TMP/heap.pb.gz" 2>&1 | sed -n 's/^Type: //p')" inuse_space
+expect_eq "allocs' default sample type: alloc_space" \
+	"$(cd / && go tool pprof -top "$TMP/allocs.pb.gz" 2>&1 | sed -n 's/^Type: //p')" alloc_space
+raw=$(cd / && go tool pprof -raw "$TMP/heap.pb.gz" 2>&1)
+nsamples=$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+: ' <<<"$raw")
+if [ "$nsamples" -ge 13 ]; then ok "a sample per site's stack at least: $nsamples"; else not_ok "samples: $nsamples, want >= 13 (alloc_patterns' sites)"; fi
+expect_eq "every sample labelled with the target's pid and comm ($nsamples samples)" \
+	"$(grep -c "comm:\[alloc_patterns\]" <<<"$raw")/$(grep -c "pid:\[$target\]" <<<"$raw")" "$nsamples/$nsamples"
+expect_eq "the site of the 8 MiB blocks named" "$(cd / && go tool pprof -sample_index=alloc_space -top "$TMP/heap.pb.gz" 2>&1 |
+	awk '$6 == "site_peak_block" { print $6 }')" site_peak_block
+expect_eq "?pid=TARGET: the same profile's figures" "$(http "/debug/pprof/heap?pid=$target" one.pb.gz)/$(pprof_total one.pb.gz inuse_space)" 200/4852
+
+metrics=$(curl -s "$url/metrics")
+metric() { awk -v n="$1{pid=\"$target\",comm=\"alloc_patterns\"}" '$1 == n { print $2 }' <<<"$metrics"; }
+expect_eq "/metrics: allocations_total" "$(metric memtrace_allocations_total)" 56
+expect_eq "/metrics: allocated_bytes_total" "$(metric memtrace_allocated_bytes_total)" 8400544
+expect_eq "/metrics: live_heap_bytes" "$(metric memtrace_live_heap_bytes)" 4852
+expect_eq "/metrics: live_heap_blocks" "$(metric memtrace_live_heap_blocks)" 8
+expect_eq "/metrics: target_up 0 (it exited)" "$(metric memtrace_target_up)" 0
+expect_eq "/metrics: probe_time_ratio 1 (exact)" "$(metric memtrace_probe_time_ratio)" 1
+expect_eq "/metrics: dropped_events_total" "$(metric memtrace_dropped_events_total)" 0
+if awk '$1 == "memtrace_own_resident_bytes" && $2 > 1000000 { f = 1 } END { exit !f }' <<<"$metrics"; then
+	ok "/metrics: the agent's own resident memory"
+else
+	not_ok "/metrics: no memtrace_own_resident_bytes: $(grep own_ <<<"$metrics")"
+fi
+expect_eq "/metrics: every series has HELP and TYPE" \
+	"$(grep -c '^# TYPE' <<<"$metrics")" "$(grep -v '^#' <<<"$metrics" | awk '{ sub(/\{.*/, "", $1); print $1 }' | sort -u | wc -l)"
+if grep -q "<td>$target</td><td>alloc_patterns</td><td>exited</td>" <(curl -s "$url/"); then ok "/: the index lists the target"; else not_ok "/: no target row"; fi
+
+# --- bad requests: 400, 404, 405, and the agent still serves
+expect_eq "an unknown path: 404" "$(http /debug/pprof/goroutine /dev/null)" 404
+expect_eq "?pid=abc: 400" "$(http '/debug/pprof/heap?pid=abc' /dev/null)" 400
+expect_eq "?pid= a process not recorded: 404" "$(http '/debug/pprof/heap?pid=1' /dev/null)" 404
+expect_eq "an unknown query: 400" "$(http '/debug/pprof/heap?evil=1' /dev/null)" 400
+expect_eq "POST: 405" "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x=1 "$url/metrics")" 405
+codes=""
+for i in $(seq 300); do
+	q=$(head -c $((RANDOM % 64 + 1)) /dev/urandom | od -An -tx1 | tr -d ' \n' | sed 's/\(..\)/%\1/g')
+	case $((i % 4)) in
+	0) path="/debug/pprof/heap?pid=$q" ;;
+	1) path="/debug/pprof/allocs?$q=$q" ;;
+	2) path="/metrics?$q" ;;
+	3) path="/$q" ;;
+	esac
+	codes="$codes $(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url$path")"
+done
+bad=$(tr ' ' '\n' <<<"$codes" | grep -v '^$' | grep -cvx '200\|400\|404')
+expect_eq "300 random query strings: each 200, 400 or 404" "$bad" 0
+expect_eq "... and the agent still serves" "$(http /debug/pprof/heap /dev/null)" 200
+
+# --- Prometheus, started with a scrape config for the agent
+if command -v prometheus >/dev/null; then
+	cat >prom.yml <<EOF
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: memtrace
+    static_configs:
+      - targets: ['127.0.0.1:$port']
+EOF
+	prometheus --config.file=prom.yml --storage.tsdb.path="$TMP/tsdb" --web.listen-address=127.0.0.1:16490 \
+		>prom.log 2>&1 &
+	prom=$!
+	got=""
+	for _ in $(seq 150); do
+		got=$(curl -s "http://127.0.0.1:16490/api/v1/query?query=memtrace_allocations_total" |
+			jq -r '.data.result[]? | "\(.metric.pid) \(.metric.comm) \(.value[1])"' 2>/dev/null)
+		[ -n "$got" ] && break
+		sleep 0.2
+	done
+	kill "$prom" 2>/dev/null
+	wait "$prom" 2>/dev/null
+	expect_eq "prometheus scraped the agent: its query API returns the series" "$got" "$target alloc_patterns 56"
+else
+	not_ok "prometheus missing (tests/install-deps.sh installs it): the scrape went unchecked"
+fi
+
+# the systemd unit, with this build's path, as systemd reads it
+sed "s|/usr/local/bin/memtrace|$MEMTRACE|" "$TOP/dist/memtrace-agent.service" >memtrace-agent.service
+expect_eq "dist/memtrace-agent.service: systemd-analyze verify" "$(systemd-analyze verify "$TMP/memtrace-agent.service" 2>&1)" ""
+
+kill -INT "$agent"
+wait "$agent"
+expect_eq "SIGINT: the agent's exit status" $? 0
+expect_eq "nothing left on disk (no trace in TMPDIR)" "$(ls "${TMPDIR:-/tmp}"/memtrace-agent.*.mtrace 2>/dev/null | wc -l)" 0
+finish

@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * memtrace agent [-p PID]... [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]
+ *                [--alloc-fn GLOB]... [-d SEC]
+ *
+ * A long-running recorder for one machine, read over HTTP by the engines a
+ * fleet already runs: each target is a recording (record_run, as top has
+ * it) on a thread of its own, fed live to a replay engine (live_feed.h)
+ * under a lock; libmicrohttpd serves, from its own threads, under the same
+ * locks:
+ *   /debug/pprof/heap, /debug/pprof/allocs  gzipped profile.proto as Go
+ *       serves them (all four sample types; heap shows inuse_space first,
+ *       allocs alloc_space), every target labelled pid and comm, or one
+ *       with ?pid=PID;
+ *   /metrics  the Prometheus text format, a few series per target;
+ *   /         an index.
+ * Only GET and HEAD; any other path is 404, a malformed query 400. Bound to
+ * 127.0.0.1 unless --listen says otherwise. Nothing is written to disk.
+ */
+#include "commands.h"
+#include "export.h"
+#include "live_feed.h"
+#include "protobuf.h"
+#include "record.h"
+#include "replay.h"
+#include "util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#define AGENT_MAX_TARGETS 64
+#define AGENT_DEFAULT_PORT 6071
+#define AGENT_DEFAULT_BUDGET 1.0
+
+struct agent;
+
+struct agent_target {
+	struct agent *agent;
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock; /* the feed and the figures below */
+	struct live_feed feed;
+	struct record_opts o;
+	char output[PATH_MAX];
+	int pid;
+	char comm[64];
+	uint64_t start_ns, dropped, events;
+	bool attached, ended, exited;
+	int status;
+};
+
+struct agent {
+	struct agent_target targets[AGENT_MAX_TARGETS];
+	size_t ntargets;
+	struct sockaddr_in listen;
+	struct MHD_Daemon *http;
+	const char *alloc_fns[32];
+	size_t nalloc_fns;
+};
+
+static void agent_usage(FILE *f)
+{
+	fprintf(f, "usage: memtrace agent -p PID [-p PID]... [--budget PCT | --exact] [--rss]\n"
+		   "                      [--listen ADDR:PORT] [--alloc-fn GLOB]... [-d SEC]\n"
+		   "  -p, --pid PID        a process to record (up to %d)\n"
+		   "      --budget PCT     bound what tracing costs each target to PCT percent of its\n"
+		   "                       work (default %g; figures are estimates)\n"
+		   "      --exact          trace every allocation instead (the full cost)\n"
+		   "      --rss            also sample each target's resident memory\n"
+		   "      --listen ADDR:PORT  serve there (default 127.0.0.1:%d; nothing listens\n"
+		   "                       beyond this host unless ADDR says so)\n"
+		   "      --alloc-fn GLOB  frames of matching functions count as the allocator's\n"
+		   "  -d, --duration SEC   stop after SEC seconds (default: until SIGINT or SIGTERM)\n"
+		   "serves /debug/pprof/heap and /debug/pprof/allocs (gzipped pprof, ?pid=PID for one\n"
+		   "target), /metrics (Prometheus text format) and / (an index)\n",
+		AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT);
+}
+
+static int parse_listen(const char *s, struct sockaddr_in *out)
+{
+	char host[64];
+	const char *colon = strrchr(s, ':');
+	uint64_t port;
+
+	if (!colon || (size_t)(colon - s) >= sizeof(host) || parse_u64(colon + 1, &port) || !port || port > 65535)
+		return fail("invalid --listen '%s'; give ADDR:PORT, e.g. 127.0.0.1:%d", s, AGENT_DEFAULT_PORT);
+	memcpy(host, s, (size_t)(colon - s));
+	host[colon - s] = 0;
+	*out = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+	if (inet_pton(AF_INET, host, &out->sin_addr) != 1)
+		return fail("invalid --listen address '%s'; give an IPv4 address, e.g. 127.0.0.1 (0.0.0.0 for every "
+			    "interface)", host);
+	return 0;
+}
+
+/* 0 to go on, 1 after --help, -EINVAL after printing why. */
+static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "budget", required_argument, NULL, 'P' },
+		{ "exact", no_argument, NULL, 'E' },
+		{ "rss", no_argument, NULL, 'R' },
+		{ "listen", required_argument, NULL, 'L' },
+		{ "alloc-fn", required_argument, NULL, 'A' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool exact = false, budget = false;
+	int c, pid;
+
+	record_opts__defaults(o);
+	a->listen = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(AGENT_DEFAULT_PORT),
+					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	optind = 0;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+p:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			if (parse_pid(optarg, &pid))
+				return -EINVAL;
+			if (a->ntargets == AGENT_MAX_TARGETS)
+				return fail("too many -p; an agent records at most %d processes", AGENT_MAX_TARGETS);
+			for (size_t i = 0; i < a->ntargets; i++)
+				if (a->targets[i].pid == pid)
+					return fail("-p %d given twice; give each process once", pid);
+			a->targets[a->ntargets++].pid = pid;
+			break;
+		case 'd':
+		case 'P':
+		case 'R':
+			if (record_option(c, optarg, o) < 0)
+				return -EINVAL;
+			budget = budget || c == 'P';
+			break;
+		case 'E': exact = true; break;
+		case 'L':
+			if (parse_listen(optarg, &a->listen))
+				return -EINVAL;
+			break;
+		case 'A':
+			if (a->nalloc_fns == sizeof(a->alloc_fns) / sizeof(a->alloc_fns[0]))
+				return fail("too many --alloc-fn globs; at most 32");
+			a->alloc_fns[a->nalloc_fns++] = optarg;
+			break;
+		case 'h': agent_usage(stdout); return 1;
+		default:
+			return fail("failed to parse agent options: '%s' is unknown or lacks its value; see memtrace agent "
+				    "--help", argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return fail("agent records running processes: give -p PID, not a command ('%s')", argv[optind]);
+	if (!a->ntargets)
+		return fail("give at least one -p PID; see memtrace agent --help");
+	if (exact && budget)
+		return fail("--exact and --budget do not combine: give one of them");
+	if (!exact && !budget)
+		o->budget = AGENT_DEFAULT_BUDGET;
+	if (record_check_budget(o))
+		return -EINVAL;
+	return 0;
+}
+
+/* ---- recording: a thread per target ---- */
+
+static int agent_tick(void *ctx, const struct record_live *live, uint64_t now)
+{
+	struct agent_target *t = ctx;
+
+	pthread_mutex_lock(&t->lock);
+	t->attached = true;
+	t->start_ns = live->start_ns;
+	t->dropped = live->dropped;
+	t->events = live->events;
+	t->exited = live->target_exited;
+	snprintf(t->comm, sizeof(t->comm), "%s", live->comm ? live->comm : "?");
+	pthread_mutex_unlock(&t->lock);
+	return 0;
+}
+
+static void agent_done(void *ctx, const struct record_live *live)
+{
+	struct agent_target *t = ctx;
+
+	pthread_mutex_lock(&t->lock);
+	t->ended = true;
+	if (live) {
+		t->dropped = live->dropped;
+		t->exited = live->target_exited;
+	}
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void *agent_record(void *arg)
+{
+	struct agent_target *t = arg;
+	struct record_view view = { .tap = &live_feed_tap, .ctx = t, .tap_ctx = &t->feed, .tick = agent_tick,
+				    .done = agent_done };
+
+	t->status = record_run(&t->o, &view);
+	pthread_mutex_lock(&t->lock);
+	t->ended = true;
+	pthread_mutex_unlock(&t->lock);
+	return NULL;
+}
+
+/* ---- HTTP ---- */
+
+/* A growing text buffer. */
+struct text {
+	char *s;
+	size_t len, cap;
+	bool oom;
+};
+
+static void __attribute__((format(printf, 2, 3))) text_add(struct text *t, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (t->oom)
+		return;
+	for (;;) {
+		va_start(ap, fmt);
+		n = vsnprintf(t->s ? t->s + t->len : NULL, t->s ? t->cap - t->len : 0, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			t->oom = true;
+			return;
+		}
+		if (t->s && t->len + (size_t)n < t->cap) {
+			t->len += (size_t)n;
+			return;
+		}
+		size_t cap = t->cap ? 2 * t->cap : 4096;
+
+		while (cap <= t->len + (size_t)n)
+			cap *= 2;
+		char *p = realloc(t->s, cap);
+
+		if (!p) {
+			t->oom = true;
+			return;
+		}
+		t->s = p;
+		t->cap = cap;
+	}
+}
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned int status, const char *type, void *data, size_t n,
+			     bool gzip)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(n, data, MHD_RESPMEM_MUST_FREE);
+	enum MHD_Result ret;
+
+	if (!r) {
+		free(data);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	if (gzip)
+		MHD_add_response_header(r, "Content-Disposition", "attachment; filename=\"profile.pb.gz\"");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned int status, const char *msg)
+{
+	char *s = strdup(msg);
+
+	return s ? reply(c, status, "text/plain; charset=utf-8", s, strlen(s), false) : MHD_NO;
+}
+
+/* DATA gzipped, as Go's pprof handlers send profiles. */
+static int gzip_buf(const void *data, size_t n, void **out, size_t *out_n)
+{
+	z_stream z = { 0 };
+	size_t cap = n + n / 100 + 64;
+	unsigned char *buf = malloc(cap);
+	int rc;
+
+	if (!buf || deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+		free(buf);
+		return -ENOMEM;
+	}
+	z.next_in = (unsigned char *)data;
+	z.avail_in = (uInt)n;
+	z.next_out = buf;
+	z.avail_out = (uInt)cap;
+	rc = deflate(&z, Z_FINISH);
+	*out_n = z.total_out;
+	deflateEnd(&z);
+	if (rc != Z_STREAM_END) {
+		free(buf);
+		return -ENOMEM;
+	}
+	*out = buf;
+	return 0;
+}
+
+/* The target recording PID, or NULL. */
+static struct agent_target *target_of(struct agent *a, int pid)
+{
+	for (size_t i = 0; i < a->ntargets; i++)
+		if (a->targets[i].pid == pid)
+			return &a->targets[i];
+	return NULL;
+}
+
+/* ?pid=PID: -1 for none, 0 and *BAD for a malformed one. */
+static int query_pid(struct MHD_Connection *c, bool *bad)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid");
+	int pid;
+
+	*bad = false;
+	if (!v)
+		return -1;
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (errno || end == v || *end || n <= 0 || n > INT_MAX) {
+		*bad = true;
+		return 0;
+	}
+	pid = (int)n;
+	return pid;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* /debug/pprof/heap and /debug/pprof/allocs: every target (or ?pid's) as
+ * one profile, each target's lock held while its rows are encoded. */
+static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bool allocs)
+{
+	struct export_pprof_part parts[AGENT_MAX_TARGETS];
+	struct agent_target *locked[AGENT_MAX_TARGETS];
+	struct trace_module *mods[AGENT_MAX_TARGETS] = { 0 };
+	const struct analysis_trace *trace = NULL;
+	struct pb_buf pb = { 0 };
+	size_t nparts = 0, nlocked = 0, zn = 0;
+	uint64_t now = mono_ns(), duration = 0;
+	void *z = NULL;
+	bool bad;
+	int pid = query_pid(c, &bad), err = 0;
+
+	if (bad)
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad pid: give ?pid= a process id the agent records\n");
+	if (pid > 0 && !target_of(a, pid))
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the processes recorded\n");
+	for (size_t i = 0; i < a->ntargets && !err; i++) {
+		struct agent_target *t = &a->targets[i];
+		size_t nm = 0;
+
+		if (pid > 0 && t->pid != pid)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		locked[nlocked++] = t;
+		if (!t->attached || !t->feed.r)
+			continue;
+		nm = replay__nmodules(t->feed.r);
+		mods[nparts] = calloc(nm ? nm : 1, sizeof(*mods[nparts]));
+		if (!mods[nparts]) {
+			err = -ENOMEM;
+			break;
+		}
+		for (size_t k = 0; k < nm; k++)
+			replay__module(t->feed.r, k, &mods[nparts][k]);
+		parts[nparts] = (struct export_pprof_part){ .live = t->feed.live, .modules = mods[nparts], .nmodules = nm,
+							   .pid = t->pid, .comm = t->comm };
+		trace = replay__trace(t->feed.r);
+		if (now - t->start_ns > duration)
+			duration = now - t->start_ns;
+		nparts++;
+	}
+	if (!err && !nparts)
+		err = -EAGAIN;
+	if (!err) {
+		struct export_pprof_input in = {
+			.parts = parts, .nparts = nparts, .trace = trace, .duration_ns = duration,
+			.default_type = allocs ? "alloc_space" : "inuse_space",
+		};
+
+		err = export_pprof__encode(&in, &pb);
+	}
+	while (nlocked)
+		pthread_mutex_unlock(&locked[--nlocked]->lock);
+	for (size_t i = 0; i < AGENT_MAX_TARGETS; i++)
+		free(mods[i]);
+	if (!err)
+		err = gzip_buf(pb.data, pb.len, &z, &zn);
+	pb_buf__free(&pb);
+	if (err == -EAGAIN)
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no target attached yet\n");
+	if (err)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	return reply(c, MHD_HTTP_OK, "application/octet-stream", z, zn, true);
+}
+
+/* A label value as the text format quotes it. */
+static void text_label(struct text *o, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			text_add(o, "\\%c", *s);
+		else if (*s == '\n')
+			text_add(o, "\\n");
+		else
+			text_add(o, "%c", *s);
+	}
+}
+
+#define METRIC(o, name, type, help) text_add(o, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type)
+
+static void metric_line(struct text *o, const char *name, const struct agent_target *t, double v)
+{
+	text_add(o, "%s{pid=\"%d\",comm=\"", name, t->pid);
+	text_label(o, t->comm[0] ? t->comm : "?");
+	text_add(o, "\"} %.17g\n", v);
+}
+
+/* /metrics: low cardinality: a few series per target, and memtrace's own. */
+static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} m[] = {
+		{ "memtrace_target_up", "gauge", "1 while the target is recorded, 0 once it exited or recording stopped" },
+		{ "memtrace_live_heap_bytes", "gauge", "Bytes in the target's live heap blocks (an estimate under --budget)" },
+		{ "memtrace_live_heap_blocks", "gauge", "Live heap blocks of the target (an estimate under --budget)" },
+		{ "memtrace_allocations_total", "counter", "Allocation calls of the target since the agent attached" },
+		{ "memtrace_allocated_bytes_total", "counter", "Bytes the target's allocation calls asked for" },
+		{ "memtrace_dropped_events_total", "counter", "Events the kernel could not hand to the agent" },
+		{ "memtrace_probe_time_ratio", "gauge", "Share of the time the allocator probes were live (1: exact)" },
+		{ "memtrace_resident_anon_bytes", "gauge", "The target's RssAnon at the last --rss sample" },
+		{ "memtrace_resident_file_bytes", "gauge", "The target's RssFile at the last --rss sample" },
+		{ "memtrace_resident_shmem_bytes", "gauge", "The target's RssShmem at the last --rss sample" },
+	};
+	struct text o = { 0 };
+	struct rusage ru;
+	uint64_t now = mono_ns();
+	long pages = 0;
+	FILE *f;
+
+	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
+		bool header = false;
+
+		for (size_t i = 0; i < a->ntargets; i++) {
+			struct agent_target *t = &a->targets[i];
+			const struct analysis_trace *tr;
+			const struct analysis_totals *tot;
+			double v;
+
+			pthread_mutex_lock(&t->lock);
+			if (!t->attached || !t->feed.r) {
+				pthread_mutex_unlock(&t->lock);
+				continue;
+			}
+			tr = replay__trace(t->feed.r);
+			tot = replay__totals(t->feed.r);
+			switch (k) {
+			case 0: v = !t->ended && !t->exited; break;
+			case 1: v = (double)replay__live_bytes(t->feed.r); break;
+			case 2: v = (double)replay__live_allocations(t->feed.r); break;
+			case 3: v = (double)tot->allocations; break;
+			case 4: v = (double)tot->allocated_bytes; break;
+			case 5: v = (double)t->dropped; break;
+			case 6:
+				v = !tr->budget.budget_ppm ? 1 :
+				    now > t->start_ns ? (double)tr->budget.live_ns / (double)(now - t->start_ns) : 0;
+				break;
+			default:
+				if (!tr->rss.npoints) {
+					pthread_mutex_unlock(&t->lock);
+					continue;
+				}
+				v = k == 7 ? (double)tr->rss.points[tr->rss.npoints - 1].anon :
+				    k == 8 ? (double)tr->rss.points[tr->rss.npoints - 1].file :
+					     (double)tr->rss.points[tr->rss.npoints - 1].shmem;
+			}
+			if (!header)
+				METRIC(&o, m[k].name, m[k].type, m[k].help);
+			header = true;
+			metric_line(&o, m[k].name, t, v);
+			pthread_mutex_unlock(&t->lock);
+		}
+	}
+	getrusage(RUSAGE_SELF, &ru);
+	METRIC(&o, "memtrace_own_cpu_seconds_total", "counter", "CPU time memtrace agent itself used");
+	text_add(&o, "memtrace_own_cpu_seconds_total %.6f\n",
+		 (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) + (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6);
+	f = fopen("/proc/self/statm", "re");
+	if (f) {
+		if (fscanf(f, "%*s %ld", &pages) != 1)
+			pages = 0;
+		fclose(f);
+	}
+	METRIC(&o, "memtrace_own_resident_bytes", "gauge", "memtrace agent's own resident memory");
+	text_add(&o, "memtrace_own_resident_bytes %ld\n", pages * sysconf(_SC_PAGESIZE));
+	if (o.oom) {
+		free(o.s);
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	return reply(c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", o.s, o.len, false);
+}
+
+/* HTML's special characters escaped. */
+static void text_html(struct text *o, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': text_add(o, "&lt;"); break;
+		case '>': text_add(o, "&gt;"); break;
+		case '&': text_add(o, "&amp;"); break;
+		case '"': text_add(o, "&quot;"); break;
+		default: text_add(o, "%c", *s);
+		}
+	}
+}
+
+static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
+{
+	struct text o = { 0 };
+
+	text_add(&o, "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>memtrace agent</title></head><body>\n"
+		     "<h1>memtrace agent</h1>\n<p><a href=\"/metrics\">/metrics</a> &middot; "
+		     "<a href=\"/debug/pprof/heap\">/debug/pprof/heap</a> &middot; "
+		     "<a href=\"/debug/pprof/allocs\">/debug/pprof/allocs</a></p>\n<table>\n"
+		     "<tr><th>pid</th><th>comm</th><th>state</th><th>live heap</th><th>profiles</th></tr>\n");
+	for (size_t i = 0; i < a->ntargets; i++) {
+		struct agent_target *t = &a->targets[i];
+
+		pthread_mutex_lock(&t->lock);
+		text_add(&o, "<tr><td>%d</td><td>", t->pid);
+		text_html(&o, t->comm[0] ? t->comm : "?");
+		text_add(&o, "</td><td>%s</td><td>%" PRIu64 " B</td>",
+			 !t->attached ? "attaching" : t->exited ? "exited" : t->ended ? "stopped" : "recorded",
+			 t->attached && t->feed.r ? replay__live_bytes(t->feed.r) : 0);
+		text_add(&o, "<td><a href=\"/debug/pprof/heap?pid=%d\">heap</a> "
+			     "<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a></td></tr>\n", t->pid, t->pid);
+		pthread_mutex_unlock(&t->lock);
+	}
+	text_add(&o, "</table>\n</body></html>\n");
+	if (o.oom) {
+		free(o.s);
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	}
+	return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", o.s, o.len, false);
+}
+
+/* Only the queries each path knows: anything else is a 400. */
+static enum MHD_Result check_arg(void *ctx, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+	bool *unknown = ctx;
+
+	if (strcmp(key, "pid") && strcmp(key, "debug") && strcmp(key, "gc"))
+		*unknown = true;
+	return MHD_YES;
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+				  const char *version, const char *upload, size_t *upload_size, void **state)
+{
+	struct agent *a = cls;
+	bool unknown = false;
+
+	if (!*state) { /* the headers: a method that writes is refused at once */
+		*state = (void *)1;
+		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
+			return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET: the agent's endpoints only read\n");
+		return MHD_YES;
+	}
+	if (*upload_size) { /* a body on a GET: read and dropped, then refused */
+		*upload_size = 0;
+		*state = (void *)2;
+		return MHD_YES;
+	}
+	if (*state == (void *)2)
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "the agent takes no request body\n");
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_arg, &unknown);
+	if (!strcmp(url, "/debug/pprof/heap") || !strcmp(url, "/debug/pprof/allocs")) {
+		if (unknown)
+			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the profiles take ?pid=PID\n");
+		return serve_pprof(a, c, !strcmp(url, "/debug/pprof/allocs"));
+	}
+	if (!strcmp(url, "/metrics"))
+		return serve_metrics(a, c);
+	if (!strcmp(url, "/"))
+		return serve_index(a, c);
+	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: see / for what the agent serves\n");
+}
+
+/* ---- the agent ---- */
+
+static void agent_free(struct agent *a)
+{
+	for (size_t i = 0; i < a->ntargets; i++) {
+		live_feed__free(&a->targets[i].feed);
+		pthread_mutex_destroy(&a->targets[i].lock);
+	}
+}
+
+int cmd_agent(int argc, char **argv)
+{
+	struct agent *a = calloc(1, sizeof(*a));
+	struct record_opts o = { 0 };
+	int err, status = 0;
+
+	if (!a) {
+		fprintf(stderr, "memtrace: failed to start the agent: out of memory\n");
+		return MEMTRACE_EXIT_FAILURE;
+	}
+	err = agent_parse(a, &o, argc, argv);
+	if (err) {
+		free(a);
+		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
+	}
+	for (size_t i = 0; i < a->ntargets; i++) {
+		struct agent_target *t = &a->targets[i];
+
+		pthread_mutex_init(&t->lock, NULL);
+		t->agent = a;
+		if (live_feed__init(&t->feed, &t->lock)) {
+			fprintf(stderr, "memtrace: failed to start the agent: out of memory\n");
+			agent_free(a);
+			free(a);
+			return MEMTRACE_EXIT_FAILURE;
+		}
+		for (size_t k = 0; k < a->nalloc_fns; k++)
+			replay__add_alloc_fn(t->feed.r, a->alloc_fns[k]);
+		t->o = o;
+		t->o.pid = t->pid;
+		/* the trace is only the sink the recorder writes to: nothing stays on disk */
+		snprintf(t->output, sizeof(t->output), "%s/memtrace-agent.%d.%d.mtrace",
+			 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), t->pid);
+		t->o.output = t->output;
+		t->o.discard_output = true;
+	}
+	/* the listening socket first: a port in use is said before anything is attached */
+	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request, a,
+				   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->listen, MHD_OPTION_CONNECTION_LIMIT,
+				   (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
+				   MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2, MHD_OPTION_END);
+	if (!a->http) {
+		char addr[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &a->listen.sin_addr, addr, sizeof(addr));
+		fprintf(stderr, "memtrace: failed to listen on %s:%u: the port is in use or not ours to take; give "
+				"--listen ADDR:PORT\n", addr, ntohs(a->listen.sin_port));
+		agent_free(a);
+		free(a);
+		return MEMTRACE_EXIT_FAILURE;
+	}
+	{
+		char addr[INET_ADDRSTRLEN];
+
+		inet_ntop(AF_INET, &a->listen.sin_addr, addr, sizeof(addr));
+		fprintf(stderr, "memtrace: agent serving http://%s:%u/ (%zu target%s, %s)\n", addr,
+			ntohs(a->listen.sin_port), a->ntargets, a->ntargets == 1 ? "" : "s",
+			o.budget ? "--budget" : "exact");
+	}
+	/* SIGINT and SIGTERM: record_run's handlers, process-wide, stop every recording */
+	for (size_t i = 0; i < a->ntargets; i++) {
+		struct agent_target *t = &a->targets[i];
+
+		t->started = !pthread_create(&t->thread, NULL, agent_record, t);
+		if (!t->started)
+			fprintf(stderr, "memtrace: failed to record PID %d: no thread for it\n", t->pid);
+	}
+	/* serving goes on after a target exits (its last figures stay, target_up 0),
+	 * until a stop or -d; when no recording ever attached, there is nothing to serve */
+	for (uint64_t t0 = mono_ns();;) {
+		bool any = false;
+
+		for (size_t i = 0; i < a->ntargets; i++) {
+			pthread_mutex_lock(&a->targets[i].lock);
+			any = any || (a->targets[i].started && (a->targets[i].attached || !a->targets[i].ended));
+			pthread_mutex_unlock(&a->targets[i].lock);
+		}
+		if (!any || record_stop_requested() || (o.duration > 0 && mono_ns() - t0 >= o.duration * 1e9))
+			break;
+		usleep(100000);
+	}
+	for (size_t i = 0; i < a->ntargets; i++) {
+		if (a->targets[i].started)
+			pthread_join(a->targets[i].thread, NULL);
+		if (!a->targets[i].started || a->targets[i].status)
+			status = MEMTRACE_EXIT_FAILURE;
+	}
+	MHD_stop_daemon(a->http);
+	agent_free(a);
+	free(a);
+	return status;
+}
