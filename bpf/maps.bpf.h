@@ -33,13 +33,38 @@ static __always_inline bool madvise_frees(__u64 advice)
 	return advice == 4 || advice == 8 || advice == 9;
 }
 
+/* One MT_EVENT_MAP into SLOT's ring: CALL with its result and arguments. */
+static __always_inline int send_map(__u32 slot, __u64 id, __u64 ts, __u32 call, __u32 flags, __u64 ret, __u64 a0,
+				    __u64 a1, __u64 a2, __u64 a3, __u64 stack_id)
+{
+	struct mt_map_event *ev;
+	void *ring = cpu_ring(slot);
+
+	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+		count_drop(slot);
+		return 0;
+	}
+	ev->hdr.type = MT_EVENT_MAP;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = (__u32)id;
+	ev->hdr.ts = ts;
+	ev->call = call;
+	ev->flags = flags;
+	ev->ret = ret;
+	ev->a0 = a0;
+	ev->a1 = a1;
+	ev->a2 = a2;
+	ev->a3 = a3;
+	ev->stack_id = stack_id;
+	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	return 0;
+}
+
 /* One call as it returns (REGS: the caller's registers, RET: the result). */
 static __always_inline int map_call(struct pt_regs *regs, long ret, __u32 call)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ts, stack_id;
 	struct thread_state *st;
-	struct mt_map_event *ev;
-	void *ring;
 	__u32 slot;
 
 	if (!trace_maps || (ret < 0 && ret > -4096))
@@ -53,26 +78,9 @@ static __always_inline int map_call(struct pt_regs *regs, long ret, __u32 call)
 	/* what grows memory has a stack, sent before the event that names it */
 	stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
 			   map_stack(regs, slot, (__u32)id, ts) : 0;
-	ring = cpu_ring(slot);
-	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-		count_drop(slot);
-		return 0;
-	}
 	st = thread_state(false);
-	ev->hdr.type = MT_EVENT_MAP;
-	ev->hdr.size = sizeof(*ev);
-	ev->hdr.tid = (__u32)id;
-	ev->hdr.ts = ts;
-	ev->call = call;
-	ev->flags = st && st->depth ? MT_MAP_IN_ALLOC : 0;
-	ev->ret = ret;
-	ev->a0 = BPF_CORE_READ(regs, di);
-	ev->a1 = BPF_CORE_READ(regs, si);
-	ev->a2 = BPF_CORE_READ(regs, dx);
-	ev->a3 = BPF_CORE_READ(regs, r10);
-	ev->stack_id = stack_id;
-	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
-	return 0;
+	return send_map(slot, id, ts, call, st && st->depth ? MT_MAP_IN_ALLOC : 0, ret, BPF_CORE_READ(regs, di),
+			BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx), BPF_CORE_READ(regs, r10), stack_id);
 }
 
 /* On the five syscalls' own functions (kretprobes) where the kernel has
@@ -161,9 +169,7 @@ int BPF_PROG(map_fault, unsigned long address, struct pt_regs *regs, unsigned lo
 {
 	__u64 id = bpf_get_current_pid_tgid(), ts, stack_id;
 	struct thread_state *st;
-	struct mt_map_event *ev;
 	__u32 zero = 0, slot, *n;
-	void *ring;
 
 	if (!trace_maps || !(error_code & 2)) /* writes only */
 		return 0;
@@ -176,25 +182,8 @@ int BPF_PROG(map_fault, unsigned long address, struct pt_regs *regs, unsigned lo
 	 * zeroing): the call's stack, taken at its entry and sent already */
 	st = thread_state(false);
 	stack_id = st && st->depth && st->stack_id ? st->stack_id : fault_stack(regs, slot, (__u32)id, ts);
-	ring = cpu_ring(slot);
-	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-		count_drop(slot);
-		return 0;
-	}
-	ev->hdr.type = MT_EVENT_MAP;
-	ev->hdr.size = sizeof(*ev);
-	ev->hdr.tid = (__u32)id;
-	ev->hdr.ts = ts;
-	ev->call = MT_MAP_FAULT;
-	ev->flags = st && st->depth ? MT_MAP_IN_ALLOC : 0;
-	ev->ret = 0;
-	ev->a0 = address;
-	ev->a1 = MT_FAULT_EVERY * 4096ull;
-	ev->a2 = error_code;
-	ev->a3 = 0;
-	ev->stack_id = stack_id;
-	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
-	return 0;
+	return send_map(slot, id, ts, MT_MAP_FAULT, st && st->depth ? MT_MAP_IN_ALLOC : 0, 0, address,
+			MT_FAULT_EVERY * 4096ull, error_code, 0, stack_id);
 }
 
 #endif /* MEMTRACE_MAPS_BPF_H */

@@ -89,6 +89,26 @@ expect_eq "/metrics: every series has HELP and TYPE" \
 	"$(grep -c '^# TYPE' <<<"$metrics")" "$(grep -v '^#' <<<"$metrics" | awk '{ sub(/\{.*/, "", $1); print $1 }' | sort -u | wc -l)"
 if grep -q "<td>$target</td><td>alloc_patterns</td><td>exited</td>" <(curl -s "$url/"); then ok "/: the index lists the target"; else not_ok "/: no target row"; fi
 
+# --- ?seconds=N: a delta profile over the next N seconds, on tests/progs/leak_rate
+# (1000 bytes kept every 10 ms, 4000 allocated and freed at each step)
+(exec "$PROGS/leak_rate" 30 >/dev/null 2>&1) &
+leaker=$!
+timeout -k 5 120 "$MEMTRACE" agent -p "$leaker" --exact --listen "127.0.0.1:$((port + 1))" -d 40 2>"$TMP/agent2.err" &
+agent2=$!
+if wait_for_line "$TMP/agent2.err" "memtrace: attached to PID $leaker" 20; then ok "a second agent attached to leak_rate"; else not_ok "never attached: $(cat "$TMP/agent2.err")"; fi
+sleep 1
+expect_eq "?seconds=2: 200" "$(curl -s -o delta.pb.gz -w '%{http_code}' --max-time 30 "http://127.0.0.1:$((port + 1))/debug/pprof/heap?seconds=2")" 200
+expect_within_pct "?seconds=2: inuse_space, the 2 s of leaks (200 x 1000 bytes)" "$(pprof_total delta.pb.gz inuse_space)" 200000 5
+expect_within_pct "?seconds=2: alloc_space, 200 steps of 1000 + 4000 bytes" "$(pprof_total delta.pb.gz alloc_space)" 1000000 5
+expect_eq "?seconds=2: the profile's duration" "$(cd / && go tool pprof -top "$TMP/delta.pb.gz" 2>&1 | sed -n 's/^Duration: \([0-9.]*\)s,.*/\1/p')" 2
+expect_eq "?seconds=0: 400" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/debug/pprof/heap?seconds=0")" 400
+expect_eq "?seconds=601: 400" "$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 1))/debug/pprof/heap?seconds=601")" 400
+kill -INT "$agent2"
+wait "$agent2"
+expect_eq "the second agent's exit status" $? 0
+kill "$leaker" 2>/dev/null
+wait "$leaker" 2>/dev/null
+
 # --- bad requests: 400, 404, 405, and the agent still serves
 expect_eq "an unknown path: 404" "$(http /debug/pprof/goroutine /dev/null)" 404
 expect_eq "?pid=abc: 400" "$(http '/debug/pprof/heap?pid=abc' /dev/null)" 400

@@ -23,6 +23,7 @@
 #include "protobuf.h"
 #include "record.h"
 #include "replay.h"
+#include "u64map.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -46,6 +47,7 @@
 #define AGENT_MAX_TARGETS 64
 #define AGENT_DEFAULT_PORT 6071
 #define AGENT_DEFAULT_BUDGET 1.0
+#define AGENT_MAX_DELTA_S 600
 
 struct agent;
 
@@ -356,6 +358,74 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* ?seconds=N: a delta profile, each row's figures at the start of the N
+ * seconds subtracted from its figures at their end, as Go's handlers do. */
+struct delta_base {
+	struct u64map index; /* row key -> figures + 1 */
+	struct analysis_figures *v;
+	size_t n, cap;
+	int pid;             /* the target being read */
+	int oom;
+};
+
+/* A row's identity: its process, stack, thread and zone. */
+static uint64_t row_key(int pid, const struct live_row *row)
+{
+	uint64_t h = 1469598103934665603ull;
+	const char *z = row->zone ? row->zone : "";
+
+	h = (h ^ (uint32_t)pid) * 1099511628211ull;
+	h = (h ^ row->stack.id) * 1099511628211ull;
+	h = (h ^ row->tid) * 1099511628211ull;
+	for (; *z; z++)
+		h = (h ^ (unsigned char)*z) * 1099511628211ull;
+	return h ? h : 1;
+}
+
+static int base_row(void *ctx, const struct live_row *row)
+{
+	struct delta_base *d = ctx;
+	struct u64map_entry *e;
+	bool existed;
+
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? 2 * d->cap : 256;
+		struct analysis_figures *v = realloc(d->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->v = v;
+		d->cap = cap;
+	}
+	e = u64map__insert(&d->index, row_key(d->pid, row), &existed);
+	if (!e)
+		return -ENOMEM;
+	if (!existed) {
+		e->val = d->n + 1;
+		d->v[d->n++] = row->stack.figures;
+	}
+	return 0;
+}
+
+/* The figures since the base, in place; 1 (leave it out) when nothing changed. */
+static int delta_row(void *ctx, int pid, struct live_row *row)
+{
+	struct delta_base *d = ctx;
+	struct u64map_entry *e = u64map__get(&d->index, row_key(pid, row));
+	struct analysis_figures *f = &row->stack.figures;
+
+	if (e) {
+		const struct analysis_figures *b = &d->v[e->val - 1];
+
+		/* live blocks may have gone: a negative change, as int64 in the profile */
+		f->allocations -= b->allocations;
+		f->allocated_bytes -= b->allocated_bytes;
+		f->leaked_allocations -= b->leaked_allocations;
+		f->leaked_bytes -= b->leaked_bytes;
+	}
+	return !f->allocations && !f->allocated_bytes && !f->leaked_allocations && !f->leaked_bytes;
+}
+
 /* /debug/pprof/heap and /debug/pprof/allocs: every target (or ?pid's) as
  * one profile, each target's lock held while its rows are encoded. */
 static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bool allocs)
@@ -370,11 +440,33 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 	void *z = NULL;
 	bool bad;
 	int pid = query_pid(c, &bad), err = 0;
+	const char *secs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds");
+	struct delta_base base = { 0 };
+	uint64_t seconds = 0;
 
 	if (bad)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad pid: give ?pid= a process id the agent records\n");
 	if (pid > 0 && !target_of(a, pid))
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the processes recorded\n");
+	if (secs && (parse_u64(secs, &seconds) || !seconds || seconds > AGENT_MAX_DELTA_S))
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad seconds: give ?seconds= from 1 to 600\n");
+	if (seconds) { /* the base now, the profile in SECONDS: this connection's thread waits */
+		for (size_t i = 0; i < a->ntargets && !err; i++) {
+			struct agent_target *t = &a->targets[i];
+
+			if (pid > 0 && t->pid != pid)
+				continue;
+			pthread_mutex_lock(&t->lock);
+			if (t->attached && t->feed.r) {
+				base.pid = t->pid;
+				err = live_sites__for_each(t->feed.live, base_row, &base);
+			}
+			pthread_mutex_unlock(&t->lock);
+		}
+		if (!err)
+			sleep((unsigned int)seconds);
+		now = mono_ns();
+	}
 	for (size_t i = 0; i < a->ntargets && !err; i++) {
 		struct agent_target *t = &a->targets[i];
 		size_t nm = 0;
@@ -398,6 +490,8 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 		trace = replay__trace(t->feed.r);
 		if (now - t->start_ns > duration)
 			duration = now - t->start_ns;
+		if (seconds)
+			duration = seconds * 1000000000ull;
 		nparts++;
 	}
 	if (!err && !nparts)
@@ -406,6 +500,7 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 		struct export_pprof_input in = {
 			.parts = parts, .nparts = nparts, .trace = trace, .duration_ns = duration,
 			.default_type = allocs ? "alloc_space" : "inuse_space",
+			.adjust = seconds ? delta_row : NULL, .adjust_ctx = &base,
 		};
 
 		err = export_pprof__encode(&in, &pb);
@@ -417,6 +512,8 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 	if (!err)
 		err = gzip_buf(pb.data, pb.len, &z, &zn);
 	pb_buf__free(&pb);
+	u64map__free(&base.index);
+	free(base.v);
 	if (err == -EAGAIN)
 		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no target attached yet\n");
 	if (err)
@@ -580,7 +677,7 @@ static enum MHD_Result check_arg(void *ctx, enum MHD_ValueKind kind, const char 
 {
 	bool *unknown = ctx;
 
-	if (strcmp(key, "pid") && strcmp(key, "debug") && strcmp(key, "gc"))
+	if (strcmp(key, "pid") && strcmp(key, "seconds") && strcmp(key, "debug") && strcmp(key, "gc"))
 		*unknown = true;
 	return MHD_YES;
 }
@@ -607,7 +704,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_arg, &unknown);
 	if (!strcmp(url, "/debug/pprof/heap") || !strcmp(url, "/debug/pprof/allocs")) {
 		if (unknown)
-			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the profiles take ?pid=PID\n");
+			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the profiles take ?pid=PID and ?seconds=N\n");
 		return serve_pprof(a, c, !strcmp(url, "/debug/pprof/allocs"));
 	}
 	if (!strcmp(url, "/metrics"))
@@ -664,10 +761,11 @@ int cmd_agent(int argc, char **argv)
 		t->o.discard_output = true;
 	}
 	/* the listening socket first: a port in use is said before anything is attached */
-	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL, 0, NULL, NULL, on_request, a,
-				   MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->listen, MHD_OPTION_CONNECTION_LIMIT,
-				   (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)30,
-				   MHD_OPTION_THREAD_POOL_SIZE, (unsigned int)2, MHD_OPTION_END);
+	/* a thread per connection: a delta profile (?seconds=N) waits on its own */
+	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
+				   on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->listen,
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
+				   (unsigned int)30, MHD_OPTION_END);
 	if (!a->http) {
 		char addr[INET_ADDRSTRLEN];
 

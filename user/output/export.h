@@ -41,6 +41,7 @@ int export_folded__write(FILE *f, const struct analysis *a, enum export_metric m
 
 /* What a pprof profile needs beyond the analysis. */
 struct live_sites;
+struct live_row;
 
 /* One process of a profile that has several (memtrace agent): its rows,
  * modules and labels. */
@@ -66,6 +67,10 @@ struct export_pprof_input {
 	const struct analysis_trace *trace;
 	uint64_t duration_ns;
 	const char *default_type; /* NULL: inuse_space */
+	/* PARTS: each row's figures may be changed (a delta profile) before
+	 * it is written: 0 to write it, 1 to leave it out, -errno */
+	int (*adjust)(void *ctx, int pid, struct live_row *row); /* PID: the row's part's */
+	void *adjust_ctx;
 };
 
 /* IN as an uncompressed profile.proto Profile message appended to OUT.

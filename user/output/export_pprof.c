@@ -254,6 +254,16 @@ static int pprof__row(void *ctx, const struct live_row *row)
 {
 	struct pprof *p = ctx;
 
+	if (p->in->adjust) {
+		struct live_row copy = *row;
+		int rc = p->in->adjust(p->in->adjust_ctx, p->parts[p->part].pid, &copy);
+
+		if (rc < 0)
+			return rc;
+		if (!rc)
+			pprof__sample(p, &copy.stack, &copy, false);
+		return p->err;
+	}
 	pprof__sample(p, &row->stack, row, false);
 	return p->err;
 }
