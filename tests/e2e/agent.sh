@@ -20,6 +20,9 @@ expect_usage() { # LABEL ARGS...: exit 2, one line on stderr
 	expect_one_error "$label" $? "$TMP/u.err"
 }
 expect_usage "agent without -p" --exact
+expect_usage "agent --comm with a name too long for comm" --comm abcdefghijklmnopq
+expect_usage "agent --exe with a relative path" --exe leak_rate
+expect_usage "agent --cgroup with a relative path" --cgroup system.slice
 expect_usage "agent --listen without a port" -p $$ --listen 127.0.0.1
 expect_usage "agent --listen with a name" -p $$ --listen localhost:$port
 expect_usage "agent --exact --budget 5" -p $$ --exact --budget 5
@@ -108,6 +111,66 @@ wait "$agent2"
 expect_eq "the second agent's exit status" $? 0
 kill "$leaker" 2>/dev/null
 wait "$leaker" 2>/dev/null
+
+# --- --comm: every leak_rate, one started later, one restarted; no descriptor left
+# behind by a restart once the ended recording is freed (kept 1 s here)
+(exec "$PROGS/leak_rate" 60 >/dev/null 2>&1) &
+first=$!
+MEMTRACE_AGENT_KEEP_ENDED=1 timeout -k 5 120 "$MEMTRACE" agent --comm leak_rate --exact --listen "127.0.0.1:$((port + 2))" \
+	-d 60 2>"$TMP/agent3.err" &
+agent3=$!
+up() { curl -s "http://127.0.0.1:$((port + 2))/metrics" | grep -c "^memtrace_target_up{pid=\"$1\",comm=\"leak_rate\"} 1$"; }
+for _ in $(seq 100); do [ "$(up "$first")" = 1 ] && break; sleep 0.1; done
+expect_eq "--comm leak_rate: the running one recorded" "$(up "$first")" 1
+sleep 1
+fds_before=$(ls "/proc/$agent3/fd" | wc -l)
+kill "$first"
+wait "$first" 2>/dev/null
+(exec "$PROGS/leak_rate" 60 >/dev/null 2>&1) &
+second=$!
+t0=$(date +%s%N)
+for _ in $(seq 100); do [ "$(up "$second")" = 1 ] && break; sleep 0.05; done
+ms=$((($(date +%s%N) - t0) / 1000000))
+if [ "$(up "$second")" = 1 ] && [ "$ms" -le 2000 ]; then ok "restarted: the new pid up in /metrics after $ms ms (<= 2000)"; else not_ok "restarted: new pid $second not up after $ms ms"; fi
+sleep 2.5 # the ended one freed (kept 1 s, scans every 200 ms)
+expect_eq "the ended one is gone from /metrics" "$(curl -s "http://127.0.0.1:$((port + 2))/metrics" | grep -c "pid=\"$first\"")" 0
+expect_eq "descriptors of the agent after a restart, as before it" "$(ls "/proc/$agent3/fd" | wc -l)" "$fds_before"
+kill -INT "$agent3"
+wait "$agent3"
+expect_eq "--comm agent's exit status" $? 0
+kill "$second" 2>/dev/null
+wait "$second" 2>/dev/null
+
+# --- --exe and --cgroup: a process found by its program's path, another by its cgroup (v2)
+(exec "$PROGS/leak_rate" 60 >/dev/null 2>&1) &
+byexe=$!
+cg2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+cgname=memtrace-agent-test-$$
+if [ -n "$cg2" ] && mkdir "$cg2/$cgname" 2>/dev/null; then
+	(exec "$PROGS/alloc_patterns" wait >/dev/null 2>&1) &
+	bycg=$!
+	echo "$bycg" >"$cg2/$cgname/cgroup.procs"
+	timeout -k 5 120 "$MEMTRACE" agent --exe "$PROGS/leak_rate" --cgroup "/$cgname" --exact \
+		--listen "127.0.0.1:$((port + 3))" -d 60 2>"$TMP/agent4.err" &
+	agent4=$!
+	for _ in $(seq 100); do
+		m=$(curl -s "http://127.0.0.1:$((port + 3))/metrics" | grep '^memtrace_target_up' | sort)
+		[ "$(grep -c ' 1$' <<<"$m")" = 2 ] && break
+		sleep 0.1
+	done
+	expect_eq "--exe and --cgroup: the two processes, and only they" "$m" \
+		"$(printf 'memtrace_target_up{pid="%s",comm="alloc_patterns"} 1\nmemtrace_target_up{pid="%s",comm="leak_rate"} 1\n' "$bycg" "$byexe" | sort)"
+	kill -INT "$agent4"
+	wait "$agent4"
+	expect_eq "--exe --cgroup agent's exit status" $? 0
+	kill "$bycg" 2>/dev/null
+	wait "$bycg" 2>/dev/null
+	rmdir "$cg2/$cgname"
+else
+	not_ok "no cgroup2 hierarchy to make a cgroup in (/proc/mounts): --cgroup went unchecked"
+fi
+kill "$byexe" 2>/dev/null
+wait "$byexe" 2>/dev/null
 
 # --- bad requests: 400, 404, 405, and the agent still serves
 expect_eq "an unknown path: 404" "$(http /debug/pprof/goroutine /dev/null)" 404

@@ -27,6 +27,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -48,11 +49,16 @@
 #define AGENT_DEFAULT_PORT 6071
 #define AGENT_DEFAULT_BUDGET 1.0
 #define AGENT_MAX_DELTA_S 600
+#define AGENT_SCAN_US 200000                   /* --comm, --exe, --cgroup: /proc scanned this often */
+#define AGENT_KEEP_ENDED_NS (60 * 1000000000ull) /* an ended matched target's figures stay this long */
 
 struct agent;
 
 struct agent_target {
 	struct agent *agent;
+	bool in_use;      /* the slot holds a target (agent.slots_lock) */
+	bool matched;     /* found by --comm, --exe or --cgroup: reclaimed after it ends */
+	uint64_t ended_ns; /* when its recording ended, for the reclaim */
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock; /* the feed and the figures below */
@@ -68,18 +74,37 @@ struct agent_target {
 
 struct agent {
 	struct agent_target targets[AGENT_MAX_TARGETS];
-	size_t ntargets;
+	size_t ntargets;                /* slots ever used: the loops' bound */
+	pthread_rwlock_t slots_lock;    /* in_use and pid of the slots: written by the main thread only */
+	volatile int stopping;          /* the recordings stop at their next tick */
+	struct record_opts o;           /* each recording's options but its pid */
+	uint64_t keep_ended_ns;         /* an ended matched target's figures stay this long */
+	/* --comm, --exe, --cgroup: every process matching, found by a scan of /proc */
+	const char *comms[16], *exes[16], *cgroups[16];
+	size_t ncomms, nexes, ncgroups;
 	struct sockaddr_in listen;
 	struct MHD_Daemon *http;
 	const char *alloc_fns[32];
 	size_t nalloc_fns;
 };
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 static void agent_usage(FILE *f)
 {
-	fprintf(f, "usage: memtrace agent -p PID [-p PID]... [--budget PCT | --exact] [--rss]\n"
-		   "                      [--listen ADDR:PORT] [--alloc-fn GLOB]... [-d SEC]\n"
-		   "  -p, --pid PID        a process to record (up to %d)\n"
+	fprintf(f, "usage: memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)...\n"
+		   "                      [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]\n"
+		   "                      [--alloc-fn GLOB]... [-d SEC]\n"
+		   "  -p, --pid PID        a process to record (up to %d processes in all)\n"
+		   "      --comm NAME      every process of that name, those started later too\n"
+		   "      --exe PATH       every process running that program\n"
+		   "      --cgroup PATH    every process in that cgroup (a container, a systemd service)\n"
 		   "      --budget PCT     bound what tracing costs each target to PCT percent of its\n"
 		   "                       work (default %g; figures are estimates)\n"
 		   "      --exact          trace every allocation instead (the full cost)\n"
@@ -121,6 +146,9 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		{ "rss", no_argument, NULL, 'R' },
 		{ "listen", required_argument, NULL, 'L' },
 		{ "alloc-fn", required_argument, NULL, 'A' },
+		{ "comm", required_argument, NULL, 'C' },
+		{ "exe", required_argument, NULL, 'X' },
+		{ "cgroup", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -161,6 +189,24 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 				return fail("too many --alloc-fn globs; at most 32");
 			a->alloc_fns[a->nalloc_fns++] = optarg;
 			break;
+		case 'C':
+			if (!*optarg || strlen(optarg) > 15 || a->ncomms == 16)
+				return fail("invalid --comm '%s'; give a process name as ps shows it (at most 15 characters, "
+					    "16 of them)", optarg);
+			a->comms[a->ncomms++] = optarg;
+			break;
+		case 'X':
+			if (optarg[0] != '/' || a->nexes == 16)
+				return fail("invalid --exe '%s'; give the program's absolute path, e.g. /usr/bin/redis-server "
+					    "(16 of them)", optarg);
+			a->exes[a->nexes++] = optarg;
+			break;
+		case 'G':
+			if (optarg[0] != '/' || a->ncgroups == 16)
+				return fail("invalid --cgroup '%s'; give a path in the cgroup tree, e.g. "
+					    "/system.slice/redis-server.service (16 of them)", optarg);
+			a->cgroups[a->ncgroups++] = optarg;
+			break;
 		case 'h': agent_usage(stdout); return 1;
 		default:
 			return fail("failed to parse agent options: '%s' is unknown or lacks its value; see memtrace agent "
@@ -169,8 +215,9 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 	}
 	if (optind < argc)
 		return fail("agent records running processes: give -p PID, not a command ('%s')", argv[optind]);
-	if (!a->ntargets)
-		return fail("give at least one -p PID; see memtrace agent --help");
+	if (!a->ntargets && !a->ncomms && !a->nexes && !a->ncgroups)
+		return fail("give what to record: -p PID, --comm NAME, --exe PATH or --cgroup PATH; see memtrace agent "
+			    "--help");
 	if (exact && budget)
 		return fail("--exact and --budget do not combine: give one of them");
 	if (!exact && !budget)
@@ -186,6 +233,8 @@ static int agent_tick(void *ctx, const struct record_live *live, uint64_t now)
 {
 	struct agent_target *t = ctx;
 
+	if (t->agent->stopping)
+		return 1;
 	pthread_mutex_lock(&t->lock);
 	t->attached = true;
 	t->start_ns = live->start_ns;
@@ -203,6 +252,7 @@ static void agent_done(void *ctx, const struct record_live *live)
 
 	pthread_mutex_lock(&t->lock);
 	t->ended = true;
+	t->ended_ns = mono_ns();
 	if (live) {
 		t->dropped = live->dropped;
 		t->exited = live->target_exited;
@@ -218,6 +268,8 @@ static void *agent_record(void *arg)
 
 	t->status = record_run(&t->o, &view);
 	pthread_mutex_lock(&t->lock);
+	if (!t->ended)
+		t->ended_ns = mono_ns();
 	t->ended = true;
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -319,11 +371,11 @@ static int gzip_buf(const void *data, size_t n, void **out, size_t *out_n)
 	return 0;
 }
 
-/* The target recording PID, or NULL. */
+/* The target recording PID, or NULL (under slots_lock). */
 static struct agent_target *target_of(struct agent *a, int pid)
 {
 	for (size_t i = 0; i < a->ntargets; i++)
-		if (a->targets[i].pid == pid)
+		if (a->targets[i].in_use && a->targets[i].pid == pid)
 			return &a->targets[i];
 	return NULL;
 }
@@ -348,14 +400,6 @@ static int query_pid(struct MHD_Connection *c, bool *bad)
 	}
 	pid = (int)n;
 	return pid;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* ?seconds=N: a delta profile, each row's figures at the start of the N
@@ -446,15 +490,18 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 
 	if (bad)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad pid: give ?pid= a process id the agent records\n");
-	if (pid > 0 && !target_of(a, pid))
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the processes recorded\n");
 	if (secs && (parse_u64(secs, &seconds) || !seconds || seconds > AGENT_MAX_DELTA_S))
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad seconds: give ?seconds= from 1 to 600\n");
+	pthread_rwlock_rdlock(&a->slots_lock);
+	if (pid > 0 && !target_of(a, pid)) {
+		pthread_rwlock_unlock(&a->slots_lock);
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the processes recorded\n");
+	}
 	if (seconds) { /* the base now, the profile in SECONDS: this connection's thread waits */
 		for (size_t i = 0; i < a->ntargets && !err; i++) {
 			struct agent_target *t = &a->targets[i];
 
-			if (pid > 0 && t->pid != pid)
+			if (!t->in_use || (pid > 0 && t->pid != pid))
 				continue;
 			pthread_mutex_lock(&t->lock);
 			if (t->attached && t->feed.r) {
@@ -463,15 +510,17 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 			}
 			pthread_mutex_unlock(&t->lock);
 		}
+		pthread_rwlock_unlock(&a->slots_lock); /* new targets may come meanwhile */
 		if (!err)
 			sleep((unsigned int)seconds);
 		now = mono_ns();
+		pthread_rwlock_rdlock(&a->slots_lock);
 	}
 	for (size_t i = 0; i < a->ntargets && !err; i++) {
 		struct agent_target *t = &a->targets[i];
 		size_t nm = 0;
 
-		if (pid > 0 && t->pid != pid)
+		if (!t->in_use || (pid > 0 && t->pid != pid))
 			continue;
 		pthread_mutex_lock(&t->lock);
 		locked[nlocked++] = t;
@@ -507,6 +556,7 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 	}
 	while (nlocked)
 		pthread_mutex_unlock(&locked[--nlocked]->lock);
+	pthread_rwlock_unlock(&a->slots_lock);
 	for (size_t i = 0; i < AGENT_MAX_TARGETS; i++)
 		free(mods[i]);
 	if (!err)
@@ -566,6 +616,7 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 	long pages = 0;
 	FILE *f;
 
+	pthread_rwlock_rdlock(&a->slots_lock);
 	for (size_t k = 0; k < sizeof(m) / sizeof(m[0]); k++) {
 		bool header = false;
 
@@ -575,6 +626,8 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 			const struct analysis_totals *tot;
 			double v;
 
+			if (!t->in_use)
+				continue;
 			pthread_mutex_lock(&t->lock);
 			if (!t->attached || !t->feed.r) {
 				pthread_mutex_unlock(&t->lock);
@@ -609,6 +662,7 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 			pthread_mutex_unlock(&t->lock);
 		}
 	}
+	pthread_rwlock_unlock(&a->slots_lock);
 	getrusage(RUSAGE_SELF, &ru);
 	METRIC(&o, "memtrace_own_cpu_seconds_total", "counter", "CPU time memtrace agent itself used");
 	text_add(&o, "memtrace_own_cpu_seconds_total %.6f\n",
@@ -651,9 +705,12 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 		     "<a href=\"/debug/pprof/heap\">/debug/pprof/heap</a> &middot; "
 		     "<a href=\"/debug/pprof/allocs\">/debug/pprof/allocs</a></p>\n<table>\n"
 		     "<tr><th>pid</th><th>comm</th><th>state</th><th>live heap</th><th>profiles</th></tr>\n");
+	pthread_rwlock_rdlock(&a->slots_lock);
 	for (size_t i = 0; i < a->ntargets; i++) {
 		struct agent_target *t = &a->targets[i];
 
+		if (!t->in_use)
+			continue;
 		pthread_mutex_lock(&t->lock);
 		text_add(&o, "<tr><td>%d</td><td>", t->pid);
 		text_html(&o, t->comm[0] ? t->comm : "?");
@@ -664,6 +721,7 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 			     "<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a></td></tr>\n", t->pid, t->pid);
 		pthread_mutex_unlock(&t->lock);
 	}
+	pthread_rwlock_unlock(&a->slots_lock);
 	text_add(&o, "</table>\n</body></html>\n");
 	if (o.oom) {
 		free(o.s);
@@ -716,100 +774,269 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* ---- the agent ---- */
 
+/* Start recording PID in a free slot (the main thread, under the write
+ * lock). 0, or -ENOSPC, -ENOMEM, -EAGAIN (no thread). */
+static int target_start(struct agent *a, int pid, bool matched)
+{
+	struct agent_target *t = NULL;
+
+	pthread_rwlock_wrlock(&a->slots_lock);
+	for (size_t i = 0; i < AGENT_MAX_TARGETS && !t; i++)
+		if (!a->targets[i].in_use)
+			t = &a->targets[i];
+	if (!t) {
+		pthread_rwlock_unlock(&a->slots_lock);
+		return -ENOSPC;
+	}
+	memset(t, 0, sizeof(*t));
+	pthread_mutex_init(&t->lock, NULL);
+	t->agent = a;
+	t->pid = pid;
+	t->matched = matched;
+	if (live_feed__init(&t->feed, &t->lock)) {
+		pthread_mutex_destroy(&t->lock);
+		pthread_rwlock_unlock(&a->slots_lock);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < a->nalloc_fns; k++)
+		replay__add_alloc_fn(t->feed.r, a->alloc_fns[k]);
+	t->o = a->o;
+	t->o.pid = pid;
+	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
+	/* the trace is only the sink the recorder writes to: nothing stays on disk */
+	snprintf(t->output, sizeof(t->output), "%s/memtrace-agent.%d.%d.mtrace",
+		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), pid);
+	t->o.output = t->output;
+	t->o.discard_output = true;
+	t->in_use = true;
+	if ((size_t)(t - a->targets) + 1 > a->ntargets)
+		a->ntargets = (size_t)(t - a->targets) + 1;
+	pthread_rwlock_unlock(&a->slots_lock);
+	t->started = !pthread_create(&t->thread, NULL, agent_record, t);
+	if (!t->started) {
+		pthread_mutex_lock(&t->lock);
+		t->ended = true;
+		t->ended_ns = mono_ns();
+		pthread_mutex_unlock(&t->lock);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* Free a slot whose recording ended (its thread joined). */
+static void target_reclaim(struct agent *a, struct agent_target *t)
+{
+	if (t->started)
+		pthread_join(t->thread, NULL);
+	pthread_rwlock_wrlock(&a->slots_lock);
+	t->in_use = false;
+	pthread_rwlock_unlock(&a->slots_lock);
+	live_feed__free(&t->feed);
+	pthread_mutex_destroy(&t->lock);
+}
+
+/* A recording of PID in a slot, ended or not. */
+static bool recorded(const struct agent *a, int pid)
+{
+	for (size_t i = 0; i < a->ntargets; i++)
+		if (a->targets[i].in_use && a->targets[i].pid == pid && !a->targets[i].ended)
+			return true;
+	return false;
+}
+
+/* PID's file under /proc, its first line in BUF (no newline); false if gone. */
+static bool proc_line(int pid, const char *what, char *buf, size_t cap)
+{
+	char path[64];
+	FILE *f;
+	bool ok;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	ok = fgets(buf, (int)cap, f) != NULL;
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return ok;
+}
+
+/* PID is one of the programs --comm, --exe or --cgroup name. */
+static bool matches(const struct agent *a, int pid)
+{
+	char buf[4096], path[64];
+	ssize_t n;
+
+	if (a->ncomms && proc_line(pid, "comm", buf, sizeof(buf)))
+		for (size_t i = 0; i < a->ncomms; i++)
+			if (!strcmp(buf, a->comms[i]))
+				return true;
+	if (a->nexes) {
+		snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+		n = readlink(path, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = 0;
+			if (n > 10 && !strcmp(buf + n - 10, " (deleted)")) /* a program replaced since it started */
+				buf[n - 10] = 0;
+			for (size_t i = 0; i < a->nexes; i++)
+				if (!strcmp(buf, a->exes[i]))
+					return true;
+		}
+	}
+	if (a->ncgroups && read_proc_file(pid, "cgroup", buf, sizeof(buf) - 1) > 0) {
+		/* cgroup v2: "0::/system.slice/x.service" (the last line on a hybrid
+		 * host, after v1's); the path or below it */
+		char *cg = strstr(buf, "0::/");
+
+		while (cg && cg != buf && cg[-1] != '\n')
+			cg = strstr(cg + 1, "0::/");
+		if (cg) {
+			cg += 3;
+			cg[strcspn(cg, "\n")] = 0;
+		}
+
+		for (size_t i = 0; cg && i < a->ncgroups; i++) {
+			size_t len = strlen(a->cgroups[i]);
+
+			if (!strncmp(cg, a->cgroups[i], len) && (cg[len] == 0 || cg[len] == '/'))
+				return true;
+		}
+	}
+	return false;
+}
+
+/* Every process that matches and has no recording gets one. */
+static void scan(struct agent *a)
+{
+	static bool full_said;
+	struct dirent *de;
+	DIR *d = opendir("/proc");
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		long pid = strtol(de->d_name, &end, 10);
+		char state[256];
+
+		if (*end || pid <= 0 || pid == getpid() || recorded(a, (int)pid) || !matches(a, (int)pid))
+			continue;
+		/* not a process on its way out (a zombie has nothing left to record) */
+		if (!proc_line((int)pid, "stat", state, sizeof(state)) || strstr(state, ") Z ") ||
+		    strstr(state, ") X "))
+			continue;
+		if (target_start(a, (int)pid, true) == -ENOSPC && !full_said) {
+			fprintf(stderr, "memtrace: not recording PID %ld: %d processes are recorded already, the most an "
+					"agent records\n", pid, AGENT_MAX_TARGETS);
+			full_said = true;
+		}
+	}
+	closedir(d);
+}
+
 static void agent_free(struct agent *a)
 {
-	for (size_t i = 0; i < a->ntargets; i++) {
-		live_feed__free(&a->targets[i].feed);
-		pthread_mutex_destroy(&a->targets[i].lock);
-	}
+	for (size_t i = 0; i < a->ntargets; i++)
+		if (a->targets[i].in_use)
+			target_reclaim(a, &a->targets[i]);
+	pthread_rwlock_destroy(&a->slots_lock);
 }
 
 int cmd_agent(int argc, char **argv)
 {
 	struct agent *a = calloc(1, sizeof(*a));
-	struct record_opts o = { 0 };
-	int err, status = 0;
+	int pids[AGENT_MAX_TARGETS], npids, err, status = 0;
+	bool matching;
+	char addr[INET_ADDRSTRLEN];
 
 	if (!a) {
 		fprintf(stderr, "memtrace: failed to start the agent: out of memory\n");
 		return MEMTRACE_EXIT_FAILURE;
 	}
-	err = agent_parse(a, &o, argc, argv);
+	pthread_rwlock_init(&a->slots_lock, NULL);
+	err = agent_parse(a, &a->o, argc, argv);
 	if (err) {
+		pthread_rwlock_destroy(&a->slots_lock);
 		free(a);
 		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 	}
-	for (size_t i = 0; i < a->ntargets; i++) {
-		struct agent_target *t = &a->targets[i];
+	/* -p's pids were put in the slots by the parse: started below */
+	npids = (int)a->ntargets;
+	for (int i = 0; i < npids; i++)
+		pids[i] = a->targets[i].pid;
+	memset(a->targets, 0, sizeof(a->targets));
+	a->ntargets = 0;
+	matching = a->ncomms || a->nexes || a->ncgroups;
+	/* MEMTRACE_AGENT_KEEP_ENDED=SEC: how long an ended target stays (tests) */
+	a->keep_ended_ns = AGENT_KEEP_ENDED_NS;
+	if (getenv("MEMTRACE_AGENT_KEEP_ENDED")) {
+		uint64_t s;
 
-		pthread_mutex_init(&t->lock, NULL);
-		t->agent = a;
-		if (live_feed__init(&t->feed, &t->lock)) {
-			fprintf(stderr, "memtrace: failed to start the agent: out of memory\n");
-			agent_free(a);
-			free(a);
-			return MEMTRACE_EXIT_FAILURE;
-		}
-		for (size_t k = 0; k < a->nalloc_fns; k++)
-			replay__add_alloc_fn(t->feed.r, a->alloc_fns[k]);
-		t->o = o;
-		t->o.pid = t->pid;
-		/* the trace is only the sink the recorder writes to: nothing stays on disk */
-		snprintf(t->output, sizeof(t->output), "%s/memtrace-agent.%d.%d.mtrace",
-			 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), t->pid);
-		t->o.output = t->output;
-		t->o.discard_output = true;
+		if (!parse_u64(getenv("MEMTRACE_AGENT_KEEP_ENDED"), &s) && s <= 86400)
+			a->keep_ended_ns = s * 1000000000ull;
 	}
-	/* the listening socket first: a port in use is said before anything is attached */
-	/* a thread per connection: a delta profile (?seconds=N) waits on its own */
+	/* the listening socket first: a port in use is said before anything is attached;
+	 * a thread per connection: a delta profile (?seconds=N) waits on its own */
 	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
 				   on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->listen,
 				   MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
 				   (unsigned int)30, MHD_OPTION_END);
+	inet_ntop(AF_INET, &a->listen.sin_addr, addr, sizeof(addr));
 	if (!a->http) {
-		char addr[INET_ADDRSTRLEN];
-
-		inet_ntop(AF_INET, &a->listen.sin_addr, addr, sizeof(addr));
 		fprintf(stderr, "memtrace: failed to listen on %s:%u: the port is in use or not ours to take; give "
 				"--listen ADDR:PORT\n", addr, ntohs(a->listen.sin_port));
-		agent_free(a);
+		pthread_rwlock_destroy(&a->slots_lock);
 		free(a);
 		return MEMTRACE_EXIT_FAILURE;
 	}
-	{
-		char addr[INET_ADDRSTRLEN];
-
-		inet_ntop(AF_INET, &a->listen.sin_addr, addr, sizeof(addr));
-		fprintf(stderr, "memtrace: agent serving http://%s:%u/ (%zu target%s, %s)\n", addr,
-			ntohs(a->listen.sin_port), a->ntargets, a->ntargets == 1 ? "" : "s",
-			o.budget ? "--budget" : "exact");
+	fprintf(stderr, "memtrace: agent serving http://%s:%u/ (%d target%s%s, %s)\n", addr, ntohs(a->listen.sin_port),
+		npids, npids == 1 ? "" : "s", matching ? " and the processes matched" : "",
+		a->o.budget ? "--budget" : "exact");
+	/* SIGINT and SIGTERM: record_run's handlers, process-wide, say stop */
+	for (int i = 0; i < npids; i++) {
+		if (target_start(a, pids[i], false)) {
+			fprintf(stderr, "memtrace: failed to record PID %d: out of memory or threads\n", pids[i]);
+			status = MEMTRACE_EXIT_FAILURE;
+		}
 	}
-	/* SIGINT and SIGTERM: record_run's handlers, process-wide, stop every recording */
+	/* Serving goes on after a target exits (its last figures stay,
+	 * target_up 0) until a stop or -d; with -p alone, also until no
+	 * recording is left that ever attached. Matched targets are found
+	 * every 200 ms, and freed a minute after they ended. */
+	for (uint64_t t0 = mono_ns();; usleep(AGENT_SCAN_US)) {
+		bool any = false;
+		uint64_t now = mono_ns();
+
+		if (record_stop_requested() || (a->o.duration > 0 && now - t0 >= a->o.duration * 1e9))
+			break;
+		for (size_t i = 0; i < a->ntargets; i++) {
+			struct agent_target *t = &a->targets[i];
+			bool gone;
+
+			if (!t->in_use)
+				continue;
+			pthread_mutex_lock(&t->lock);
+			any = any || (t->started && (t->attached || !t->ended));
+			gone = t->matched && t->ended && now - t->ended_ns >= a->keep_ended_ns;
+			pthread_mutex_unlock(&t->lock);
+			if (gone)
+				target_reclaim(a, t);
+		}
+		if (matching)
+			scan(a);
+		else if (!any)
+			break;
+	}
+	a->stopping = 1;
 	for (size_t i = 0; i < a->ntargets; i++) {
 		struct agent_target *t = &a->targets[i];
 
-		t->started = !pthread_create(&t->thread, NULL, agent_record, t);
-		if (!t->started)
-			fprintf(stderr, "memtrace: failed to record PID %d: no thread for it\n", t->pid);
-	}
-	/* serving goes on after a target exits (its last figures stay, target_up 0),
-	 * until a stop or -d; when no recording ever attached, there is nothing to serve */
-	for (uint64_t t0 = mono_ns();;) {
-		bool any = false;
-
-		for (size_t i = 0; i < a->ntargets; i++) {
-			pthread_mutex_lock(&a->targets[i].lock);
-			any = any || (a->targets[i].started && (a->targets[i].attached || !a->targets[i].ended));
-			pthread_mutex_unlock(&a->targets[i].lock);
-		}
-		if (!any || record_stop_requested() || (o.duration > 0 && mono_ns() - t0 >= o.duration * 1e9))
-			break;
-		usleep(100000);
-	}
-	for (size_t i = 0; i < a->ntargets; i++) {
-		if (a->targets[i].started)
-			pthread_join(a->targets[i].thread, NULL);
-		if (!a->targets[i].started || a->targets[i].status)
+		if (!t->in_use)
+			continue;
+		if (t->started)
+			pthread_join(t->thread, NULL);
+		t->started = false;
+		if (!t->matched && t->status)
 			status = MEMTRACE_EXIT_FAILURE;
 	}
 	MHD_stop_daemon(a->http);

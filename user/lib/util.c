@@ -114,7 +114,7 @@ void format_bytes(uint64_t bytes, char *buf, size_t cap)
 		snprintf(buf, cap, "%.1f %s", v, units[u]);
 }
 
-static ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap)
+ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap)
 {
 	char path[64];
 	ssize_t n, total = 0;

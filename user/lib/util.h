@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <time.h>
 
 /* Print "memtrace: <message>" on stderr; returns -1 so commands can return it. */
@@ -28,6 +29,8 @@ void format_bytes(uint64_t bytes, char *buf, size_t cap);
 
 /* /proc/PID/NAME's first line into BUF ("?" if unreadable). */
 void read_proc_string(int pid, const char *name, char *buf, size_t cap);
+/* /proc/PID/NAME whole into BUF (NUL-terminated, at most CAP - 1 bytes): its length, or -1. */
+ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap);
 /* /proc/PID/cmdline with spaces between arguments; malloc'ed, never NULL
  * unless out of memory. */
 char *read_proc_cmdline(int pid);
