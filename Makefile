@@ -217,6 +217,11 @@ bench: all
 .PHONY: soak
 soak: all
 	bash bench/soak.sh
+# make agent-soak: memtrace agent over 10 minutes of processes with 131072 stacks each; its
+# memory must stay flat and a freed target leave no descriptor or BPF link behind.
+.PHONY: agent-soak
+agent-soak: all progs
+	bash bench/agent_soak.sh
 
 
 # make fuzz      every libFuzzer harness of tests/fuzz (clang, ASan, UBSan) for

@@ -803,9 +803,8 @@ static int target_start(struct agent *a, int pid, bool matched)
 	t->o = a->o;
 	t->o.pid = pid;
 	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
-	/* the trace is only the sink the recorder writes to: nothing stays on disk */
-	snprintf(t->output, sizeof(t->output), "%s/memtrace-agent.%d.%d.mtrace",
-		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (int)getpid(), pid);
+	/* no trace: nothing is written to disk */
+	snprintf(t->output, sizeof(t->output), "memtrace-agent.%d", pid);
 	t->o.output = t->output;
 	t->o.discard_output = true;
 	t->in_use = true;

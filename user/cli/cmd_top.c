@@ -366,14 +366,11 @@ static void top_free(struct top *t)
 	free(t->rows);
 }
 
-/* Without -o the trace is only the sink the recorder writes to: a file in
- * $TMPDIR, removed as soon as it is open. */
-static void temp_output(struct top *t, struct record_opts *o)
+/* Without -o there is no trace: the records go to the view alone, nothing
+ * is written to disk. */
+static void no_output(struct top *t, struct record_opts *o)
 {
-	const char *dir = getenv("TMPDIR");
-
-	snprintf(t->tmp_output, sizeof(t->tmp_output), "%s/memtrace-top.%d.mtrace",
-		 dir && *dir ? dir : "/tmp", (int)getpid());
+	snprintf(t->tmp_output, sizeof(t->tmp_output), "memtrace-top.%d", (int)getpid());
 	o->output = t->tmp_output;
 	o->discard_output = true;
 }
@@ -400,7 +397,7 @@ int cmd_top(int argc, char **argv)
 		return err > 0 ? 0 : 2;
 	}
 	if (!o.output)
-		temp_output(&t, &o);
+		no_output(&t, &o);
 	if (!t.batch) {
 		if (!isatty(STDOUT_FILENO)) {
 			fprintf(stderr, "memtrace: failed to start top: stdout is not a terminal; use --batch (or --batch --json) for a script\n");

@@ -28,7 +28,7 @@ struct record_opts {
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */
-	bool discard_output; /* the trace file is only a sink (top without -o): removed at once */
+	bool discard_output; /* no trace: the records go nowhere, nothing is written (top and agent without -o) */
 	/* A --follow-children recorder, forked from the supervisor: it records
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
 	struct loader *shared_loader;

@@ -677,6 +677,8 @@ static int check_output(struct recording *r)
 	int fd;
 
 	default_output(r);
+	if (r->o.discard_output)
+		return 0; /* no file: the records go nowhere */
 	if (record_output_is_stdout(r->output)) {
 		if (isatty(STDOUT_FILENO))
 			return fail("failed to write the trace to stdout: it is a terminal; redirect it (-o - > FILE) or give -o FILE");
@@ -827,7 +829,11 @@ static int open_output(struct recording *r)
 		mark_start(r);
 	m.start_mono_ns = r->start_ns;
 	m.start_real_ns = r->start_real_ns;
-	if (record_output_is_stdout(r->output)) {
+	if (r->o.discard_output) { /* top and agent without -o: the records go nowhere */
+		r->w = trace_writer__open_discard(&m);
+		if (!r->w)
+			return fail("failed to start recording: %s", strerror(errno));
+	} else if (record_output_is_stdout(r->output)) {
 		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
 
 		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, &m);
@@ -837,7 +843,7 @@ static int open_output(struct recording *r)
 		return output_error(r, errno);
 	}
 	if (r->o.discard_output)
-		unlink(r->output); /* written on, gone at the close */
+		;
 	else if (!record_output_is_stdout(r->output) && give_to_sudo_user(r->output))
 		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
 			    r->output, strerror(errno));
@@ -1377,7 +1383,7 @@ static void cleanup(struct recording *r, bool failed)
 	}
 	if (r->w) {
 		trace_writer__abort(r->w);
-		if (!record_output_is_stdout(r->output))
+		if (!record_output_is_stdout(r->output) && !r->o.discard_output)
 			unlink(r->output); /* nothing was recorded: leave nothing behind */
 	}
 	loader__close(r->loader);

@@ -71,6 +71,7 @@ struct trace_writer {
 	ZSTD_CCtx *cctx;
 	uint8_t *out;		  /* chunk header + compressed payload */
 	size_t out_cap;
+	bool discard;          /* open_discard: chunks are neither compressed nor written */
 };
 
 static void writer_reset_deltas(struct trace_writer *w)
@@ -134,6 +135,8 @@ static int chunk_write(struct trace_writer *w, const struct chunk *c)
 	size_t csize;
 	int err;
 
+	if (w->discard)
+		return 0;
 	err = writer_grow_out(w, TRACE_CHUNK_HEADER_SIZE + bound);
 	if (err)
 		return err;
@@ -486,6 +489,19 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 		unlink(path);
 		errno = err;
 	}
+	return w;
+}
+
+struct trace_writer *trace_writer__open_discard(const struct trace_meta *meta)
+{
+	int fd = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	struct trace_writer *w;
+
+	if (fd < 0)
+		return NULL;
+	w = trace_writer__open_fd(fd, meta);
+	if (w)
+		w->discard = true;
 	return w;
 }
 

@@ -27,6 +27,9 @@ int trace_writer__add_drops(struct trace_writer *w, const struct trace_drops *d)
 int trace_writer__add_string(struct trace_writer *w, const struct trace_string *s);
 /* A mark, in time order with the events; an unknown kind is -EINVAL. */
 int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m);
+/* A writer whose records go nowhere (the header to /dev/null, no chunk
+ * compressed or written): a live view's recording without a trace. */
+struct trace_writer *trace_writer__open_discard(const struct trace_meta *meta);
 int trace_writer__add_rss(struct trace_writer *w, const struct trace_rss *s);
 int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *r);
 int trace_writer__add_map(struct trace_writer *w, const struct trace_map *m);
