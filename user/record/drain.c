@@ -59,6 +59,8 @@ struct drain {
 	size_t pending_cap;
 	struct pending *sorted;   /* the merge sort's other buffer, pending_cap long */
 	uint64_t written;
+	uint32_t *tap_stacks;    /* new stacks the tap gets at the next flush */
+	size_t nr_tap_stacks, tap_stacks_cap;
 };
 
 /* The trace id of the stack HASH (non-zero). Ids are handed out on first
@@ -156,11 +158,17 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 	ts.id = id;
 	ts.nr = nr;
 	ts.frames = s->frames;
-	if (d->tap && d->tap->stack) {
-		int err = d->tap->stack(d->tap_ctx, &ts);
+	if (d->tap && d->tap->stack) { /* the tap's goes with the next flush, before its events */
+		if (d->nr_tap_stacks == d->tap_stacks_cap) {
+			size_t cap = d->tap_stacks_cap ? 2 * d->tap_stacks_cap : 256;
+			uint32_t *v = realloc(d->tap_stacks, cap * sizeof(*v));
 
-		if (err)
-			return err;
+			if (!v)
+				return -ENOMEM;
+			d->tap_stacks = v;
+			d->tap_stacks_cap = cap;
+		}
+		d->tap_stacks[d->nr_tap_stacks++] = id;
 	}
 	return trace_writer__add_stack(d->w, &ts);
 }
@@ -486,6 +494,16 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	size_t n = 0;
 	int err = 0;
 
+	/* the tap's new stacks first: the events that name them may follow */
+	for (size_t i = 0; i < d->nr_tap_stacks && !err; i++) {
+		const struct stack_frames *s = &d->stacks[d->tap_stacks[i] - 1];
+		struct trace_stack ts = { .id = d->tap_stacks[i], .nr = s->nr, .frames = s->frames };
+
+		err = d->tap->stack(d->tap_ctx, &ts);
+	}
+	d->nr_tap_stacks = 0;
+	if (err)
+		return err;
 	sort_pending(d);
 	while (n < d->nr_pending && d->pending[n].ts < watermark_ns && !err) {
 		err = put(d, &d->pending[n++]);
@@ -554,6 +572,7 @@ void drain__free(struct drain *d)
 	u64map__free(&d->stack_ids);
 	u64map__free(&d->name_ids);
 	free(d->allocator_code);
+	free(d->tap_stacks);
 	for (size_t i = 0; i < d->nr_pending; i++)
 		if (d->pending[i].kind == PENDING_RESIDENT)
 			free(d->pending[i].resident);

@@ -1161,30 +1161,21 @@ static int record_loop(struct recording *r)
 			break;
 		if (r->o.rss && t0 >= r->next_rss_ns && (err = sample_rss(r, t0)))
 			break;
-		/* the last window's events go on before the next window opens */
-		if (r->windows && (err = windows__release_due(r->windows, t0)) > 0)
-			err = loader__poll(r->loader, 0) ?: drain__flush(r->drain, t0 > REORDER_NS ? t0 - REORDER_NS : 0);
-		if (err)
-			break;
 		if (r->windows && windows__step(r->windows, t0)) {
 			if (target_gone(r))
 				break;
 			err = fail("failed to attach a --budget window to PID %d", r->pid);
 			break;
 		}
-		/* While a window is open its events wait in the rings (a window is
-		 * milliseconds: they hold them), so that what is done with them (a
-		 * flood of new stacks into a live view) cannot keep it open past
-		 * its cost: the loop only watches the window's cost then. */
-		if (r->windows && windows__live(r->windows))
-			usleep(1000 * windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS));
-		else
-			err = loader__poll(r->loader,
-					   r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
+		err = loader__poll(r->loader, r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
 		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
 		if (r->windows && windows__hold_ns(r->windows) < mark)
 			mark = windows__hold_ns(r->windows);
-		if (!err)
+		/* While probes are attached (a window or its tail) events are only
+		 * taken from the rings (cheap, and no drop): handing them on (a
+		 * flood of new stacks into a live view) waits for the pause, so it
+		 * cannot keep the probes attached past their cost. */
+		if (!err && !(r->windows && windows__attached(r->windows)))
 			err = drain__flush(r->drain, mark);
 		if (!err && loader__link_map_changed(r->loader))
 			err = refresh_modules(r);

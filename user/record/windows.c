@@ -332,17 +332,6 @@ int windows__step(struct windows *w, uint64_t now_ns)
 	}
 }
 
-int windows__release_due(struct windows *w, uint64_t now_ns)
-{
-	int err;
-
-	if (!w->have_prev || w->ctl.state != BUDGET_OFF || now_ns < budget__next_ns(&w->ctl))
-		return 0;
-	w->have_prev = false;
-	err = write_window(w, &w->prev, now_ns, target_runtime_ns(w->task_fd));
-	return err ? err : 1;
-}
-
 int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms)
 {
 	uint64_t next = budget__next_ns(&w->ctl), ms;
@@ -355,9 +344,9 @@ int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms)
 	return ms < (uint64_t)max_ms ? (int)ms : max_ms;
 }
 
-bool windows__live(const struct windows *w)
+bool windows__attached(const struct windows *w)
 {
-	return w->ctl.state == BUDGET_LIVE;
+	return w->ctl.state != BUDGET_OFF;
 }
 
 uint64_t windows__hold_ns(const struct windows *w)

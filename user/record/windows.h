@@ -54,17 +54,10 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 		   struct drain *d, int pid, uint64_t now_ns);
 /* Carry out what is due at NOW_NS. 0 or -errno (a failed attach: the target is gone). */
 int windows__step(struct windows *w, uint64_t now_ns);
-/* Before windows__step: when a window is due to open and the last one's
- * events are still held, write that one's marks (it stood for the time up
- * to NOW_NS) and let them go, so the caller hands them on before the next
- * window opens: handing a window's events to a slow consumer (a live view)
- * must not keep the next one open past its cost. 1 when it did (flush
- * first), 0 when there was nothing to do, -errno. */
-int windows__release_due(struct windows *w, uint64_t now_ns);
 /* How long the recorder may sleep, in ms: 1 while a window is open. */
 int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms);
-/* A window is open: its allocation probes live. */
-bool windows__live(const struct windows *w);
+/* Probes are attached: a window is open, or its tail. */
+bool windows__attached(const struct windows *w);
 /* The drain may write events stamped before this only (UINT64_MAX: any). */
 uint64_t windows__hold_ns(const struct windows *w);
 /* Close what is open and write the last windows' marks; END_NS is the
