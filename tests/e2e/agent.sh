@@ -172,6 +172,30 @@ fi
 kill "$byexe" 2>/dev/null
 wait "$byexe" 2>/dev/null
 
+# --- the cap on stacks kept per target (16384; 100 here): many_stacks 10 has 1024
+(exec "$PROGS/many_stacks" 10 30 >/dev/null 2>&1) &
+many=$!
+MEMTRACE_AGENT_MAX_STACKS=100 timeout -k 5 120 "$MEMTRACE" agent -p "$many" --exact --listen "127.0.0.1:$((port + 4))" \
+	-d 60 2>"$TMP/agent5.err" &
+agent5=$!
+wait_for_line "$TMP/agent5.err" "memtrace: attached to PID $many" 20 || not_ok "never attached to many_stacks"
+sleep 2
+curl -s -o cap.pb.gz "http://127.0.0.1:$((port + 4))/debug/pprof/allocs"
+capraw=$(cd / && go tool pprof -raw "$TMP/cap.pb.gz" 2>&1)
+expect_eq "a cap of 100 stacks: the profile has 100 stacks and the one they fold into" \
+	"$(grep -cE '^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+: ' <<<"$capraw")" 101
+if (cd / && go tool pprof -top -sample_index=alloc_objects "$TMP/cap.pb.gz" 2>&1) | grep -q '\[other stacks: past the cap on stacks kept\]$'; then
+	ok "the folded stacks are named as such"
+else
+	not_ok "no [other stacks] frame in the capped profile"
+fi
+folded=$(curl -s "http://127.0.0.1:$((port + 4))/metrics" | awk -v n="memtrace_stacks_folded_total{pid=\"$many\",comm=\"many_stacks\"}" '$1 == n { print $2 }')
+if [ "${folded:-0}" -gt 0 ] 2>/dev/null; then ok "/metrics counts the folded sightings: $folded"; else not_ok "memtrace_stacks_folded_total: '$folded'"; fi
+kill -INT "$agent5"
+wait "$agent5"
+kill "$many" 2>/dev/null
+wait "$many" 2>/dev/null
+
 # --- bad requests: 400, 404, 405, and the agent still serves
 expect_eq "an unknown path: 404" "$(http /debug/pprof/goroutine /dev/null)" 404
 expect_eq "?pid=abc: 400" "$(http '/debug/pprof/heap?pid=abc' /dev/null)" 400

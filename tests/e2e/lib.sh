@@ -199,7 +199,11 @@ expect_one_error() {
 
 # --rss checks shared by rss.sh, rss_reconcile.sh, redis.sh and postgres.sh
 # within A B PCT: |A - B| <= PCT% of B
-within() { awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'; }
+# (numbers only: an empty or non-numeric figure is a failure, not 0 within 0)
+within() {
+	[[ $1 =~ ^-?[0-9]+(\.[0-9]+)?$ && $2 =~ ^-?[0-9]+(\.[0-9]+)?$ ]] || return 1
+	awk -v a="$1" -v b="$2" -v p="$3" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d * 100 <= p * b) }'
+}
 expect_within_pct() { # LABEL GOT WANT PCT
 	if within "$2" "$3" "$4"; then ok "$1: $2 within $4% of $3"; else not_ok "$1: $2 not within $4% of $3"; fi
 }

@@ -289,6 +289,40 @@ static void test_tap_sees_what_is_written(void **state)
 	print_message("tap: 3 events and 1 stack, as written\n");
 }
 
+/* Past the cap, new stacks fold into one whose frame is TRACE_FRAME_OTHER:
+ * for the tap and in the trace alike; the stacks kept stay themselves. */
+static void test_max_stacks(void **state)
+{
+	static const struct trace_reader_ops tap = { .event = on_event, .stack = on_stack };
+	static const uint64_t a[] = { 0x401000 }, b[] = { 0x402000 }, c[] = { 0x403000 };
+	struct fixture *f = *state;
+	struct seen tapped = { 0 };
+
+	drain__set_tap(f->d, &tap, &tapped);
+	drain__set_max_stacks(f->d, 2);
+	stack(f->d, 0xa, a, 1);
+	alloc(f->d, 1, 10, 0x1000, 0xa);
+	stack(f->d, 0xb, b, 1);
+	alloc(f->d, 1, 20, 0x2000, 0xb);
+	stack(f->d, 0xc, c, 1); /* the third: folded */
+	alloc(f->d, 1, 30, 0x3000, 0xc);
+	alloc(f->d, 1, 40, 0x4000, 0xd); /* never seen: folded too */
+	alloc(f->d, 1, 50, 0x5000, 0xa); /* kept before the cap: itself */
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	read_back(f);
+	assert_int_equal(f->seen.nstacks, 3);
+	assert_int_equal(tapped.nstacks, 3);
+	assert_int_equal(f->seen.stacks[2].nr, 1);
+	assert_int_equal(f->seen.frames[2][0], TRACE_FRAME_OTHER);
+	assert_int_equal(tapped.frames[2][0], TRACE_FRAME_OTHER);
+	assert_int_equal(f->seen.nevents, 5);
+	assert_int_equal(f->seen.events[2].stack_id, f->seen.stacks[2].id);
+	assert_int_equal(f->seen.events[3].stack_id, f->seen.stacks[2].id);
+	assert_int_equal(f->seen.events[4].stack_id, f->seen.stacks[0].id);
+	assert_int_equal(drain__folded(f->d), 3); /* c's stack, c's event, d's event */
+	print_message("cap 2: a third stack and an unknown one fold into the other stack\n");
+}
+
 static void test_malformed(void **state)
 {
 	struct fixture *f = *state;
@@ -314,6 +348,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stacks_interned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_plausible, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_allocator_frames, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_max_stacks, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_tap_sees_what_is_written, setup, teardown),
 	};

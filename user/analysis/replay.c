@@ -1525,11 +1525,12 @@ static size_t frames__resolve(struct replay *r, uint64_t addr, struct analysis_f
 	uint64_t offset = addr;
 	size_t i, n;
 
-	if (addr == TRACE_FRAME_TRUNCATED || addr == TRACE_FRAME_DEPTH_CUT) {
+	if (addr == TRACE_FRAME_TRUNCATED || addr == TRACE_FRAME_DEPTH_CUT || addr == TRACE_FRAME_OTHER) {
 		f[0] = (struct analysis_frame){
 			.address = addr,
-			.function = addr == TRACE_FRAME_TRUNCATED ? "[truncated: no unwind table]"
-								  : "[truncated: --stack-depth reached]",
+			.function = addr == TRACE_FRAME_TRUNCATED ? "[truncated: no unwind table]" :
+				    addr == TRACE_FRAME_DEPTH_CUT ? "[truncated: --stack-depth reached]" :
+								    "[other stacks: past the cap on stacks kept]",
 		};
 		return 1;
 	}

@@ -51,6 +51,7 @@
 #define AGENT_MAX_DELTA_S 600
 #define AGENT_SCAN_US 200000                   /* --comm, --exe, --cgroup: /proc scanned this often */
 #define AGENT_KEEP_ENDED_NS (60 * 1000000000ull) /* an ended matched target's figures stay this long */
+#define AGENT_MAX_STACKS 16384 /* stacks kept per target: the agent's memory stays bounded over hours */
 
 struct agent;
 
@@ -67,7 +68,7 @@ struct agent_target {
 	char output[PATH_MAX];
 	int pid;
 	char comm[64];
-	uint64_t start_ns, dropped, events;
+	uint64_t start_ns, dropped, events, folded;
 	bool attached, ended, exited;
 	int status;
 };
@@ -79,6 +80,7 @@ struct agent {
 	volatile int stopping;          /* the recordings stop at their next tick */
 	struct record_opts o;           /* each recording's options but its pid */
 	uint64_t keep_ended_ns;         /* an ended matched target's figures stay this long */
+	size_t max_stacks;              /* stacks kept per target; past them new ones fold into one */
 	/* --comm, --exe, --cgroup: every process matching, found by a scan of /proc */
 	const char *comms[16], *exes[16], *cgroups[16];
 	size_t ncomms, nexes, ncgroups;
@@ -240,6 +242,7 @@ static int agent_tick(void *ctx, const struct record_live *live, uint64_t now)
 	t->start_ns = live->start_ns;
 	t->dropped = live->dropped;
 	t->events = live->events;
+	t->folded = live->folded;
 	t->exited = live->target_exited;
 	snprintf(t->comm, sizeof(t->comm), "%s", live->comm ? live->comm : "?");
 	pthread_mutex_unlock(&t->lock);
@@ -606,6 +609,7 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 		{ "memtrace_allocated_bytes_total", "counter", "Bytes the target's allocation calls asked for" },
 		{ "memtrace_dropped_events_total", "counter", "Events the kernel could not hand to the agent" },
 		{ "memtrace_probe_time_ratio", "gauge", "Share of the time the allocator probes were live (1: exact)" },
+		{ "memtrace_stacks_folded_total", "counter", "Stack sightings folded into one past the stacks kept per target" },
 		{ "memtrace_resident_anon_bytes", "gauge", "The target's RssAnon at the last --rss sample" },
 		{ "memtrace_resident_file_bytes", "gauge", "The target's RssFile at the last --rss sample" },
 		{ "memtrace_resident_shmem_bytes", "gauge", "The target's RssShmem at the last --rss sample" },
@@ -646,13 +650,14 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 				v = !tr->budget.budget_ppm ? 1 :
 				    now > t->start_ns ? (double)tr->budget.live_ns / (double)(now - t->start_ns) : 0;
 				break;
+			case 7: v = (double)t->folded; break;
 			default:
 				if (!tr->rss.npoints) {
 					pthread_mutex_unlock(&t->lock);
 					continue;
 				}
-				v = k == 7 ? (double)tr->rss.points[tr->rss.npoints - 1].anon :
-				    k == 8 ? (double)tr->rss.points[tr->rss.npoints - 1].file :
+				v = k == 8 ? (double)tr->rss.points[tr->rss.npoints - 1].anon :
+				    k == 9 ? (double)tr->rss.points[tr->rss.npoints - 1].file :
 					     (double)tr->rss.points[tr->rss.npoints - 1].shmem;
 			}
 			if (!header)
@@ -803,6 +808,7 @@ static int target_start(struct agent *a, int pid, bool matched)
 	t->o = a->o;
 	t->o.pid = pid;
 	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
+	t->o.max_stacks = a->max_stacks;
 	/* no trace: nothing is written to disk */
 	snprintf(t->output, sizeof(t->output), "memtrace-agent.%d", pid);
 	t->o.output = t->output;
@@ -968,6 +974,14 @@ int cmd_agent(int argc, char **argv)
 	matching = a->ncomms || a->nexes || a->ncgroups;
 	/* MEMTRACE_AGENT_KEEP_ENDED=SEC: how long an ended target stays (tests) */
 	a->keep_ended_ns = AGENT_KEEP_ENDED_NS;
+	/* MEMTRACE_AGENT_MAX_STACKS=N: stacks kept per target (tests) */
+	a->max_stacks = AGENT_MAX_STACKS;
+	if (getenv("MEMTRACE_AGENT_MAX_STACKS")) {
+		uint64_t n;
+
+		if (!parse_u64(getenv("MEMTRACE_AGENT_MAX_STACKS"), &n) && n >= 1 && n <= (1u << 24))
+			a->max_stacks = n;
+	}
 	if (getenv("MEMTRACE_AGENT_KEEP_ENDED")) {
 		uint64_t s;
 

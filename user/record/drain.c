@@ -61,16 +61,47 @@ struct drain {
 	uint64_t written;
 	uint32_t *tap_stacks;    /* new stacks the tap gets at the next flush */
 	size_t nr_tap_stacks, tap_stacks_cap;
+	size_t max_stacks;       /* 0: every stack kept; else past it, new ones fold into other_id */
+	uint32_t other_id;
+	uint64_t folded;         /* stack sightings folded so */
 };
 
 /* The trace id of the stack HASH (non-zero). Ids are handed out on first
  * sight, of the stack or of an event using it: the two come through
  * different CPUs' rings in either order. 0 when out of memory. */
+static int queue_tap_stack(struct drain *d, uint32_t id);
+
+/* Past the cap (drain__set_max_stacks): the one stack every new stack is
+ * folded into, made (and sent) the first time. Its id, or 0. */
+static uint32_t other_stack(struct drain *d)
+{
+	static const uint64_t other = TRACE_FRAME_OTHER;
+	struct trace_stack ts = { .nr = 1, .frames = &other };
+
+	d->folded++;
+	if (d->other_id)
+		return d->other_id;
+	if (array_reserve((void **)&d->stacks, &d->stacks_cap, d->nr_stacks + 1, sizeof(*d->stacks)))
+		return 0;
+	d->stacks[d->nr_stacks] = (struct stack_frames){ .frames = malloc(sizeof(uint64_t)), .nr = 1 };
+	if (!d->stacks[d->nr_stacks].frames)
+		return 0;
+	d->stacks[d->nr_stacks].frames[0] = other;
+	ts.id = d->other_id = (uint32_t)++d->nr_stacks;
+	if ((d->tap && d->tap->stack && queue_tap_stack(d, ts.id)) || trace_writer__add_stack(d->w, &ts))
+		return 0;
+	return d->other_id;
+}
+
 static uint32_t intern(struct drain *d, uint64_t hash)
 {
 	struct u64map_entry *e;
 	bool existed;
 
+	if (d->max_stacks && d->nr_stacks >= d->max_stacks) {
+		e = u64map__get(&d->stack_ids, hash);
+		return e ? (uint32_t)e->val : other_stack(d);
+	}
 	e = u64map__insert(&d->stack_ids, hash, &existed);
 	if (!e)
 		return 0;
@@ -158,19 +189,35 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 	ts.id = id;
 	ts.nr = nr;
 	ts.frames = s->frames;
-	if (d->tap && d->tap->stack) { /* the tap's goes with the next flush, before its events */
-		if (d->nr_tap_stacks == d->tap_stacks_cap) {
-			size_t cap = d->tap_stacks_cap ? 2 * d->tap_stacks_cap : 256;
-			uint32_t *v = realloc(d->tap_stacks, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			d->tap_stacks = v;
-			d->tap_stacks_cap = cap;
-		}
-		d->tap_stacks[d->nr_tap_stacks++] = id;
-	}
+	/* the tap's goes with the next flush, before its events */
+	if (d->tap && d->tap->stack && queue_tap_stack(d, id))
+		return -ENOMEM;
 	return trace_writer__add_stack(d->w, &ts);
+}
+
+static int queue_tap_stack(struct drain *d, uint32_t id)
+{
+	if (d->nr_tap_stacks == d->tap_stacks_cap) {
+		size_t cap = d->tap_stacks_cap ? 2 * d->tap_stacks_cap : 256;
+		uint32_t *v = realloc(d->tap_stacks, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		d->tap_stacks = v;
+		d->tap_stacks_cap = cap;
+	}
+	d->tap_stacks[d->nr_tap_stacks++] = id;
+	return 0;
+}
+
+void drain__set_max_stacks(struct drain *d, size_t max)
+{
+	d->max_stacks = max;
+}
+
+uint64_t drain__folded(const struct drain *d)
+{
+	return d->folded;
 }
 
 static struct pending *pending_slot(struct drain *d)

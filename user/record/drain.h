@@ -43,6 +43,11 @@ int drain__record(struct drain *d, const void *data, size_t size);
 int drain__add_mark(struct drain *d, const struct trace_mark *m);
 /* A --rss sample, put among the events by its time likewise. 0 or -ENOMEM. */
 int drain__add_rss(struct drain *d, const struct trace_rss *s);
+/* Keep at most MAX stacks (0: all): past them a new stack is folded into
+ * one whose frame is TRACE_FRAME_OTHER (memtrace agent, over hours). */
+void drain__set_max_stacks(struct drain *d, size_t max);
+/* Stack sightings folded so far. */
+uint64_t drain__folded(const struct drain *d);
 /* A --rss resident snapshot (copied), likewise. 0 or -ENOMEM. */
 int drain__add_resident(struct drain *d, const struct trace_resident *r);
 

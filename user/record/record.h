@@ -16,6 +16,7 @@ struct record_opts {
 	uint32_t stack_depth;
 	uint32_t unwind_rows; /* --unwind-rows: room for unwind tables; 0: frame pointers only */
 	uint64_t ring_bytes;
+	size_t max_stacks;         /* 0: every stack; else past it new stacks fold into one (agent) */
 	bool ring_bytes_given; /* --buffer-size was given */
 	uint64_t sample;
 	double budget;    /* --budget PCT: 0 exact; else windows (user/record/budget.h) */
@@ -67,6 +68,7 @@ struct record_live {
 	uint64_t events;           /* handed to the trace so far */
 	uint64_t bytes_written;    /* the trace's size so far */
 	uint64_t dropped;          /* events the kernel could not hand over */
+	uint64_t folded;           /* stack sightings folded past max_stacks */
 	bool target_exited;
 	volatile const int *stop;  /* non-zero once SIGINT or SIGTERM came */
 };

@@ -910,6 +910,7 @@ static int load_probes(struct recording *r)
 	r->drain = drain__new(NULL);
 	if (!r->drain)
 		return fail("out of memory");
+	drain__set_max_stacks(r->drain, r->o.max_stacks);
 	lo.ctx = r->drain;
 	if (r->o.prepared) {
 		/* attached by the supervisor, which let the process go on */
@@ -1136,6 +1137,7 @@ static struct record_live live_of(struct recording *r)
 		.start_ns = r->start_ns,
 		.end_ns = r->end_ns,
 		.events = r->drain ? drain__events(r->drain) : 0,
+		.folded = r->drain ? drain__folded(r->drain) : 0,
 		.bytes_written = r->w ? trace_writer__bytes(r->w) : 0,
 		.target_exited = r->target_exited,
 		.stop = (volatile const int *)&stop_signal,

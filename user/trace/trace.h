@@ -44,6 +44,7 @@ struct trace_meta {
 /* A STACK record's last frame when the walk was cut: not an address. */
 #define TRACE_FRAME_TRUNCATED 1ULL /* no unwind table for the next frame */
 #define TRACE_FRAME_DEPTH_CUT 2ULL /* --stack-depth reached */
+#define TRACE_FRAME_OTHER 3ULL     /* the stacks past a recording's cap (memtrace agent), folded into one */
 
 struct trace_module {
 	uint64_t start;           /* mapping start address in the target */
