@@ -90,14 +90,6 @@ struct agent {
 	size_t nalloc_fns;
 };
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void agent_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)...\n"
@@ -255,7 +247,7 @@ static void agent_done(void *ctx, const struct record_live *live)
 
 	pthread_mutex_lock(&t->lock);
 	t->ended = true;
-	t->ended_ns = mono_ns();
+	t->ended_ns = now_ns(CLOCK_MONOTONIC);
 	if (live) {
 		t->dropped = live->dropped;
 		t->exited = live->target_exited;
@@ -272,7 +264,7 @@ static void *agent_record(void *arg)
 	t->status = record_run(&t->o, &view);
 	pthread_mutex_lock(&t->lock);
 	if (!t->ended)
-		t->ended_ns = mono_ns();
+		t->ended_ns = now_ns(CLOCK_MONOTONIC);
 	t->ended = true;
 	pthread_mutex_unlock(&t->lock);
 	return NULL;
@@ -483,7 +475,7 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 	const struct analysis_trace *trace = NULL;
 	struct pb_buf pb = { 0 };
 	size_t nparts = 0, nlocked = 0, zn = 0;
-	uint64_t now = mono_ns(), duration = 0;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), duration = 0;
 	void *z = NULL;
 	bool bad;
 	int pid = query_pid(c, &bad), err = 0;
@@ -516,7 +508,7 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 		pthread_rwlock_unlock(&a->slots_lock); /* new targets may come meanwhile */
 		if (!err)
 			sleep((unsigned int)seconds);
-		now = mono_ns();
+		now = now_ns(CLOCK_MONOTONIC);
 		pthread_rwlock_rdlock(&a->slots_lock);
 	}
 	for (size_t i = 0; i < a->ntargets && !err; i++) {
@@ -616,7 +608,7 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 	};
 	struct text o = { 0 };
 	struct rusage ru;
-	uint64_t now = mono_ns();
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
 	long pages = 0;
 	FILE *f;
 
@@ -821,7 +813,7 @@ static int target_start(struct agent *a, int pid, bool matched)
 	if (!t->started) {
 		pthread_mutex_lock(&t->lock);
 		t->ended = true;
-		t->ended_ns = mono_ns();
+		t->ended_ns = now_ns(CLOCK_MONOTONIC);
 		pthread_mutex_unlock(&t->lock);
 		return -EAGAIN;
 	}
@@ -849,21 +841,13 @@ static bool recorded(const struct agent *a, int pid)
 	return false;
 }
 
-/* PID's file under /proc, its first line in BUF (no newline); false if gone. */
+/* PID's file under /proc (util.c's reader), its first line in BUF; false if gone. */
 static bool proc_line(int pid, const char *what, char *buf, size_t cap)
 {
-	char path[64];
-	FILE *f;
-	bool ok;
-
-	snprintf(path, sizeof(path), "/proc/%d/%s", pid, what);
-	f = fopen(path, "re");
-	if (!f)
+	if (read_proc_file(pid, what, buf, cap) <= 0)
 		return false;
-	ok = fgets(buf, (int)cap, f) != NULL;
-	fclose(f);
 	buf[strcspn(buf, "\n")] = 0;
-	return ok;
+	return true;
 }
 
 /* PID is one of the programs --comm, --exe or --cgroup name. */
@@ -1016,9 +1000,9 @@ int cmd_agent(int argc, char **argv)
 	 * target_up 0) until a stop or -d; with -p alone, also until no
 	 * recording is left that ever attached. Matched targets are found
 	 * every 200 ms, and freed a minute after they ended. */
-	for (uint64_t t0 = mono_ns();; usleep(AGENT_SCAN_US)) {
+	for (uint64_t t0 = now_ns(CLOCK_MONOTONIC);; usleep(AGENT_SCAN_US)) {
 		bool any = false;
-		uint64_t now = mono_ns();
+		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 		if (record_stop_requested() || (a->o.duration > 0 && now - t0 >= a->o.duration * 1e9))
 			break;

@@ -170,6 +170,23 @@ static void rss_rollup(FILE *f, const char *when, const struct analysis_rollup *
 	fprintf(f, "\n");
 }
 
+/* Where a --rss site is: its function (an unnamed one by address when
+ * HEX, else "[no stack]"), file:line and, with MODULE, its module's name. */
+static void print_where(FILE *f, const struct analysis_frame *fr, bool hex, bool module)
+{
+	if (fr && fr->function)
+		fputs(fr->function, f);
+	else if (fr && hex)
+		fprintf(f, "0x%" PRIx64, fr->address);
+	else
+		fputs("[no stack]", f);
+	if (fr && fr->file)
+		fprintf(f, "  %s:%u", fr->file, fr->line);
+	if (module && fr && fr->module)
+		fprintf(f, "  [%s]", strrchr(fr->module, '/') ? strrchr(fr->module, '/') + 1 : fr->module);
+	fputc('\n', f);
+}
+
 /* --rss: what the program mapped itself, by site, and what the allocator did. */
 static void rss_maps(FILE *f, const struct analysis_maps *mp)
 {
@@ -183,13 +200,8 @@ static void rss_maps(FILE *f, const struct analysis_maps *mp)
 		const struct analysis_frame *fr = ms->site;
 
 		fmt_bytes(b[0], sizeof(b[0]), ms->bytes);
-		fprintf(f, "    %10s  %" PRIu64 " mapping%s  %s", b[0], ms->mappings, plural(ms->mappings),
-			fr && fr->function ? fr->function : "[no stack]");
-		if (fr && fr->file)
-			fprintf(f, "  %s:%u", fr->file, fr->line);
-		if (fr && fr->module)
-			fprintf(f, "  [%s]", strrchr(fr->module, '/') ? strrchr(fr->module, '/') + 1 : fr->module);
-		fputc('\n', f);
+		fprintf(f, "    %10s  %" PRIu64 " mapping%s  ", b[0], ms->mappings, plural(ms->mappings));
+		print_where(f, fr, false, true);
 	}
 	fmt_bytes(b[0], sizeof(b[0]), mp->allocator_bytes);
 	fmt_bytes(b[1], sizeof(b[1]), mp->brk_bytes);
@@ -210,17 +222,7 @@ static void rss_maps(FILE *f, const struct analysis_maps *mp)
 
 		fmt_bytes(b[0], sizeof(b[0]), ms->bytes);
 		fprintf(f, "    %10s  %" PRIu64 " sample%s  ", b[0], ms->mappings, plural(ms->mappings));
-		if (fr && fr->function)
-			fputs(fr->function, f);
-		else if (fr)
-			fprintf(f, "0x%" PRIx64, fr->address);
-		else
-			fputs("[no stack]", f);
-		if (fr && fr->file)
-			fprintf(f, "  %s:%u", fr->file, fr->line);
-		if (fr && fr->module)
-			fprintf(f, "  [%s]", strrchr(fr->module, '/') ? strrchr(fr->module, '/') + 1 : fr->module);
-		fputc('\n', f);
+		print_where(f, fr, true, true);
 	}
 }
 
@@ -291,10 +293,8 @@ static void rss_reconcile(FILE *f, const struct analysis_trace *t)
 		const struct analysis_frame *fr = e->sites[i].site;
 
 		fmt_bytes(h[0], sizeof(h[0]), e->sites[i].bytes);
-		fprintf(f, "    %10s resident at the last, mapped at %s", h[0], fr && fr->function ? fr->function : "[no stack]");
-		if (fr && fr->file)
-			fprintf(f, "  %s:%u", fr->file, fr->line);
-		fputc('\n', f);
+		fprintf(f, "    %10s resident at the last, mapped at ", h[0]);
+		print_where(f, fr, false, false);
 	}
 	if (!e->heap_known)
 		fprintf(f, "  (the live heap does not split the allocator's part: %s)\n",
