@@ -152,17 +152,19 @@ char *read_proc_cmdline(int pid)
 
 void read_proc_environ(int pid, const char *var, char *buf, size_t cap)
 {
-	static __thread char env[65536];
-	ssize_t n = read_proc_file(pid, "environ", env, sizeof(env));
+	const size_t env_cap = 65536;
+	char *env = malloc(env_cap); /* not thread-local: every thread would carry it */
+	ssize_t n = env ? read_proc_file(pid, "environ", env, env_cap) : -1;
 	size_t len = strlen(var);
 
 	*buf = 0;
 	for (ssize_t i = 0; i < n; i += strlen(env + i) + 1) {
 		if (strncmp(env + i, var, len) == 0 && env[i + len] == '=') {
 			snprintf(buf, cap, "%s", env + i + len + 1);
-			return;
+			break;
 		}
 	}
+	free(env);
 }
 
 char *join_args(char *const *argv)

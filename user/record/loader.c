@@ -69,6 +69,7 @@ struct loader {
 	struct fd_list win[LOADER_NR_GROUPS];
 	int stats_fd;            /* BPF_ENABLE_STATS while windows run; 0: none */
 	int closing;             /* link closes in flight (closer threads), atomic */
+	bool said_inline_close;  /* a closer thread could not start: said once */
 	int *spare_fds;          /* rings made ahead for the next added target (a CPU each), or NULL */
 	uint64_t spare_bytes;    /* ... of this size each */
 	uint32_t spare_slot;     /* ... already in the array of rings for this slot */
@@ -860,6 +861,8 @@ int loader__window_attach(struct loader *l, enum loader_group group, const struc
  * probes outlive their tail by tens of ms, unpriced). Concurrent waits share
  * their grace periods.
  */
+#define CLOSER_STACK (256 * 1024)
+
 struct closing {
 	struct loader *l;
 	int fd;
@@ -881,18 +884,27 @@ static void close_later(struct loader *l, struct fd_list *f)
 
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	pthread_attr_setstacksize(&attr, 64 * 1024);
+	/* Room for the static TLS of every thread besides what close needs:
+	 * glibc refuses (EINVAL) a stack that cannot hold it. */
+	pthread_attr_setstacksize(&attr, CLOSER_STACK);
 	while (f->nr) {
 		struct closing *c = malloc(sizeof(*c));
 		pthread_t t;
+		int err;
 
 		if (!c)
 			break;
 		*c = (struct closing){ .l = l, .fd = f->v[f->nr - 1] };
 		__atomic_fetch_add(&l->closing, 1, __ATOMIC_SEQ_CST);
-		if (pthread_create(&t, &attr, close_link, c)) {
+		if ((err = pthread_create(&t, &attr, close_link, c))) {
 			__atomic_fetch_sub(&l->closing, 1, __ATOMIC_SEQ_CST);
 			free(c);
+			/* Said, not silent: closing here holds the recorder for the
+			 * grace periods, and each tail runs that much long. */
+			if (!l->said_inline_close)
+				fprintf(stderr, "memtrace: warning: cannot start a thread to detach probes (%s): "
+						"--budget windows' tails run tens of ms long\n", strerror(err));
+			l->said_inline_close = true;
 			break;
 		}
 		f->nr--;

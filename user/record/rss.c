@@ -126,14 +126,16 @@ static int push_run(struct rss_resident *out, uint64_t start, uint64_t end)
 
 /* The runs of anonymous pages present in [START, END), read from PAGEMAP,
  * into the mapping being filled (out->vmas[out->r.nvmas]). */
-static int read_runs(struct rss_resident *out, int pagemap, uint64_t start, uint64_t end, uint64_t ps)
+#define PAGEMAP_CHUNK 8192 /* entries read at once */
+
+static int read_runs(struct rss_resident *out, int pagemap, uint64_t *buf, uint64_t start, uint64_t end,
+		     uint64_t ps)
 {
-	static __thread uint64_t buf[8192]; /* memtrace agent: a recording per thread */
 	uint64_t run = 0;
 	bool in = false;
 
 	for (uint64_t at = start; at < end;) {
-		size_t want = (size_t)((end - at) / ps < 8192 ? (end - at) / ps : 8192);
+		size_t want = (size_t)((end - at) / ps < PAGEMAP_CHUNK ? (end - at) / ps : PAGEMAP_CHUNK);
 		ssize_t got = pread(pagemap, buf, want * 8, (off_t)(at / ps * 8));
 
 		if (got <= 0)
@@ -159,6 +161,7 @@ int rss_read_resident(int pid, struct rss_resident *out)
 	size_t nsps = thread_sps(pid, sps, sizeof(sps) / sizeof(sps[0]));
 	char path[64], line[4096];
 	int pagemap, err = 0;
+	uint64_t *buf;
 	FILE *maps;
 
 	out->r.nvmas = out->r.nruns = 0;
@@ -175,6 +178,11 @@ int rss_read_resident(int pid, struct rss_resident *out)
 		fclose(maps);
 		return err;
 	}
+	/* On the heap, not in thread-local storage: every thread of the
+	 * process would carry it (a closer thread's small stack could not). */
+	buf = malloc(PAGEMAP_CHUNK * sizeof(*buf));
+	if (!buf)
+		err = -ENOMEM;
 	while (!err && fgets(line, sizeof(line), maps)) {
 		unsigned long long start, end;
 		char perms[8], name[4096] = "";
@@ -211,10 +219,11 @@ int rss_read_resident(int pid, struct rss_resident *out)
 		}
 		v = &out->vmas[out->r.nvmas];
 		*v = (struct trace_vma){ .start = start, .end = end, .kind = kind };
-		err = read_runs(out, pagemap, start, end, ps);
+		err = read_runs(out, pagemap, buf, start, end, ps);
 		if (!err && v->nruns)
 			out->r.nvmas++; /* kept only with anonymous pages in it */
 	}
+	free(buf);
 	close(pagemap);
 	fclose(maps);
 	out->r.vmas = out->vmas;

@@ -798,10 +798,15 @@ static int sample_rss(struct recording *r, uint64_t now)
 /* --rss: smaps_rollup at the start and the end (while the target lives). */
 static int write_rollup(struct recording *r)
 {
-	static __thread struct rss_rollup ro; /* memtrace agent: a recording per thread */
+	struct rss_rollup *ro = calloc(1, sizeof(*ro)); /* not thread-local: see rss.c */
+	int err;
 
-	ro.r.ts = now_ns(CLOCK_MONOTONIC);
-	return rss_read_rollup(r->pid, &ro) ? 0 : trace_writer__add_rollup(r->w, &ro.r);
+	if (!ro)
+		return -ENOMEM;
+	ro->r.ts = now_ns(CLOCK_MONOTONIC);
+	err = rss_read_rollup(r->pid, ro) ? 0 : trace_writer__add_rollup(r->w, &ro->r);
+	free(ro);
+	return err;
 }
 
 static int open_output(struct recording *r)
