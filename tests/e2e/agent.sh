@@ -173,7 +173,7 @@ fi
 kill "$byexe" 2>/dev/null
 wait "$byexe" 2>/dev/null
 
-# --- the cap on stacks kept per target (16384; 100 here): many_stacks 10 has 1024
+# --- the cap on stacks kept per target (4096; 100 here): many_stacks 10 has 1024
 (exec "$PROGS/many_stacks" 10 30 >/dev/null 2>&1) &
 many=$!
 MEMTRACE_AGENT_MAX_STACKS=100 timeout -k 5 120 "$MEMTRACE" agent -p "$many" --exact --listen "127.0.0.1:$((port + 4))" \

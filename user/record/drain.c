@@ -220,22 +220,36 @@ uint64_t drain__folded(const struct drain *d)
 	return d->folded;
 }
 
+/* Events held for ordering: a start small enough for the agent's many
+ * targets (65536 cost each 10 MB with the sort's second array); a burst
+ * doubles it, and drain__flush gives back what a burst left. */
+#define PENDING_MIN 4096
+
+/* Both arrays at CAP entries, the pending ones kept. A failed realloc
+ * leaves its array as it was: the capacity is the smaller of the two. */
+static int pending_resize(struct drain *d, size_t cap)
+{
+	size_t old = d->pending_cap, pcap = old, scap = old;
+	struct pending *p = realloc(d->pending, cap * sizeof(*p));
+	struct pending *q;
+
+	if (p) {
+		d->pending = p;
+		pcap = cap;
+	}
+	q = p ? realloc(d->sorted, cap * sizeof(*q)) : NULL;
+	if (q) {
+		d->sorted = q;
+		scap = cap;
+	}
+	d->pending_cap = pcap < scap ? pcap : scap;
+	return p && q ? 0 : -ENOMEM;
+}
+
 static struct pending *pending_slot(struct drain *d)
 {
-	if (d->nr_pending == d->pending_cap) {
-		size_t cap = d->pending_cap ? d->pending_cap * 2 : 65536;
-		struct pending *p = realloc(d->pending, cap * sizeof(*p));
-		struct pending *q;
-
-		if (!p)
-			return NULL;
-		d->pending = p;
-		q = realloc(d->sorted, cap * sizeof(*q));
-		if (!q)
-			return NULL;
-		d->sorted = q;
-		d->pending_cap = cap;
-	}
+	if (d->nr_pending == d->pending_cap && pending_resize(d, d->pending_cap ? d->pending_cap * 2 : PENDING_MIN))
+		return NULL;
 	return &d->pending[d->nr_pending++];
 }
 
@@ -558,6 +572,10 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	d->written += n;
 	memmove(d->pending, d->pending + n, (d->nr_pending - n) * sizeof(*d->pending));
 	d->nr_pending -= n;
+	/* Past a burst: halve what a quarter would hold (no failure: the
+	 * larger arrays are still whole if realloc says no). */
+	if (d->pending_cap > PENDING_MIN && d->nr_pending < d->pending_cap / 4)
+		(void)pending_resize(d, d->pending_cap / 2);
 	return err;
 }
 
