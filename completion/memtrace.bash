@@ -63,7 +63,7 @@ _memtrace()
 			--alloc-fn -h --help --" -- "$cur")) ;;
 	agent)
 		COMPREPLY=($(compgen -W "-p --pid --comm --exe --cgroup -d --duration --budget --exact --rss --listen --alloc-fn
-			-h --help" -- "$cur")) ;;
+			-o --output --rotate --keep -h --help" -- "$cur")) ;;
 	report)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict --symfs -h --help" -- "$cur"))

@@ -28,6 +28,13 @@ expect_usage "agent --listen with a name" -p $$ --listen localhost:$port
 expect_usage "agent --exact --budget 5" -p $$ --exact --budget 5
 expect_usage "agent -- CMD" -- /bin/true
 expect_usage "agent -p twice" -p $$ -p $$
+: >"$TMP/afile"
+expect_usage "agent -o a missing directory" -p $$ -o "$TMP/no/such/dir"
+expect_usage "agent -o a file" -p $$ -o "$TMP/afile"
+expect_usage "agent --rotate without -o" -p $$ --rotate 60
+expect_usage "agent --keep without -o" -p $$ --keep 3
+expect_usage "agent --rotate 0" -p $$ -o "$TMP" --rotate 0
+expect_usage "agent --keep abc" -p $$ -o "$TMP" --keep abc
 
 # --- exact: alloc_patterns waits for SIGUSR1, then runs its known pattern
 (exec "$PROGS/alloc_patterns" wait >"$TMP/ap.out" 2>/dev/null) &
@@ -203,14 +210,17 @@ expect_eq "?pid=abc: 400" "$(http '/debug/pprof/heap?pid=abc' /dev/null)" 400
 expect_eq "?pid= a process not recorded: 404" "$(http '/debug/pprof/heap?pid=1' /dev/null)" 404
 expect_eq "an unknown query: 400" "$(http '/debug/pprof/heap?evil=1' /dev/null)" 400
 expect_eq "POST: 405" "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x=1 "$url/metrics")" 405
+expect_eq "/report without -o DIR: 404" "$(http "/report?pid=$target" /dev/null)" 404
+expect_eq "/report?pid=abc: 400" "$(http '/report?pid=abc' /dev/null)" 400
 codes=""
 for i in $(seq 300); do
 	q=$(head -c $((RANDOM % 64 + 1)) /dev/urandom | od -An -tx1 | tr -d ' \n' | sed 's/\(..\)/%\1/g')
-	case $((i % 4)) in
+	case $((i % 5)) in
 	0) path="/debug/pprof/heap?pid=$q" ;;
 	1) path="/debug/pprof/allocs?$q=$q" ;;
 	2) path="/metrics?$q" ;;
 	3) path="/$q" ;;
+	4) path="/report?pid=$q" ;;
 	esac
 	codes="$codes $(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "$url$path")"
 done
@@ -261,4 +271,70 @@ expect_eq "the agent has no file open for writing but its stdio (records go nowh
 kill -INT "$agent"
 wait "$agent"
 expect_eq "SIGINT: the agent's exit status" $? 0
+
+# --- -o DIR: rotated traces, each standing alone, together exact. leak_rate
+# keeps 1000 B in leak_step every 10 ms on an absolute schedule and churns
+# 4000 B as often: 100 leak_step allocations a second of any file.
+mkdir -p "$TMP/rot"
+(exec "$PROGS/leak_rate" 7 >/dev/null 2>&1) &
+lr=$!
+timeout -k 5 60 "$MEMTRACE" agent -p "$lr" --exact -o "$TMP/rot" --rotate 2 --listen "127.0.0.1:$((port + 6))" \
+	2>"$TMP/agent7.err" &
+agent7=$!
+wait_for_line "$TMP/agent7.err" "memtrace: attached to PID $lr" 20 || not_ok "never attached to leak_rate: $(cat "$TMP/agent7.err")"
+sleep 3
+expect_eq "/report?pid= once a file is whole: 200" \
+	"$(curl -s -o report.html -w '%{http_code}' --max-time 60 "http://127.0.0.1:$((port + 6))/report?pid=$lr")" 200
+expect_eq "... an HTML report" "$(head -c 15 report.html)" "<!DOCTYPE html>"
+if grep -q 'leak_step' report.html; then ok "... naming leak_step"; else not_ok "the report does not name leak_step"; fi
+if curl -s "http://127.0.0.1:$((port + 6))/" | grep -q "<a href=\"/report?pid=$lr\">report of the last 2 s</a>"; then
+	ok "the index links the report of the last 2 s"
+else
+	not_ok "no report link on the index page"
+fi
+expect_eq "/report of a process not recorded: 404" \
+	"$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$((port + 6))/report?pid=1")" 404
+wait "$lr"
+sleep 0.5
+curl -s -o rot.pb.gz "http://127.0.0.1:$((port + 6))/debug/pprof/allocs?pid=$lr"
+kill -INT "$agent7"
+wait "$agent7"
+expect_eq "-o DIR: the agent's exit status" $? 0
+nfiles=$(ls "$TMP/rot" | grep -c "^leak_rate\.$lr\.[0-9]\{8\}T[0-9]\{6\}Z\(-[0-9]*\)\?\.mtrace$")
+if [ "$nfiles" -ge 3 ]; then ok "7 s in files of 2 s: $nfiles files named leak_rate.$lr.<UTC start>.mtrace"; else not_ok "only $nfiles rotated files: $(ls "$TMP/rot" | tr '\n' ' ')"; fi
+sum=0
+for f in "$TMP"/rot/*.mtrace; do
+	if ! "$MEMTRACE" report --json "$f" >"$f.json" 2>"$f.err"; then
+		not_ok "report of ${f##*/}: $(head -1 "$f.err")"
+		continue
+	fi
+	name=${f##*/}
+	expect_eq "$name: whole (an END, not partial)" "$(jq -r '.trace.partial' "$f.json")" false
+	n=$(jq '.totals.allocations' "$f.json")
+	sum=$((sum + n))
+	# a file cut by the agent's stop is shorter; each holds 100 a second of its span
+	ls_n=$(jq '[.sites[] | select(.function == "leak_step") | .allocations] | add // 0' "$f.json")
+	want=$(jq '.trace.duration_ns / 10000000 | round' "$f.json")
+	if awk -v a="$ls_n" -v w="$want" 'BEGIN { d = a - w; exit !(d <= 3 && d >= -3) }'; then
+		ok "$name: $ls_n leak_step allocations in $(jq '.trace.duration_ns / 1e9' "$f.json") s (one every 10 ms: $want)"
+	else
+		not_ok "$name: $ls_n leak_step allocations, want $want (+-3) for $(jq '.trace.duration_ns' "$f.json") ns"
+	fi
+done
+total=$(cd / && go tool pprof -top -sample_index=alloc_objects "$TMP/rot.pb.gz" 2>/dev/null | sed -n 's/.*Total samples = \([0-9]*\).*/\1/p')
+expect_eq "the files together hold every allocation the agent's own profile counts (none lost between files)" "$sum" "$total"
+# --keep: only the newest stay
+mkdir -p "$TMP/keep"
+(exec "$PROGS/leak_rate" 5 >/dev/null 2>&1) &
+lr=$!
+timeout -k 5 60 "$MEMTRACE" agent -p "$lr" --exact -o "$TMP/keep" --rotate 1 --keep 2 --listen "127.0.0.1:$((port + 7))" \
+	2>"$TMP/agent8.err" &
+agent8=$!
+wait "$lr"
+sleep 0.5
+kill -INT "$agent8"
+wait "$agent8"
+expect_eq "--rotate 1 --keep 2 over 5 s: 2 files left" "$(ls "$TMP/keep" | grep -c '\.mtrace$')" 2
+newest=$(ls "$TMP/keep" | sort | tail -1)
+expect_eq "the newest is kept, whole" "$("$MEMTRACE" report --json "$TMP/keep/$newest" | jq -r '.trace.partial')" false
 finish

@@ -36,6 +36,7 @@
 #include <netinet/in.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +60,8 @@
  * 15.5 MB past its first minute. Profiles of real services have a few
  * hundred to a few thousand. */
 #define AGENT_MAX_STACKS 4096
+#define AGENT_DEFAULT_ROTATE 600 /* -o DIR: seconds per trace file */
+#define AGENT_DEFAULT_KEEP 144   /* ... and files kept per target: a day of them */
 
 struct agent;
 
@@ -95,13 +98,14 @@ struct agent {
 	struct MHD_Daemon *http;
 	const char *alloc_fns[32];
 	size_t nalloc_fns;
+	const char *out_dir;            /* -o DIR: rotated traces there; NULL: nothing written */
 };
 
 static void agent_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)...\n"
 		   "                      [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]\n"
-		   "                      [--alloc-fn GLOB]... [-d SEC]\n"
+		   "                      [--alloc-fn GLOB]... [-o DIR [--rotate SEC] [--keep N]] [-d SEC]\n"
 		   "  -p, --pid PID        a process to record (up to %d processes in all)\n"
 		   "      --comm NAME      every process of that name, those started later too\n"
 		   "      --exe PATH       every process running that program\n"
@@ -113,10 +117,14 @@ static void agent_usage(FILE *f)
 		   "      --listen ADDR:PORT  serve there (default 127.0.0.1:%d; nothing listens\n"
 		   "                       beyond this host unless ADDR says so)\n"
 		   "      --alloc-fn GLOB  frames of matching functions count as the allocator's\n"
+		   "  -o, --output DIR     write each target's trace there, in files of --rotate SEC\n"
+		   "                       (default %d) named COMM.PID.<UTC start>.mtrace, the\n"
+		   "                       newest --keep N per target kept (default %d); without -o\n"
+		   "                       nothing is written to disk\n"
 		   "  -d, --duration SEC   stop after SEC seconds (default: until SIGINT or SIGTERM)\n"
 		   "serves /debug/pprof/heap and /debug/pprof/allocs (gzipped pprof, ?pid=PID for one\n"
 		   "target), /metrics (Prometheus text format) and / (an index)\n",
-		AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT);
+		AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT, AGENT_DEFAULT_ROTATE, AGENT_DEFAULT_KEEP);
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *out)
@@ -150,10 +158,15 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		{ "comm", required_argument, NULL, 'C' },
 		{ "exe", required_argument, NULL, 'X' },
 		{ "cgroup", required_argument, NULL, 'G' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "rotate", required_argument, NULL, 'T' },
+		{ "keep", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool exact = false, budget = false;
+	bool exact = false, budget = false, rotate = false, keep = false;
+	struct stat st;
+	uint64_t n;
 	int c, pid;
 
 	record_opts__defaults(o);
@@ -161,7 +174,9 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 					  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	optind = 0;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+p:d:h", longopts, NULL)) != -1) {
+	o->rotate_sec = AGENT_DEFAULT_ROTATE;
+	o->rotate_keep = AGENT_DEFAULT_KEEP;
+	while ((c = getopt_long(argc, argv, "+p:d:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			if (parse_pid(optarg, &pid))
@@ -208,6 +223,36 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 					    "/system.slice/redis-server.service (16 of them)", optarg);
 			a->cgroups[a->ncgroups++] = optarg;
 			break;
+		case 'o': {
+			const char *why = NULL;
+
+			if (!*optarg)
+				why = "empty";
+			else if (stat(optarg, &st))
+				why = strerror(errno);
+			else if (!S_ISDIR(st.st_mode))
+				why = "not a directory";
+			else if (access(optarg, W_OK | X_OK))
+				why = strerror(errno);
+			if (why)
+				return fail("invalid -o '%s': %s; give a directory the agent may write its rotated traces in",
+					    optarg, why);
+			a->out_dir = optarg;
+			break;
+		}
+		case 'T':
+			if (parse_u64(optarg, &n) || n < 1 || n > 86400)
+				return fail("invalid --rotate '%s'; give the seconds each trace file covers, 1 to 86400", optarg);
+			o->rotate_sec = (double)n;
+			rotate = true;
+			break;
+		case 'K':
+			if (parse_u64(optarg, &n) || n < 1 || n > 100000)
+				return fail("invalid --keep '%s'; give how many trace files to keep per target, 1 to 100000",
+					    optarg);
+			o->rotate_keep = (unsigned)n;
+			keep = true;
+			break;
 		case 'h': agent_usage(stdout); return 1;
 		default:
 			return fail("failed to parse agent options: '%s' is unknown or lacks its value; see memtrace agent "
@@ -221,6 +266,10 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			    "--help");
 	if (exact && budget)
 		return fail("--exact and --budget do not combine: give one of them");
+	if ((rotate || keep) && !a->out_dir)
+		return fail("--%s says how -o DIR's trace files rotate: give -o DIR too", rotate ? "rotate" : "keep");
+	if (!a->out_dir)
+		o->rotate_sec = 0;
 	if (!exact && !budget)
 		o->budget = AGENT_DEFAULT_BUDGET;
 	if (record_check_budget(o))
@@ -722,7 +771,11 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 			 !t->attached ? "attaching" : t->exited ? "exited" : t->ended ? "stopped" : "recorded",
 			 t->attached && t->feed.r ? replay__live_bytes(t->feed.r) : 0);
 		text_add(&o, "<td><a href=\"/debug/pprof/heap?pid=%d\">heap</a> "
-			     "<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a></td></tr>\n", t->pid, t->pid);
+			     "<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a>", t->pid, t->pid);
+		if (a->out_dir)
+			text_add(&o, " <a href=\"/report?pid=%d\">report of the last %g s</a>", t->pid,
+				 a->o.rotate_sec);
+		text_add(&o, "</td></tr>\n");
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_rwlock_unlock(&a->slots_lock);
@@ -732,6 +785,84 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	}
 	return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", o.s, o.len, false);
+}
+
+static int newest_first(const void *x, const void *y)
+{
+	return -strcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/* /report?pid=PID (with -o DIR): the HTML report of the target's newest
+ * whole trace file, the last --rotate seconds (the file being written has
+ * no symbols yet). One at a time: the read side keeps its options global. */
+static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
+{
+	static pthread_mutex_t rendering = PTHREAD_MUTEX_INITIALIZER;
+	char prefix[PATH_MAX] = "", **names = NULL;
+	const char *base;
+	size_t n = 0, cap = 0, plen;
+	enum MHD_Result ret;
+	struct dirent *de;
+	bool bad, found = false;
+	int pid = query_pid(c, &bad);
+	DIR *d;
+
+	if (bad || pid < 0)
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "give ?pid=PID of a target\n");
+	if (!a->out_dir)
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no reports: the agent writes traces only with -o DIR\n");
+	pthread_rwlock_rdlock(&a->slots_lock);
+	struct agent_target *t = target_of(a, pid);
+	if (t)
+		snprintf(prefix, sizeof(prefix), "%s.", t->output);
+	pthread_rwlock_unlock(&a->slots_lock);
+	if (!prefix[0])
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the agent's targets\n");
+	base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
+	plen = strlen(base);
+	d = opendir(a->out_dir);
+	while (d && (de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (strncmp(de->d_name, base, plen) || len < 7 || strcmp(de->d_name + len - 7, ".mtrace"))
+			continue;
+		if (n == cap) {
+			char **v = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*v));
+
+			if (!v)
+				break;
+			names = v;
+		}
+		if (asprintf(&names[n], "%s/%s", a->out_dir, de->d_name) >= 0)
+			n++;
+	}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof(*names), newest_first); /* named by their UTC start */
+	ret = MHD_NO;
+	pthread_mutex_lock(&rendering);
+	for (size_t i = 0; i < n && !found; i++) {
+		char *data;
+		size_t len;
+		int partial;
+
+		if (report_html_of(names[i], &data, &len, &partial))
+			continue;
+		if (partial) {
+			free(data);
+			continue;
+		}
+		found = true;
+		ret = reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", data, len, false);
+	}
+	pthread_mutex_unlock(&rendering);
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+	if (!found)
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no whole trace file yet: the first is written --rotate "
+							 "seconds after the attach\n");
+	return ret;
 }
 
 /* Only the queries each path knows: anything else is a 400. */
@@ -773,6 +904,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return serve_metrics(a, c);
 	if (!strcmp(url, "/"))
 		return serve_index(a, c);
+	if (!strcmp(url, "/report")) {
+		if (unknown || MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds"))
+			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the report takes ?pid=PID\n");
+		return serve_report(a, c);
+	}
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: see / for what the agent serves\n");
 }
 
@@ -808,10 +944,22 @@ static int target_start(struct agent *a, int pid, bool matched)
 	t->o.pid = pid;
 	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
 	t->o.max_stacks = a->max_stacks;
-	/* no trace: nothing is written to disk */
-	snprintf(t->output, sizeof(t->output), "memtrace-agent.%d", pid);
-	t->o.output = t->output;
-	t->o.discard_output = true;
+	if (a->out_dir) {
+		/* -o DIR: DIR/COMM.PID.<UTC start>.mtrace, one every --rotate */
+		char comm[64];
+
+		read_proc_string(pid, "comm", comm, sizeof(comm));
+		for (char *s = comm; *s; s++)
+			if (*s == '/' || *s == ' ' || (unsigned char)*s < 32)
+				*s = '_';
+		snprintf(t->output, sizeof(t->output), "%s/%s.%d", a->out_dir, comm, pid);
+		t->o.output = t->output;
+	} else {
+		/* no trace: nothing is written to disk */
+		snprintf(t->output, sizeof(t->output), "memtrace-agent.%d", pid);
+		t->o.output = t->output;
+		t->o.discard_output = true;
+	}
 	t->in_use = true;
 	if ((size_t)(t - a->targets) + 1 > a->ntargets)
 		a->ntargets = (size_t)(t - a->targets) + 1;

@@ -161,6 +161,35 @@ static int report_write_html(const struct report_args *args, struct analysis *a,
 	return err;
 }
 
+int report_html_of(const char *path, char **data, size_t *len, int *partial)
+{
+	struct analysis *a = analysis__new();
+	struct heap_series *s = NULL;
+	struct view_cells *v = NULL;
+	int err = -ENOMEM;
+
+	*partial = 0;
+	if (!a || !(s = heap_series__new(analysis__replay(a), REPORT_HTML_POINTS)) ||
+	    !(v = view_cells__new(analysis__replay(a)))) {
+		report_out_of_memory(path);
+		goto out;
+	}
+	err = trace_load(path, a);
+	if (!err) {
+		*partial = analysis__trace(a)->partial;
+		err = heap_series__finish(s, analysis__trace(a)->duration_ns);
+		if (err)
+			report_out_of_memory(path);
+	}
+	if (!err)
+		err = report_render_html(a, s, v, data, len);
+out:
+	view_cells__free(v);
+	heap_series__free(s);
+	analysis__free(a);
+	return err;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	struct report_args args;

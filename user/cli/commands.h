@@ -2,6 +2,8 @@
 #ifndef MEMTRACE_COMMANDS_H
 #define MEMTRACE_COMMANDS_H
 
+#include <stddef.h>
+
 /* Exit statuses, the same for every command (docs/man/memtrace.1): record
  * with -- CMD exits with the command's own status instead, 128 + N when
  * signal N killed it; diff --fail-on-growth exits 3 when the limit was
@@ -27,5 +29,10 @@ void record_opts__defaults(struct record_opts *o);
 int record_option(int c, const char *arg, struct record_opts *o);
 int record_check_budget(const struct record_opts *o);
 int cmd_version(int argc, char **argv);
+
+/* The HTML report of the trace at PATH, as `memtrace report --html` draws
+ * it, malloc'ed into *DATA, *LEN (the agent serves it). 0, or -errno after
+ * printing why; *PARTIAL tells a trace still being written. */
+int report_html_of(const char *path, char **data, size_t *len, int *partial);
 
 #endif /* MEMTRACE_COMMANDS_H */

@@ -50,6 +50,8 @@ struct drain {
 	size_t nr_stacks, stacks_cap;
 	struct u64map name_ids;       /* address of a name in the target -> string id */
 	size_t nr_names;
+	char **name_texts;            /* by id - 1: each name again in a rotated trace's next file */
+	size_t name_texts_cap;
 	const struct trace_reader_ops *tap; /* sees what the writer gets; NULL: none */
 	void *tap_ctx;
 	drain_read_string_fn read_string;
@@ -305,10 +307,15 @@ static int name_id(struct drain *d, uint64_t addr, const char *text, uint32_t *i
 		*id = (uint32_t)n->val;
 		return 0;
 	}
+	if (array_reserve((void **)&d->name_texts, &d->name_texts_cap, d->nr_names + 1, sizeof(*d->name_texts)))
+		return -ENOMEM;
+	d->name_texts[d->nr_names] = strdup(text ? text : "[unknown]");
+	if (!d->name_texts[d->nr_names])
+		return -ENOMEM;
 	n->val = ++d->nr_names;
 	*id = (uint32_t)n->val;
 	str.id = *id;
-	str.str = text ? text : "[unknown]";
+	str.str = d->name_texts[*id - 1];
 	if (d->tap && d->tap->string) {
 		int err = d->tap->string(d->tap_ctx, &str);
 
@@ -627,6 +634,26 @@ struct drain *drain__new(struct trace_writer *w)
 	return d;
 }
 
+int drain__rewrite(struct drain *d, struct trace_writer *w)
+{
+	int err = 0;
+
+	d->w = w;
+	for (size_t i = 0; i < d->nr_stacks && !err; i++) {
+		const struct stack_frames *s = &d->stacks[i];
+		struct trace_stack ts = { .id = (uint32_t)i + 1, .nr = s->nr, .frames = s->frames };
+
+		if (s->frames) /* an id an event took before its stack came: it comes later */
+			err = trace_writer__add_stack(w, &ts);
+	}
+	for (size_t i = 0; i < d->nr_names && !err; i++) {
+		struct trace_string str = { .id = (uint32_t)i + 1, .str = d->name_texts[i] };
+
+		err = trace_writer__add_string(w, &str);
+	}
+	return err;
+}
+
 void drain__free(struct drain *d)
 {
 	if (!d)
@@ -636,6 +663,9 @@ void drain__free(struct drain *d)
 	free(d->stacks);
 	u64map__free(&d->stack_ids);
 	u64map__free(&d->name_ids);
+	for (size_t i = 0; i < d->nr_names; i++)
+		free(d->name_texts[i]);
+	free(d->name_texts);
 	free(d->allocator_code);
 	free(d->tap_stacks);
 	for (size_t i = 0; i < d->nr_pending; i++)

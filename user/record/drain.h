@@ -17,6 +17,9 @@ struct drain;
 /* W may be NULL until drain__set_writer; nothing is taken before then. */
 struct drain *drain__new(struct trace_writer *w);
 void drain__set_writer(struct drain *d, struct trace_writer *w);
+/* Go on in W, a new file of a rotated trace: it first gets every stack
+ * and name given so far, so that it stands alone. 0 or -errno. */
+int drain__rewrite(struct drain *d, struct trace_writer *w);
 
 /* TAP's stack, event, string and mark callbacks (with CTX) see every record
  * the writer gets, just before it does, in the same order: a live view

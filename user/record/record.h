@@ -30,6 +30,12 @@ struct record_opts {
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */
 	bool discard_output; /* no trace: the records go nowhere, nothing is written (top and agent without -o) */
+	/* Rotated traces (the agent's -o DIR): OUTPUT is a prefix, each file is
+	 * PREFIX.<UTC start, YYYYmmddTHHMMSSZ>.mtrace and stands alone, a new
+	 * one every rotate_sec; at most rotate_keep are kept (0: all), the
+	 * oldest removed. 0: one file. */
+	double rotate_sec;
+	unsigned rotate_keep;
 	/* A --follow-children recorder, forked from the supervisor: it records
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
 	struct loader *shared_loader;

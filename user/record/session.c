@@ -95,6 +95,11 @@ struct recording {
 	void *tap_ctx;
 	uint64_t end_ns; /* when recording stopped */
 	char stop_reason[256]; /* set when the target crossed the privilege boundary */
+	/* rotated traces (o.rotate_sec) */
+	uint64_t next_rotate_ns;
+	uint64_t file_events;  /* drain__events when the current file began */
+	char **kept;           /* the files written, oldest first (o.rotate_keep) */
+	size_t nr_kept;
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -547,9 +552,27 @@ static int bind_probes(struct recording *r)
 	return 0;
 }
 
+/* The next file of a rotated trace, named by when it starts (UTC). */
+static void rotated_output(struct recording *r)
+{
+	struct timespec ts;
+	struct tm tm;
+	char when[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
+	snprintf(r->output, sizeof(r->output), "%s.%s.mtrace", r->o.output, when);
+	/* two in one second (a short --rotate): the later one's name says so */
+	for (int i = 2; !access(r->output, F_OK) && i < 100; i++)
+		snprintf(r->output, sizeof(r->output), "%s.%s-%d.mtrace", r->o.output, when, i);
+}
+
 static void default_output(struct recording *r)
 {
-	if (r->o.output)
+	if (r->o.output && r->o.rotate_sec > 0)
+		rotated_output(r);
+	else if (r->o.output)
 		snprintf(r->output, sizeof(r->output), "%s", r->o.output);
 	else
 		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", r->comm, r->pid);
@@ -809,10 +832,73 @@ static int write_rollup(struct recording *r)
 	return err;
 }
 
-static int open_output(struct recording *r)
+/* The trace file's writer, its META said from M, and what must come before
+ * any event: the modules, the threads (and for a rotated trace's next file,
+ * every stack and name so far: REWRITE). */
+static int open_writer(struct recording *r, const struct trace_meta *m, bool rewrite)
 {
-	struct utsname u;
-	char host[256] = "";
+	if (r->o.discard_output) { /* top and agent without -o: the records go nowhere */
+		r->w = trace_writer__open_discard(m);
+		if (!r->w)
+			return fail("failed to start recording: %s", strerror(errno));
+	} else if (record_output_is_stdout(r->output)) {
+		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
+
+		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, m);
+		if (!r->w)
+			return fail("failed to write the trace to stdout: %s", strerror(errno));
+	} else if (!(r->w = trace_writer__open(r->output, m))) {
+		return output_error(r, errno);
+	}
+	if (r->o.discard_output)
+		;
+	else if (!record_output_is_stdout(r->output) && give_to_sudo_user(r->output))
+		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
+			    r->output, strerror(errno));
+	if (rewrite) {
+		struct trace_writer *w = r->w;
+		int err = 0;
+
+		for (size_t i = 0; i < r->modules.nr && !err; i++)
+			err = trace_writer__add_module(w, &r->modules.mods[i]);
+		if (err || write_threads(r) || drain__rewrite(r->drain, w) || trace_writer__flush(w))
+			return fail("failed to write %s: %s", r->output, strerror(err ? -err : errno));
+		return 0;
+	}
+	if (r->tap) {
+		if (r->tap->meta && r->tap->meta(r->tap_ctx, m))
+			return fail("failed to start the live view: out of memory");
+		drain__set_tap(r->drain, r->tap, r->tap_ctx);
+	}
+	if (module_set__merge(&r->modules, &r->maps, write_module, r) || write_threads(r) ||
+	    trace_writer__flush(r->w))
+		return fail("failed to write %s: %s", r->output, strerror(errno));
+	drain__set_writer(r->drain, r->w);
+	return 0;
+}
+
+/* A rotated trace's file just begun: the oldest past o.rotate_keep goes. */
+static int keep_file(struct recording *r)
+{
+	char **v = realloc(r->kept, (r->nr_kept + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	r->kept = v;
+	if (!(r->kept[r->nr_kept] = strdup(r->output)))
+		return -ENOMEM;
+	r->nr_kept++;
+	if (r->o.rotate_keep && r->nr_kept > r->o.rotate_keep) {
+		unlink(r->kept[0]);
+		free(r->kept[0]);
+		memmove(r->kept, r->kept + 1, --r->nr_kept * sizeof(*r->kept));
+	}
+	return 0;
+}
+
+/* What every file of this recording says it is, from START_NS on. */
+static void fill_meta(struct recording *r, struct trace_meta *meta, struct utsname *u, char *host, size_t host_cap)
+{
 	struct trace_meta m = {
 		.command_line = r->cmdline,
 		.comm = r->comm,
@@ -826,41 +912,33 @@ static int open_output(struct recording *r)
 			 (r->o.cmd ? 0 : TRACE_META_ATTACHED),
 	};
 
-	uname(&u);
-	gethostname(host, sizeof(host) - 1);
-	m.kernel = u.release;
+	uname(u);
+	gethostname(host, host_cap - 1);
+	m.kernel = u->release;
 	m.hostname = host;
+	*meta = m;
+}
+
+static int open_output(struct recording *r)
+{
+	struct utsname u;
+	char host[256] = "";
+	struct trace_meta m;
+	int err;
+
+	fill_meta(r, &m, &u, host, sizeof(host));
 	if (!r->start_ns)
 		mark_start(r);
 	m.start_mono_ns = r->start_ns;
 	m.start_real_ns = r->start_real_ns;
-	if (r->o.discard_output) { /* top and agent without -o: the records go nowhere */
-		r->w = trace_writer__open_discard(&m);
-		if (!r->w)
-			return fail("failed to start recording: %s", strerror(errno));
-	} else if (record_output_is_stdout(r->output)) {
-		int fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-
-		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, &m);
-		if (!r->w)
-			return fail("failed to write the trace to stdout: %s", strerror(errno));
-	} else if (!(r->w = trace_writer__open(r->output, &m))) {
-		return output_error(r, errno);
+	if ((err = open_writer(r, &m, false)))
+		return err;
+	if (r->o.rotate_sec > 0) {
+		r->next_rotate_ns = r->start_ns + (uint64_t)(r->o.rotate_sec * 1e9);
+		err = keep_file(r);
+		if (err)
+			return fail("out of memory");
 	}
-	if (r->o.discard_output)
-		;
-	else if (!record_output_is_stdout(r->output) && give_to_sudo_user(r->output))
-		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
-			    r->output, strerror(errno));
-	if (r->tap) {
-		if (r->tap->meta && r->tap->meta(r->tap_ctx, &m))
-			return fail("failed to start the live view: out of memory");
-		drain__set_tap(r->drain, r->tap, r->tap_ctx);
-	}
-	if (module_set__merge(&r->modules, &r->maps, write_module, r) || write_threads(r) ||
-	    trace_writer__flush(r->w))
-		return fail("failed to write %s: %s", r->output, strerror(errno));
-	drain__set_writer(r->drain, r->w);
 	if (r->o.rss) {
 		int err = write_rollup(r);
 
@@ -1153,6 +1231,53 @@ static struct record_live live_of(struct recording *r)
 	return l;
 }
 
+static int write_symbols(struct recording *r);
+
+/*
+ * A rotated trace's next file, from a moment T on (now, less what a CPU's
+ * events may lag, and never inside a --budget window whose marks are not
+ * written yet): the events before T and the symbols of every stack so far
+ * close this file; the next begins with the modules, threads, stacks and
+ * names, so that each file stands alone. Blocks allocated before T are not
+ * in it: it says so as a -p recording does (TRACE_META_ATTACHED).
+ */
+static int rotate(struct recording *r, uint64_t now)
+{
+	uint64_t t = now > REORDER_NS ? now - REORDER_NS : 0, bytes = 0;
+	struct trace_end end = { .exit_status = -1 };
+	struct utsname u;
+	char host[256] = "";
+	struct trace_meta m;
+	int err;
+
+	if (r->windows && windows__hold_ns(r->windows) < t)
+		t = windows__hold_ns(r->windows);
+	err = drain__flush(r->drain, t);
+	if (!err)
+		err = refresh_modules(r);
+	if (!err)
+		err = write_symbols(r);
+	end.end_mono_ns = t;
+	end.events = drain__events(r->drain) - r->file_events;
+	if (!err)
+		err = trace_writer__close_sized(r->w, &end, &bytes);
+	else
+		trace_writer__abort(r->w);
+	r->w = NULL;
+	if (err)
+		return fail("failed to write %s: %s", r->output, strerror(-err));
+	r->file_events = drain__events(r->drain);
+	fill_meta(r, &m, &u, host, sizeof(host));
+	m.flags |= TRACE_META_ATTACHED;
+	m.start_mono_ns = t;
+	m.start_real_ns = r->start_real_ns + (t - r->start_ns);
+	rotated_output(r);
+	if ((err = open_writer(r, &m, true)))
+		return err;
+	r->next_rotate_ns = now + (uint64_t)(r->o.rotate_sec * 1e9);
+	return keep_file(r) ? fail("out of memory") : 0;
+}
+
 static int record_loop(struct recording *r)
 {
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
@@ -1186,6 +1311,8 @@ static int record_loop(struct recording *r)
 			err = drain__flush(r->drain, mark);
 		if (!err && loader__link_map_changed(r->loader))
 			err = refresh_modules(r);
+		if (!err && r->o.rotate_sec > 0 && t0 >= r->next_rotate_ns && !(r->windows && windows__attached(r->windows)))
+			err = rotate(r, t0);
 		if (!err && t0 >= next_flush) {
 			err = refresh_modules(r);
 			if (!err)
@@ -1312,7 +1439,7 @@ static int finish(struct recording *r)
 		err = refresh_modules(r);
 	if (!err)
 		err = write_symbols(r);
-	end.events = drain__events(r->drain);
+	end.events = drain__events(r->drain) - r->file_events;
 	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
 	if (!r->stop_reason[0])
 		creds_crossed(r); /* in the last poll */
@@ -1402,6 +1529,9 @@ static void cleanup(struct recording *r, bool failed)
 		windows__free(r->windows);
 	free(r->windows);
 	drain__free(r->drain);
+	for (size_t i = 0; i < r->nr_kept; i++)
+		free(r->kept[i]);
+	free(r->kept);
 	rss_resident_free(&r->resident);
 	probe_set__free(&r->probes);
 	procmaps__free(&r->maps);
