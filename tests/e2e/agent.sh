@@ -337,4 +337,29 @@ wait "$agent8"
 expect_eq "--rotate 1 --keep 2 over 5 s: 2 files left" "$(ls "$TMP/keep" | grep -c '\.mtrace$')" 2
 newest=$(ls "$TMP/keep" | sort | tail -1)
 expect_eq "the newest is kept, whole" "$("$MEMTRACE" report --json "$TMP/keep/$newest" | jq -r '.trace.partial')" false
+
+# --- under --budget: go tool pprof's totals are memtrace report's of the
+# same recording (its rotated files), estimates weighed by the same windows
+mkdir -p "$TMP/bud"
+(exec "$PROGS/proportions" 6 0 -1 8000 >/dev/null 2>&1) &
+pr=$!
+timeout -k 5 60 "$MEMTRACE" agent -p "$pr" --budget 5 -o "$TMP/bud" --rotate 2 --listen "127.0.0.1:$((port + 8))" \
+	2>"$TMP/agent9.err" &
+agent9=$!
+wait "$pr"
+sleep 0.5
+curl -s -o bud.pb.gz "http://127.0.0.1:$((port + 8))/debug/pprof/allocs?pid=$pr"
+kill -INT "$agent9"
+wait "$agent9"
+n=0 b=0
+for f in "$TMP"/bud/*.mtrace; do
+	"$MEMTRACE" report --json "$f" >"$f.json" 2>/dev/null || not_ok "report of ${f##*/} failed"
+	n=$((n + $(jq '.totals.allocations' "$f.json")))
+	b=$((b + $(jq '.totals.allocated_bytes' "$f.json")))
+done
+budraw=$(cd / && go tool pprof -raw "$TMP/bud.pb.gz" 2>/dev/null)
+pn=$(awk '/^ +[0-9]+ +[0-9]+ +[0-9]+ +[0-9]+: / { n += $1; b += $2 } END { print n + 0, b + 0 }' <<<"$budraw")
+if [ "$n" -gt 100000 ]; then ok "--budget 5 -o DIR: the files estimate $n allocations"; else not_ok "--budget 5: only $n allocations in the files"; fi
+expect_within "--budget 5: pprof alloc_objects against the files' report" "${pn% *}" "$n" 0.01
+expect_within "--budget 5: pprof alloc_space against the files' report" "${pn#* }" "$b" 0.01
 finish
