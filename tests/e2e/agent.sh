@@ -31,7 +31,6 @@ expect_usage "agent -p twice" -p $$ -p $$
 : >"$TMP/afile"
 expect_usage "agent -o a missing directory" -p $$ -o "$TMP/no/such/dir"
 expect_usage "agent -o a file" -p $$ -o "$TMP/afile"
-expect_usage "agent --rotate without -o" -p $$ --rotate 60
 expect_usage "agent --keep without -o" -p $$ --keep 3
 expect_usage "agent --rotate 0" -p $$ -o "$TMP" --rotate 0
 expect_usage "agent --keep abc" -p $$ -o "$TMP" --keep abc
@@ -210,7 +209,10 @@ expect_eq "?pid=abc: 400" "$(http '/debug/pprof/heap?pid=abc' /dev/null)" 400
 expect_eq "?pid= a process not recorded: 404" "$(http '/debug/pprof/heap?pid=1' /dev/null)" 404
 expect_eq "an unknown query: 400" "$(http '/debug/pprof/heap?evil=1' /dev/null)" 400
 expect_eq "POST: 405" "$(curl -s -o /dev/null -w '%{http_code}' -X POST -d x=1 "$url/metrics")" 405
-expect_eq "/report without -o DIR: 404" "$(http "/report?pid=$target" /dev/null)" 404
+# alloc_patterns has ended: its recording's last file is whole (in memory)
+expect_eq "/report of an ended target: 200" "$(http "/report?pid=$target" ap.html)" 200
+expect_eq "... its totals: the 56 allocations of alloc_patterns" \
+	"$(sed -n '/id="memtrace-data">/,/<\/script>/p' ap.html | sed '1d;$d' | jq '.totals.allocations' 2>&1)" 56
 expect_eq "/report?pid=abc: 400" "$(http '/report?pid=abc' /dev/null)" 400
 codes=""
 for i in $(seq 300); do
@@ -259,18 +261,26 @@ fi
 sed "s|/usr/local/bin/memtrace|$MEMTRACE|" "$TOP/dist/memtrace-agent.service" >memtrace-agent.service
 expect_eq "dist/memtrace-agent.service: systemd-analyze verify" "$(systemd-analyze verify "$TMP/memtrace-agent.service" 2>&1)" ""
 
-# nothing written to disk: no file of the agent's open for writing but /dev/null
-written=""
+# nothing written to disk: no file of the agent's open for writing but
+# /dev/null and its last minute's trace in memory (tmpfs, /dev/shm)
+written="" inmem=""
 for fd in /proc/"$agent"/fd/*; do
 	case ${fd##*/} in 0 | 1 | 2) continue ;; esac # the test's own redirections
 	f=$(readlink "$fd") || continue
 	flags=$(awk '$1 == "flags:" { print $2 }' "/proc/$agent/fdinfo/${fd##*/}" 2>/dev/null)
-	[ -n "$flags" ] && [ $((8#$flags & 3)) != 0 ] && [ "${f#/}" != "$f" ] && [ "$f" != /dev/null ] && written="$written $f"
+	[ -n "$flags" ] && [ $((8#$flags & 3)) != 0 ] && [ "${f#/}" != "$f" ] && [ "$f" != /dev/null ] || continue
+	case $f in
+	/dev/shm/memtrace-agent.*) ;;
+	*) written="$written $f" ;;
+	esac
 done
-expect_eq "the agent has no file open for writing but its stdio (records go nowhere)" "$written" ""
+expect_eq "the agent has no file open for writing but its stdio and its traces in memory" "$written" ""
+inmem=$(ls /dev/shm/memtrace-agent.*/alloc_patterns."$target".*.mtrace 2>/dev/null | head -1)
+expect_eq "... its trace of alloc_patterns is in memory (tmpfs)" "$(stat -f -c %T "$inmem" 2>&1)" tmpfs
 kill -INT "$agent"
 wait "$agent"
 expect_eq "SIGINT: the agent's exit status" $? 0
+if [ -e "${inmem%/*}" ]; then not_ok "the agent left ${inmem%/*}"; else ok "the agent removed its directory in /dev/shm"; fi
 
 # --- -o DIR: rotated traces, each standing alone, together exact. leak_rate
 # keeps 1000 B in leak_step every 10 ms on an absolute schedule and churns
@@ -337,6 +347,23 @@ wait "$agent8"
 expect_eq "--rotate 1 --keep 2 over 5 s: 2 files left" "$(ls "$TMP/keep" | grep -c '\.mtrace$')" 2
 newest=$(ls "$TMP/keep" | sort | tail -1)
 expect_eq "the newest is kept, whole" "$("$MEMTRACE" report --json "$TMP/keep/$newest" | jq -r '.trace.partial')" false
+
+# --- without -o: the report of the last --rotate seconds, from memory
+(exec "$PROGS/leak_rate" 6 >/dev/null 2>&1) &
+lr=$!
+timeout -k 5 60 "$MEMTRACE" agent -p "$lr" --exact --rotate 2 --listen "127.0.0.1:$((port + 9))" 2>"$TMP/agent10.err" &
+agent10=$!
+wait_for_line "$TMP/agent10.err" "memtrace: attached to PID $lr" 20 || not_ok "never attached to leak_rate: $(cat "$TMP/agent10.err")"
+sleep 3
+expect_eq "without -o, /report once a file is whole: 200" \
+	"$(curl -s -o report2.html -w '%{http_code}' --max-time 60 "http://127.0.0.1:$((port + 9))/report?pid=$lr")" 200
+if grep -q 'leak_step' report2.html; then ok "... naming leak_step"; else not_ok "the report from memory does not name leak_step"; fi
+memdir=$(ls -d /dev/shm/memtrace-agent.* 2>/dev/null | while read -r d; do ls "$d" | grep -q "^leak_rate\.$lr\." && echo "$d"; done)
+expect_eq "... its files in /dev/shm: at most 2 (the last two)" "$( [ -n "$memdir" ] && [ "$(ls "$memdir" | wc -l)" -le 2 ] && echo yes)" yes
+wait "$lr"
+kill -INT "$agent10"
+wait "$agent10"
+if [ -n "$memdir" ] && [ ! -e "$memdir" ]; then ok "... removed at exit"; else not_ok "the agent left '$memdir'"; fi
 
 # --- under --budget: go tool pprof's totals are memtrace report's of the
 # same recording (its rotated files), estimates weighed by the same windows

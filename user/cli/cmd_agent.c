@@ -62,6 +62,12 @@
 #define AGENT_MAX_STACKS 4096
 #define AGENT_DEFAULT_ROTATE 600 /* -o DIR: seconds per trace file */
 #define AGENT_DEFAULT_KEEP 144   /* ... and files kept per target: a day of them */
+/* Without -o: the last minute of each target in memory (tmpfs), for
+ * /report: two files of a minute, each at most 16 MB (an exact recording of
+ * a busy target fills that in seconds, then rotates sooner). */
+#define AGENT_MEM_ROTATE 60
+#define AGENT_MEM_KEEP 2
+#define AGENT_MEM_BYTES (16ull << 20)
 
 struct agent;
 
@@ -98,7 +104,9 @@ struct agent {
 	struct MHD_Daemon *http;
 	const char *alloc_fns[32];
 	size_t nalloc_fns;
-	const char *out_dir;            /* -o DIR: rotated traces there; NULL: nothing written */
+	const char *out_dir;            /* -o DIR: rotated traces there; else the memory directory */
+	char mem_dir[64];               /* without -o: a directory in /dev/shm (memory, not disk) for
+					 * /report's last files; removed at exit. "": none */
 };
 
 static void agent_usage(FILE *f)
@@ -266,10 +274,14 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			    "--help");
 	if (exact && budget)
 		return fail("--exact and --budget do not combine: give one of them");
-	if ((rotate || keep) && !a->out_dir)
-		return fail("--%s says how -o DIR's trace files rotate: give -o DIR too", rotate ? "rotate" : "keep");
-	if (!a->out_dir)
-		o->rotate_sec = 0;
+	if (keep && !a->out_dir)
+		return fail("--keep says how many of -o DIR's trace files stay: give -o DIR too (without it the agent "
+			    "keeps the last two in memory)");
+	if (!a->out_dir) {
+		o->rotate_sec = rotate ? o->rotate_sec : AGENT_MEM_ROTATE;
+		o->rotate_keep = AGENT_MEM_KEEP;
+		o->rotate_bytes = AGENT_MEM_BYTES;
+	}
 	if (!exact && !budget)
 		o->budget = AGENT_DEFAULT_BUDGET;
 	if (record_check_budget(o))
@@ -772,7 +784,7 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 			 t->attached && t->feed.r ? replay__live_bytes(t->feed.r) : 0);
 		text_add(&o, "<td><a href=\"/debug/pprof/heap?pid=%d\">heap</a> "
 			     "<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a>", t->pid, t->pid);
-		if (a->out_dir)
+		if (a->out_dir || a->mem_dir[0])
 			text_add(&o, " <a href=\"/report?pid=%d\">report of the last %g s</a>", t->pid,
 				 a->o.rotate_sec);
 		text_add(&o, "</td></tr>\n");
@@ -809,8 +821,11 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 
 	if (bad || pid < 0)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "give ?pid=PID of a target\n");
-	if (!a->out_dir)
-		return reply_text(c, MHD_HTTP_NOT_FOUND, "no reports: the agent writes traces only with -o DIR\n");
+	const char *dir = a->out_dir ? a->out_dir : a->mem_dir;
+
+	if (!dir[0])
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no reports: without -o DIR the agent keeps its last traces in "
+							 "/dev/shm, which it could not use\n");
 	pthread_rwlock_rdlock(&a->slots_lock);
 	struct agent_target *t = target_of(a, pid);
 	if (t)
@@ -820,7 +835,7 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the agent's targets\n");
 	base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
 	plen = strlen(base);
-	d = opendir(a->out_dir);
+	d = opendir(dir);
 	while (d && (de = readdir(d))) {
 		size_t len = strlen(de->d_name);
 
@@ -833,7 +848,7 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 				break;
 			names = v;
 		}
-		if (asprintf(&names[n], "%s/%s", a->out_dir, de->d_name) >= 0)
+		if (asprintf(&names[n], "%s/%s", dir, de->d_name) >= 0)
 			n++;
 	}
 	if (d)
@@ -944,21 +959,23 @@ static int target_start(struct agent *a, int pid, bool matched)
 	t->o.pid = pid;
 	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
 	t->o.max_stacks = a->max_stacks;
-	if (a->out_dir) {
-		/* -o DIR: DIR/COMM.PID.<UTC start>.mtrace, one every --rotate */
+	if (a->out_dir || a->mem_dir[0]) {
+		/* -o DIR: DIR/COMM.PID.<UTC start>.mtrace, one every --rotate;
+		 * without it the same in memory, the last two only */
 		char comm[64];
 
 		read_proc_string(pid, "comm", comm, sizeof(comm));
 		for (char *s = comm; *s; s++)
 			if (*s == '/' || *s == ' ' || (unsigned char)*s < 32)
 				*s = '_';
-		snprintf(t->output, sizeof(t->output), "%s/%s.%d", a->out_dir, comm, pid);
+		snprintf(t->output, sizeof(t->output), "%s/%s.%d", a->out_dir ? a->out_dir : a->mem_dir, comm, pid);
 		t->o.output = t->output;
 	} else {
-		/* no trace: nothing is written to disk */
+		/* no memory directory: no trace at all */
 		snprintf(t->output, sizeof(t->output), "memtrace-agent.%d", pid);
 		t->o.output = t->output;
 		t->o.discard_output = true;
+		t->o.rotate_sec = 0;
 	}
 	t->in_use = true;
 	if ((size_t)(t - a->targets) + 1 > a->ntargets)
@@ -975,11 +992,28 @@ static int target_start(struct agent *a, int pid, bool matched)
 	return 0;
 }
 
+/* Without -o: the files an ended recording left in memory. */
+static void target_files_remove(struct agent *a, const struct agent_target *t)
+{
+	const char *base = strrchr(t->output, '/') ? strrchr(t->output, '/') + 1 : t->output;
+	size_t len = strlen(base);
+	struct dirent *de;
+	DIR *d;
+
+	if (a->out_dir || !a->mem_dir[0] || !(d = opendir(a->mem_dir)))
+		return;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, base, len) && de->d_name[len] == '.')
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+}
+
 /* Free a slot whose recording ended (its thread joined). */
 static void target_reclaim(struct agent *a, struct agent_target *t)
 {
 	if (t->started)
 		pthread_join(t->thread, NULL);
+	target_files_remove(a, t);
 	pthread_rwlock_wrlock(&a->slots_lock);
 	t->in_use = false;
 	pthread_rwlock_unlock(&a->slots_lock);
@@ -1079,6 +1113,32 @@ static void scan(struct agent *a)
 	closedir(d);
 }
 
+/* Without -o: /dev/shm/memtrace-agent.XXXXXX, in memory; true if made. */
+static bool mem_dir_make(struct agent *a)
+{
+	snprintf(a->mem_dir, sizeof(a->mem_dir), "/dev/shm/memtrace-agent.XXXXXX");
+	if (mkdtemp(a->mem_dir))
+		return true;
+	a->mem_dir[0] = 0;
+	return false;
+}
+
+/* The memory directory and what the recordings left in it. */
+static void mem_dir_remove(struct agent *a)
+{
+	struct dirent *de;
+	DIR *d;
+
+	if (!a->mem_dir[0] || !(d = opendir(a->mem_dir)))
+		return;
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	rmdir(a->mem_dir);
+	a->mem_dir[0] = 0;
+}
+
 static void agent_free(struct agent *a)
 {
 	for (size_t i = 0; i < a->ntargets; i++)
@@ -1133,6 +1193,9 @@ int cmd_agent(int argc, char **argv)
 		if (!parse_u64(getenv("MEMTRACE_AGENT_KEEP_ENDED"), &s) && s <= 86400)
 			a->keep_ended_ns = s * 1000000000ull;
 	}
+	if (!a->out_dir && !mem_dir_make(a))
+		fprintf(stderr, "memtrace: warning: no /report: cannot make a directory in /dev/shm for the last "
+				"traces (%s)\n", strerror(errno));
 	/* the listening socket first: a port in use is said before anything is attached;
 	 * a thread per connection: a delta profile (?seconds=N) waits on its own */
 	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
@@ -1143,6 +1206,7 @@ int cmd_agent(int argc, char **argv)
 	if (!a->http) {
 		fprintf(stderr, "memtrace: failed to listen on %s:%u: the port is in use or not ours to take; give "
 				"--listen ADDR:PORT\n", addr, ntohs(a->listen.sin_port));
+		mem_dir_remove(a);
 		pthread_rwlock_destroy(&a->slots_lock);
 		free(a);
 		return MEMTRACE_EXIT_FAILURE;
@@ -1199,6 +1263,7 @@ int cmd_agent(int argc, char **argv)
 	}
 	MHD_stop_daemon(a->http);
 	agent_free(a);
+	mem_dir_remove(a);
 	free(a);
 	return status;
 }

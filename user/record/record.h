@@ -36,6 +36,7 @@ struct record_opts {
 	 * oldest removed. 0: one file. */
 	double rotate_sec;
 	unsigned rotate_keep;
+	uint64_t rotate_bytes; /* ... and sooner when a file has this many bytes (0: no bound) */
 	/* A --follow-children recorder, forked from the supervisor: it records
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
 	struct loader *shared_loader;

@@ -1311,7 +1311,9 @@ static int record_loop(struct recording *r)
 			err = drain__flush(r->drain, mark);
 		if (!err && loader__link_map_changed(r->loader))
 			err = refresh_modules(r);
-		if (!err && r->o.rotate_sec > 0 && t0 >= r->next_rotate_ns && !(r->windows && windows__attached(r->windows)))
+		if (!err && r->o.rotate_sec > 0 &&
+		    (t0 >= r->next_rotate_ns || (r->o.rotate_bytes && trace_writer__bytes(r->w) >= r->o.rotate_bytes)) &&
+		    !(r->windows && windows__attached(r->windows)))
 			err = rotate(r, t0);
 		if (!err && t0 >= next_flush) {
 			err = refresh_modules(r);
