@@ -834,6 +834,56 @@ static void test_many_events(void **state)
 		      MANY_EVENTS / best / 1e6, best * 1e3, MANY_EVENTS / t_write / 1e6);
 }
 
+/* A writer told to close chunks at 64 KiB (the agent's traces in memory)
+ * writes many more, none past the size asked (a record's worth aside),
+ * and the trace reads back whole and the same. */
+static void test_small_chunks(void **state)
+{
+	const char *path = tmp_path("small.mtrace");
+	static uint64_t live[4096];
+	uint64_t heap = 0x55555555a000, ts = 5000000000ull;
+	uint32_t tid = 1000;
+	size_t nlive = 0, len, n, data = 0, biggest = 0;
+	struct digest want = { 0 }, got = { 0 };
+	struct trace_writer *w = trace_writer__open(path, &sample_meta);
+	struct trace_reader_ops ops = { .event = digest_event };
+	static struct chunk_info ch[4096];
+	struct trace_reader *r;
+	uint8_t *buf;
+
+	assert_non_null(w);
+	trace_writer__set_chunk_target(w, 64u << 10);
+	for (int i = 0; i < 100000; i++) {
+		struct trace_event e;
+
+		many_events_make(&e, live, &nlive, &heap, &ts, &tid);
+		want.events++;
+		want.sum += event_digest(&e);
+		assert_int_equal(trace_writer__add_event(w, &e), 0);
+	}
+	struct trace_end end = { .end_mono_ns = ts, .events = 100000, .exit_status = -1 };
+	assert_int_equal(trace_writer__close(w, &end), 0);
+	buf = file_load(path, &len);
+	n = chunks_list(buf, len, ch, 4096);
+	for (size_t i = 0; i < n; i++) {
+		if (ch[i].type != TRACE_CHUNK_DATA)
+			continue;
+		data++;
+		biggest = ch[i].raw_size > biggest ? ch[i].raw_size : biggest;
+	}
+	free(buf);
+	assert_true(data >= 10);
+	assert_true(biggest <= (64u << 10) + 64);
+	r = trace_reader__open(path);
+	assert_non_null(r);
+	assert_int_equal(trace_reader__read(r, &ops, &got), 0);
+	assert_false(trace_reader__partial(r));
+	assert_true(got.events == want.events && got.sum == want.sum);
+	trace_reader__close(r);
+	print_message("100000 events in %zu data chunks of at most %zu raw bytes; read back the same\n", data,
+		      biggest);
+}
+
 /* ---- file creation ---- */
 
 static void test_create_rules(void **state)
@@ -1493,6 +1543,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip_every_record),
 		cmocka_unit_test(test_callback_stops_read),
 		cmocka_unit_test(test_many_events),
+		cmocka_unit_test(test_small_chunks),
 		cmocka_unit_test(test_create_rules),
 		cmocka_unit_test(test_write_error_sticky),
 		cmocka_unit_test(test_flush_interleaved),

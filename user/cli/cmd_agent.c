@@ -68,6 +68,9 @@
 #define AGENT_MEM_ROTATE 60
 #define AGENT_MEM_KEEP 2
 #define AGENT_MEM_BYTES (16ull << 20)
+/* ... written in chunks of 64 KiB: the writer's buffers and compressor for
+ * 1 MiB chunks cost each target 7.5 MB of the agent's resident memory. */
+#define AGENT_MEM_CHUNK (64u << 10)
 
 struct agent;
 
@@ -281,6 +284,7 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		o->rotate_sec = rotate ? o->rotate_sec : AGENT_MEM_ROTATE;
 		o->rotate_keep = AGENT_MEM_KEEP;
 		o->rotate_bytes = AGENT_MEM_BYTES;
+		o->chunk_bytes = AGENT_MEM_CHUNK;
 	}
 	if (!exact && !budget)
 		o->budget = AGENT_DEFAULT_BUDGET;

@@ -37,6 +37,7 @@ struct record_opts {
 	double rotate_sec;
 	unsigned rotate_keep;
 	uint64_t rotate_bytes; /* ... and sooner when a file has this many bytes (0: no bound) */
+	size_t chunk_bytes;    /* the trace's chunks close at this many raw bytes (0: the default) */
 	/* A --follow-children recorder, forked from the supervisor: it records
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
 	struct loader *shared_loader;

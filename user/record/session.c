@@ -855,6 +855,8 @@ static int open_writer(struct recording *r, const struct trace_meta *m, bool rew
 	else if (!record_output_is_stdout(r->output) && give_to_sudo_user(r->output))
 		return fail("failed to give %s to the user who ran sudo: %s; the trace stays root's",
 			    r->output, strerror(errno));
+	if (r->o.chunk_bytes)
+		trace_writer__set_chunk_target(r->w, r->o.chunk_bytes);
 	if (rewrite) {
 		struct trace_writer *w = r->w;
 		int err = 0;

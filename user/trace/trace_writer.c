@@ -72,6 +72,7 @@ struct trace_writer {
 	uint8_t *out;		  /* chunk header + compressed payload */
 	size_t out_cap;
 	bool discard;          /* open_discard: chunks are neither compressed nor written */
+	size_t chunk_target;   /* raw bytes that close a chunk; 0: TRACE_CHUNK_TARGET */
 };
 
 static void writer_reset_deltas(struct trace_writer *w)
@@ -281,9 +282,14 @@ static int writer_prepare(struct trace_writer *w, uint16_t type, size_t need)
 
 static int writer_done_record(struct trace_writer *w)
 {
-	if (w->raw_len >= TRACE_CHUNK_TARGET)
+	if (w->raw_len >= (w->chunk_target ? w->chunk_target : TRACE_CHUNK_TARGET))
 		return writer_submit(w);
 	return 0;
+}
+
+void trace_writer__set_chunk_target(struct trace_writer *w, size_t bytes)
+{
+	w->chunk_target = bytes < TRACE_CHUNK_TARGET ? bytes : TRACE_CHUNK_TARGET;
 }
 
 /* Start a record: its type, then one byte kept for the size. Returns where

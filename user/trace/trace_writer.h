@@ -3,6 +3,7 @@
 #define MEMTRACE_TRACE_WRITER_H
 
 #include "trace.h"
+#include <stddef.h>
 #include <stdint.h>
 
 struct trace_writer;
@@ -39,6 +40,11 @@ int trace_writer__add_resident(struct trace_writer *w, const struct trace_reside
 int trace_writer__flush(struct trace_writer *w);
 
 /* Bytes written to the file so far (compressed). */
+/* Close chunks at BYTES raw bytes instead of TRACE_CHUNK_TARGET (at most
+ * that): a writer kept for each of many targets (the agent's traces in
+ * memory) then holds buffers and a compressor sized for small chunks, and
+ * its pages past them are never touched. */
+void trace_writer__set_chunk_target(struct trace_writer *w, size_t bytes);
 uint64_t trace_writer__bytes(const struct trace_writer *w);
 
 /* Flush, write the END chunk, fsync and close. Frees W in every case. */
