@@ -285,6 +285,9 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		o->rotate_keep = AGENT_MEM_KEEP;
 		o->rotate_bytes = AGENT_MEM_BYTES;
 		o->chunk_bytes = AGENT_MEM_CHUNK;
+		/* named when /report reads them, from the modules' files: a
+		 * symbolizer at each rotation cost each target 7 MB */
+		o->no_symbols = true;
 	}
 	if (!exact && !budget)
 		o->budget = AGENT_DEFAULT_BUDGET;

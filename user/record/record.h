@@ -38,6 +38,8 @@ struct record_opts {
 	unsigned rotate_keep;
 	uint64_t rotate_bytes; /* ... and sooner when a file has this many bytes (0: no bound) */
 	size_t chunk_bytes;    /* the trace's chunks close at this many raw bytes (0: the default) */
+	bool no_symbols;       /* no SYMBOL records: a reader names the frames from the modules' files,
+				* as it does for a killed recorder's trace (the agent's traces in memory) */
 	/* A --follow-children recorder, forked from the supervisor: it records
 	 * in SLOT of the supervisor's loaded object instead of loading its own. */
 	struct loader *shared_loader;

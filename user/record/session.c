@@ -1257,7 +1257,7 @@ static int rotate(struct recording *r, uint64_t now)
 	err = drain__flush(r->drain, t);
 	if (!err)
 		err = refresh_modules(r);
-	if (!err)
+	if (!err && !r->o.no_symbols)
 		err = write_symbols(r);
 	end.end_mono_ns = t;
 	end.events = drain__events(r->drain) - r->file_events;
@@ -1441,7 +1441,7 @@ static int finish(struct recording *r)
 	}
 	if (!err && !r->target_exited)
 		err = refresh_modules(r);
-	if (!err)
+	if (!err && !r->o.no_symbols)
 		err = write_symbols(r);
 	end.events = drain__events(r->drain) - r->file_events;
 	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
