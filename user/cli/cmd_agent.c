@@ -131,11 +131,14 @@ static void agent_usage(FILE *f)
 		   "  -o, --output DIR     write each target's trace there, in files of --rotate SEC\n"
 		   "                       (default %d) named COMM.PID.<UTC start>.mtrace, the\n"
 		   "                       newest --keep N per target kept (default %d); without -o\n"
-		   "                       nothing is written to disk\n"
+		   "                       nothing is written to disk: the last --rotate SEC (default\n"
+		   "                       %d) stay in memory (/dev/shm) for /report\n"
 		   "  -d, --duration SEC   stop after SEC seconds (default: until SIGINT or SIGTERM)\n"
 		   "serves /debug/pprof/heap and /debug/pprof/allocs (gzipped pprof, ?pid=PID for one\n"
-		   "target), /metrics (Prometheus text format) and / (an index)\n",
-		AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT, AGENT_DEFAULT_ROTATE, AGENT_DEFAULT_KEEP);
+		   "target), /metrics (Prometheus text format), /report?pid=PID (the HTML report of\n"
+		   "the last --rotate SEC) and / (an index)\n",
+		AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT, AGENT_DEFAULT_ROTATE, AGENT_DEFAULT_KEEP,
+		AGENT_MEM_ROTATE);
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *out)
@@ -768,6 +771,34 @@ static void text_html(struct text *o, const char *s)
 	}
 }
 
+/* Where the targets' traces go: -o DIR, else the memory directory; NULL: nowhere. */
+static const char *trace_dir(const struct agent *a)
+{
+	return a->out_dir ? a->out_dir : a->mem_dir[0] ? a->mem_dir : NULL;
+}
+
+/* The part of a target's trace prefix (DIR/COMM.PID) its files' names begin with. */
+static const char *trace_base(const struct agent_target *t)
+{
+	const char *slash = strrchr(t->output, '/');
+
+	return slash ? slash + 1 : t->output;
+}
+
+/* Remove DIR's files whose names begin with BASE and a dot (NULL: every file). */
+static void remove_files(const char *dir, const char *base)
+{
+	size_t len = base ? strlen(base) : 0;
+	struct dirent *de;
+	DIR *d = opendir(dir);
+
+	while (d && (de = readdir(d)))
+		if (base ? !strncmp(de->d_name, base, len) && de->d_name[len] == '.' : de->d_name[0] != '.')
+			unlinkat(dirfd(d), de->d_name, 0);
+	if (d)
+		closedir(d);
+}
+
 static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 {
 	struct text o = { 0 };
@@ -791,7 +822,7 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 			 t->attached && t->feed.r ? replay__live_bytes(t->feed.r) : 0);
 		text_add(&o, "<td><a href=\"/debug/pprof/heap?pid=%d\">heap</a> "
 			     "<a href=\"/debug/pprof/allocs?pid=%d\">allocs</a>", t->pid, t->pid);
-		if (a->out_dir || a->mem_dir[0])
+		if (trace_dir(a))
 			text_add(&o, " <a href=\"/report?pid=%d\">report of the last %g s</a>", t->pid,
 				 a->o.rotate_sec);
 		text_add(&o, "</td></tr>\n");
@@ -811,15 +842,16 @@ static int newest_first(const void *x, const void *y)
 	return -strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* /report?pid=PID (with -o DIR): the HTML report of the target's newest
- * whole trace file, the last --rotate seconds (the file being written has
- * no symbols yet). One at a time: the read side keeps its options global. */
+/* /report?pid=PID: the HTML report of the target's newest whole trace
+ * file, the last --rotate seconds (in -o DIR or in memory). One at a time:
+ * the read side keeps its options global. */
 static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 {
 	static pthread_mutex_t rendering = PTHREAD_MUTEX_INITIALIZER;
-	char prefix[PATH_MAX] = "", **names = NULL;
-	const char *base;
+	const char *dir = trace_dir(a);
+	char base[PATH_MAX] = "", **names = NULL;
 	size_t n = 0, cap = 0, plen;
+	struct agent_target *t;
 	enum MHD_Result ret;
 	struct dirent *de;
 	bool bad, found = false;
@@ -828,19 +860,15 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 
 	if (bad || pid < 0)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "give ?pid=PID of a target\n");
-	const char *dir = a->out_dir ? a->out_dir : a->mem_dir;
-
-	if (!dir[0])
+	if (!dir)
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no reports: without -o DIR the agent keeps its last traces in "
 							 "/dev/shm, which it could not use\n");
 	pthread_rwlock_rdlock(&a->slots_lock);
-	struct agent_target *t = target_of(a, pid);
-	if (t)
-		snprintf(prefix, sizeof(prefix), "%s.", t->output);
+	if ((t = target_of(a, pid)))
+		snprintf(base, sizeof(base), "%s.", trace_base(t));
 	pthread_rwlock_unlock(&a->slots_lock);
-	if (!prefix[0])
+	if (!base[0])
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the agent's targets\n");
-	base = strrchr(prefix, '/') ? strrchr(prefix, '/') + 1 : prefix;
 	plen = strlen(base);
 	d = opendir(dir);
 	while (d && (de = readdir(d))) {
@@ -966,7 +994,7 @@ static int target_start(struct agent *a, int pid, bool matched)
 	t->o.pid = pid;
 	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
 	t->o.max_stacks = a->max_stacks;
-	if (a->out_dir || a->mem_dir[0]) {
+	if (trace_dir(a)) {
 		/* -o DIR: DIR/COMM.PID.<UTC start>.mtrace, one every --rotate;
 		 * without it the same in memory, the last two only */
 		char comm[64];
@@ -975,7 +1003,7 @@ static int target_start(struct agent *a, int pid, bool matched)
 		for (char *s = comm; *s; s++)
 			if (*s == '/' || *s == ' ' || (unsigned char)*s < 32)
 				*s = '_';
-		snprintf(t->output, sizeof(t->output), "%s/%s.%d", a->out_dir ? a->out_dir : a->mem_dir, comm, pid);
+		snprintf(t->output, sizeof(t->output), "%s/%s.%d", trace_dir(a), comm, pid);
 		t->o.output = t->output;
 	} else {
 		/* no memory directory: no trace at all */
@@ -999,28 +1027,13 @@ static int target_start(struct agent *a, int pid, bool matched)
 	return 0;
 }
 
-/* Without -o: the files an ended recording left in memory. */
-static void target_files_remove(struct agent *a, const struct agent_target *t)
-{
-	const char *base = strrchr(t->output, '/') ? strrchr(t->output, '/') + 1 : t->output;
-	size_t len = strlen(base);
-	struct dirent *de;
-	DIR *d;
-
-	if (a->out_dir || !a->mem_dir[0] || !(d = opendir(a->mem_dir)))
-		return;
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, base, len) && de->d_name[len] == '.')
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-}
-
 /* Free a slot whose recording ended (its thread joined). */
 static void target_reclaim(struct agent *a, struct agent_target *t)
 {
 	if (t->started)
 		pthread_join(t->thread, NULL);
-	target_files_remove(a, t);
+	if (!a->out_dir && a->mem_dir[0])
+		remove_files(a->mem_dir, trace_base(t)); /* what it left in memory */
 	pthread_rwlock_wrlock(&a->slots_lock);
 	t->in_use = false;
 	pthread_rwlock_unlock(&a->slots_lock);
@@ -1133,15 +1146,9 @@ static bool mem_dir_make(struct agent *a)
 /* The memory directory and what the recordings left in it. */
 static void mem_dir_remove(struct agent *a)
 {
-	struct dirent *de;
-	DIR *d;
-
-	if (!a->mem_dir[0] || !(d = opendir(a->mem_dir)))
+	if (!a->mem_dir[0])
 		return;
-	while ((de = readdir(d)))
-		if (de->d_name[0] != '.')
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
+	remove_files(a->mem_dir, NULL);
 	rmdir(a->mem_dir);
 	a->mem_dir[0] = 0;
 }

@@ -1235,6 +1235,20 @@ static struct record_live live_of(struct recording *r)
 
 static int write_symbols(struct recording *r);
 
+/* What closes a trace file, after its last events: the modules mapped since
+ * the last look (REFRESH: the target still lives) and the symbols of every
+ * stack, unless the reader is to name them (o.no_symbols); its END counts
+ * the file's own events. */
+static int close_file_records(struct recording *r, bool refresh, struct trace_end *end)
+{
+	int err = refresh ? refresh_modules(r) : 0;
+
+	if (!err && !r->o.no_symbols)
+		err = write_symbols(r);
+	end->events = drain__events(r->drain) - r->file_events;
+	return err;
+}
+
 /*
  * A rotated trace's next file, from a moment T on (now, less what a CPU's
  * events may lag, and never inside a --budget window whose marks are not
@@ -1256,11 +1270,8 @@ static int rotate(struct recording *r, uint64_t now)
 		t = windows__hold_ns(r->windows);
 	err = drain__flush(r->drain, t);
 	if (!err)
-		err = refresh_modules(r);
-	if (!err && !r->o.no_symbols)
-		err = write_symbols(r);
+		err = close_file_records(r, true, &end);
 	end.end_mono_ns = t;
-	end.events = drain__events(r->drain) - r->file_events;
 	if (!err)
 		err = trace_writer__close_sized(r->w, &end, &bytes);
 	else
@@ -1439,11 +1450,8 @@ static int finish(struct recording *r)
 		if (d.count)
 			err = trace_writer__add_drops(r->w, &d);
 	}
-	if (!err && !r->target_exited)
-		err = refresh_modules(r);
-	if (!err && !r->o.no_symbols)
-		err = write_symbols(r);
-	end.events = drain__events(r->drain) - r->file_events;
+	if (!err)
+		err = close_file_records(r, !r->target_exited, &end);
 	end.flags = r->target_exited ? TRACE_END_TARGET_EXITED : 0;
 	if (!r->stop_reason[0])
 		creds_crossed(r); /* in the last poll */

@@ -72,7 +72,7 @@ struct trace_writer {
 	uint8_t *out;		  /* chunk header + compressed payload */
 	size_t out_cap;
 	bool discard;          /* open_discard: chunks are neither compressed nor written */
-	size_t chunk_target;   /* raw bytes that close a chunk; 0: TRACE_CHUNK_TARGET */
+	size_t chunk_target;   /* raw bytes that close a chunk, TRACE_CHUNK_TARGET at most */
 };
 
 static void writer_reset_deltas(struct trace_writer *w)
@@ -282,7 +282,7 @@ static int writer_prepare(struct trace_writer *w, uint16_t type, size_t need)
 
 static int writer_done_record(struct trace_writer *w)
 {
-	if (w->raw_len >= (w->chunk_target ? w->chunk_target : TRACE_CHUNK_TARGET))
+	if (w->raw_len >= w->chunk_target)
 		return writer_submit(w);
 	return 0;
 }
@@ -419,6 +419,7 @@ static struct trace_writer *writer_alloc(void)
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->wake, NULL);
 	pthread_cond_init(&w->idle, NULL);
+	w->chunk_target = TRACE_CHUNK_TARGET;
 	w->raw_cap = w->job.cap = TRACE_CHUNK_TARGET + (64u << 10);
 	w->raw = malloc(w->raw_cap);
 	w->job.raw = malloc(w->job.cap);

@@ -39,12 +39,12 @@ int trace_writer__add_resident(struct trace_writer *w, const struct trace_reside
 /* Compress and write what is pending, so a reader sees it even if we die. */
 int trace_writer__flush(struct trace_writer *w);
 
-/* Bytes written to the file so far (compressed). */
 /* Close chunks at BYTES raw bytes instead of TRACE_CHUNK_TARGET (at most
  * that): a writer kept for each of many targets (the agent's traces in
  * memory) then holds buffers and a compressor sized for small chunks, and
  * its pages past them are never touched. */
 void trace_writer__set_chunk_target(struct trace_writer *w, size_t bytes);
+/* Bytes written to the file so far (compressed). */
 uint64_t trace_writer__bytes(const struct trace_writer *w);
 
 /* Flush, write the END chunk, fsync and close. Frees W in every case. */
