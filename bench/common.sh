@@ -10,6 +10,18 @@ median() {
 calc() { awk "BEGIN { printf \"%.${2:-1}f\", $1 }"; }
 verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
 verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
+# paired FILE MODE [BASE]: lines "REP MODE VALUE" in FILE; MODE's value over
+# BASE's (u) in the same rep, one ratio per rep, printed "median q1 q3".
+# Runs of one rep are adjacent, so a host that changes speed between reps
+# (this VM's untraced redis moved from 470 k to 880 k requests/s within a
+# minute) moves both sides of a ratio, not one side of a ratio of medians.
+paired() {
+	awk -v m="$2" -v b="${3:-u}" '{ v[$1 " " $2] = $3; reps[$1] = 1 }
+		END { for (r in reps) if ((r " " b) in v && (r " " m) in v && v[r " " b] > 0) print v[r " " m] / v[r " " b] }' "$1" |
+		sort -g | awk '{ v[NR] = $1 }
+		function q(p,  i, f) { i = 1 + p * (NR - 1); f = int(i); return v[f] + (i - f) * (v[f + 1] - v[f]) }
+		END { if (NR) printf "%.3f %.3f %.3f\n", q(0.5), q(0.25), q(0.75) }'
+}
 now_us() { echo $(($(date +%s%N) / 1000)); }
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"; }
 

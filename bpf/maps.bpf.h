@@ -131,7 +131,8 @@ struct {
 	__type(value, __u32);
 } fault_count SEC(".maps");
 
-/* The faulting code's stack: the instruction, the return address at [sp]
+/* The stack of the code REGS stopped in (a fault, a probe of glibc's): the
+ * instruction, the return address at [sp]
  * when the faulting function made no frame (a leaf such as memset: a value
  * far from the stack is code), then the frame pointers. */
 static __always_inline __u64 fault_stack(struct pt_regs *regs, __u32 slot, __u32 tid, __u64 ts)
@@ -184,6 +185,33 @@ int BPF_PROG(map_fault, unsigned long address, struct pt_regs *regs, unsigned lo
 	stack_id = st && st->depth && st->stack_id ? st->stack_id : fault_stack(regs, slot, (__u32)id, ts);
 	return send_map(slot, id, ts, MT_MAP_FAULT, st && st->depth ? MT_MAP_IN_ALLOC : 0, 0, address,
 			MT_FAULT_EVERY * 4096ull, error_code, 0, stack_id);
+}
+
+/* --rss: glibc's own probes in its allocator's slow paths (provider libc:
+ * memory_arena_new, memory_heap_more, memory_sbrk_less, ...), where the C
+ * library carries them (.note.stapsdt; user/record/mark_finder.c finds them).
+ * One program for every site; its cookie is (spec index << 8 | enum
+ * mt_map_call). The stack: an allocator call's own if one is open on the
+ * thread, else the probe's, from the unwind tables (the C library has no
+ * frame pointers). */
+SEC("uprobe")
+int BPF_KPROBE(glibc_probe)
+{
+	__u64 id = bpf_get_current_pid_tgid(), cookie = bpf_get_attach_cookie(ctx), ts, stack_id;
+	__u32 idx = cookie >> 8, slot;
+	struct mt_usdt_spec *spec;
+	struct thread_state *st;
+
+	if (!trace_maps)
+		return 0;
+	slot = target_slot(id >> 32);
+	if (slot == NO_TARGET || !(spec = bpf_map_lookup_elem(&usdt_specs, &idx)))
+		return 0;
+	ts = bpf_ktime_get_ns();
+	st = thread_state(false);
+	stack_id = st && st->depth && st->stack_id ? st->stack_id : fault_stack(ctx, slot, (__u32)id, ts);
+	return send_map(slot, id, ts, cookie & 0xff, st && st->depth ? MT_MAP_IN_ALLOC : 0, 0, usdt_arg(ctx, spec, 0),
+			usdt_arg(ctx, spec, 1), usdt_arg(ctx, spec, 2), 0, stack_id);
 }
 
 #endif /* MEMTRACE_MAPS_BPF_H */

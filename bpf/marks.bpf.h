@@ -32,14 +32,25 @@ struct {
 
 static __always_inline __u64 usdt_arg(struct pt_regs *ctx, const struct mt_usdt_spec *spec, int i)
 {
+	__u8 k = spec->kind[i], bytes = MT_USDT_BYTES(k), shift;
 	__u64 v = 0;
 
-	if (spec->kind[i] == MT_USDT_ARG_IMM)
+	if (MT_USDT_KIND(k) == MT_USDT_ARG_IMM)
 		return spec->imm[i];
-	if (spec->kind[i] == MT_USDT_ARG_REG &&
+	if ((MT_USDT_KIND(k) != MT_USDT_ARG_REG && MT_USDT_KIND(k) != MT_USDT_ARG_MEM) ||
 	    bpf_probe_read_kernel(&v, sizeof(v), (void *)ctx + (spec->reg_off[i] & 0xff8)))
 		return 0;
-	return v;
+	if (MT_USDT_KIND(k) == MT_USDT_ARG_MEM) {
+		__u64 addr = v + spec->imm[i];
+
+		v = 0;
+		if (bpf_probe_read_user(&v, bytes == 1 ? 1 : bytes == 2 ? 2 : bytes == 4 ? 4 : 8, (void *)addr))
+			return 0;
+	}
+	if (bytes != 1 && bytes != 2 && bytes != 4)
+		return v;
+	shift = 64 - 8 * bytes; /* the argument's own width, sign-extended if signed */
+	return k & MT_USDT_SIGNED ? (__u64)((__s64)(v << shift) >> shift) : (v << shift) >> shift;
 }
 
 /* The fields of a STRING record around its text, which a str read of N

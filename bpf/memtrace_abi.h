@@ -32,6 +32,19 @@ enum mt_map_call {
 	MT_MAP_MREMAP = 4,  /* a0 old addr, a1 old length, a2 new length, a3 flags; ret: the mapping */
 	MT_MAP_MADVISE = 5, /* a0 addr, a1 length, a2 advice (DONTNEED, FREE or REMOVE only) */
 	MT_MAP_FAULT = 6,   /* a sampled write fault: a0 the address, a1 the bytes it stands for, a2 error code */
+	/* glibc's own probes in its allocator (provider libc, where the C
+	 * library has them): a0, a1 the probe's first two arguments */
+	MT_MAP_ARENA_NEW = 7,   /* memory_arena_new: a0 the arena, a1 its size */
+	MT_MAP_ARENA_REUSE = 8, /* memory_arena_reuse, _reuse_free_list: a0 the arena a thread took */
+	MT_MAP_HEAP_NEW = 9,    /* memory_heap_new: a0 a non-main arena's heap, a1 its size */
+	MT_MAP_HEAP_MORE = 10,  /* memory_heap_more: a0 the heap, a1 its size now */
+	MT_MAP_HEAP_LESS = 11,  /* memory_heap_less: a0 the heap, a1 its size now */
+	MT_MAP_HEAP_FREE = 12,  /* memory_heap_free: a0 the heap, a1 its size */
+	MT_MAP_SBRK_MORE = 13,  /* memory_sbrk_more: a0 where the main heap grew, a1 by how much */
+	MT_MAP_SBRK_LESS = 14,  /* memory_sbrk_less: a0 the break now, a1 the bytes given back */
+	MT_MAP_MALLOPT = 15,    /* memory_mallopt: a0 the parameter, a1 its value */
+	MT_MAP_RETRY = 16,      /* memory_{malloc,calloc,realloc,memalign}_retry: a0 the size */
+	MT_MAP_NR_CALLS = 17,
 };
 
 #define MT_FAULT_EVERY 16 /* --rss: one write fault in this many is sent (per CPU), standing for them all */
@@ -66,7 +79,13 @@ enum mt_usdt_arg_kind {
 	MT_USDT_ARG_NONE = 0,
 	MT_USDT_ARG_REG = 1, /* value of the register at reg_off in struct pt_regs */
 	MT_USDT_ARG_IMM = 2, /* the constant imm */
+	MT_USDT_ARG_MEM = 3, /* the value at imm bytes from the register at reg_off */
 };
+/* mt_usdt_spec.kind[i]: the kind in the low 4 bits; then the argument's
+ * width in bytes when 1, 2 or 4 (0: 8), and whether it is signed. */
+#define MT_USDT_KIND(k) ((k) & 0xf)
+#define MT_USDT_BYTES(k) (((k) >> 4) & 7)
+#define MT_USDT_SIGNED 0x80
 
 /* Where one USDT probe site keeps its arguments; the site's cookie is
  * (spec index << 8 | mark kind). */

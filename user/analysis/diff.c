@@ -159,6 +159,12 @@ static void diff_rss_of(struct diff_rss *to, const struct analysis_rss *rs)
 		.outside_resident = rs->at_end.outside_resident,
 		.thread_stacks = rs->at_end.thread_stacks,
 		.heap_live_not_resident = rs->at_end.heap_live_not_resident,
+		.glibc = rs->maps.glibc_probed,
+		.arenas_new = rs->maps.glibc.arenas_new,
+		.heap_grown_bytes = rs->maps.glibc.heap_grown_bytes,
+		.sbrk_more_bytes = rs->maps.glibc.sbrk_more_bytes,
+		.sbrk_less_bytes = rs->maps.glibc.sbrk_less_bytes,
+		.retries = rs->maps.glibc.retries,
 	};
 }
 

@@ -40,6 +40,9 @@ struct diff_rss {
 	 * heap_known: the allocator's part split into live and free) */
 	bool reconciled, heap_known;
 	uint64_t allocator_resident, allocator_free_resident, outside_resident, thread_stacks, heap_live_not_resident;
+	/* glibc's allocator probes (glibc: they were attached) */
+	bool glibc;
+	uint64_t arenas_new, heap_grown_bytes, sbrk_more_bytes, sbrk_less_bytes, retries;
 };
 
 struct diff {

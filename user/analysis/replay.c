@@ -101,6 +101,12 @@ struct replay {
 	struct analysis_map_site *res_sites[2]; /* trace.rss.end's and peak's */
 	struct analysis_map_site *fault_sites;  /* trace.rss.maps.fault_sites */
 	size_t fault_sites_cap;
+	struct analysis_map_site *arena_sites;  /* trace.rss.maps.glibc.arena_sites */
+	size_t arena_sites_cap;
+	struct glibc_heap {                     /* glibc's non-main heaps: their size now */
+		uint64_t heap, size;
+	} *glibc_heaps;
+	size_t nglibc_heaps, glibc_heaps_cap;
 	struct map_log { struct trace_map m; uint32_t stack; } *map_log; /* --rss: MAP records, kept to the end */
 	size_t nmap_log, map_log_cap;
 
@@ -202,6 +208,8 @@ void replay__free(struct replay *r)
 	resident_snapshot__free(&r->res_peak);
 	resident_snapshot__free(&r->res_new);
 	free(r->fault_sites);
+	free(r->arena_sites);
+	free(r->glibc_heaps);
 	free(r->res_sites[0]);
 	free(r->res_sites[1]);
 	free(r->maps_now.v);
@@ -281,6 +289,7 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.no_heap = m->flags & TRACE_META_NO_HEAP;
 	r->trace.rss.traced_maps = m->flags & TRACE_META_MAPS;
 	r->trace.attached = m->flags & TRACE_META_ATTACHED;
+	r->trace.rss.maps.glibc_probed = m->flags & TRACE_META_GLIBC_PROBES;
 	r->sample_mean = (double)m->sample_bytes;
 	r->trace.budget.budget_ppm = m->budget_ppm;
 	r->trace.budget.hit_entry_ns = m->hit_entry_ns;
@@ -562,31 +571,128 @@ static const struct analysis_frame *fault_site(struct replay *r, uint32_t stack)
 	return &f[i + replay_site_frame(f + i, n - i)];
 }
 
+/* BYTES more, and one more (mapping, sample, arena), at SITE among the N
+ * sites of SITES, a new one appended: the caller has room for it. */
+static void site_add(struct analysis_map_site *sites, size_t *n, const struct analysis_frame *site, uint64_t bytes)
+{
+	size_t j = 0;
+
+	while (j < *n && !same_site(sites[j].site, site))
+		j++;
+	if (j == *n)
+		sites[(*n)++] = (struct analysis_map_site){ .site = site };
+	sites[j].bytes += bytes;
+	sites[j].mappings++;
+}
+
+/* ... into a list *V that grows (room for *CAP). */
+static int site_add_grow(struct analysis_map_site **v, size_t *n, size_t *cap, const struct analysis_frame *site,
+			 uint64_t bytes)
+{
+	if (*n == *cap) {
+		size_t c = *cap ? 2 * *cap : 16;
+		struct analysis_map_site *w = realloc(*v, c * sizeof(*w));
+
+		if (!w)
+			return -ENOMEM;
+		*v = w;
+		*cap = c;
+	}
+	site_add(*v, n, site, bytes);
+	return 0;
+}
+
 /* One sampled write fault of BYTES by STACK's site. */
 static int fault_add(struct replay *r, uint32_t stack, uint64_t bytes)
 {
 	struct analysis_maps *mp = &r->trace.rss.maps;
-	const struct analysis_frame *site = fault_site(r, stack);
-	size_t j = 0;
+	int err = site_add_grow(&r->fault_sites, &mp->nfault_sites, &r->fault_sites_cap, fault_site(r, stack), bytes);
 
 	mp->fault_bytes += bytes;
-	while (j < mp->nfault_sites && !same_site(r->fault_sites[j].site, site))
-		j++;
-	if (j == mp->nfault_sites) {
-		if (j == r->fault_sites_cap) {
-			size_t cap = j ? 2 * j : 16;
-			struct analysis_map_site *v = realloc(r->fault_sites, cap * sizeof(*v));
+	mp->fault_sites = r->fault_sites;
+	return err;
+}
+
+/* A glibc heap's size before this record, and now SIZE (0: unmapped). */
+static int glibc_heap_size(struct replay *r, uint64_t heap, uint64_t size, uint64_t *before)
+{
+	size_t i = 0;
+
+	while (i < r->nglibc_heaps && r->glibc_heaps[i].heap != heap)
+		i++;
+	*before = i < r->nglibc_heaps ? r->glibc_heaps[i].size : 0;
+	if (i == r->nglibc_heaps) {
+		if (i == r->glibc_heaps_cap) {
+			size_t cap = i ? 2 * i : 16;
+			struct glibc_heap *v = realloc(r->glibc_heaps, cap * sizeof(*v));
 
 			if (!v)
 				return -ENOMEM;
-			r->fault_sites = v;
-			r->fault_sites_cap = cap;
+			r->glibc_heaps = v;
+			r->glibc_heaps_cap = cap;
 		}
-		r->fault_sites[mp->nfault_sites++] = (struct analysis_map_site){ .site = site };
+		r->glibc_heaps[r->nglibc_heaps++].heap = heap;
 	}
-	r->fault_sites[j].bytes += bytes;
-	r->fault_sites[j].mappings++;
-	mp->fault_sites = r->fault_sites;
+	r->glibc_heaps[i].size = size;
+	return 0;
+}
+
+/* One record of glibc's probes (MT_MAP_ARENA_NEW ... MT_MAP_RETRY) into G;
+ * an arena made is charged to STACK's site, past the C library's frames. */
+static int glibc_add(struct replay *r, struct analysis_glibc *g, const struct trace_map *m, uint32_t stack)
+{
+	uint64_t before = 0;
+	int err = 0;
+
+	switch (m->call) {
+	case MT_MAP_ARENA_NEW:
+		g->arenas_new++;
+		g->arena_new_bytes += m->a1;
+		err = site_add_grow(&r->arena_sites, &g->narena_sites, &r->arena_sites_cap, fault_site(r, stack), m->a1);
+		g->arena_sites = r->arena_sites;
+		return err;
+	case MT_MAP_ARENA_REUSE:
+		g->arenas_reused++;
+		return 0;
+	case MT_MAP_HEAP_NEW:
+		g->heaps_new++;
+		g->heap_new_bytes += m->a1;
+		return glibc_heap_size(r, m->a0, m->a1, &before);
+	case MT_MAP_HEAP_MORE:
+	case MT_MAP_HEAP_LESS:
+		if ((err = glibc_heap_size(r, m->a0, m->a1, &before)))
+			return err;
+		if (m->a1 >= before) {
+			g->heaps_grown++;
+			g->heap_grown_bytes += before ? m->a1 - before : 0; /* a heap from before: its growth unknown */
+		} else {
+			g->heaps_shrunk++;
+			g->heap_shrunk_bytes += before - m->a1;
+		}
+		return 0;
+	case MT_MAP_HEAP_FREE:
+		g->heaps_freed++;
+		g->heap_freed_bytes += m->a1;
+		return glibc_heap_size(r, m->a0, 0, &before);
+	case MT_MAP_SBRK_MORE:
+		g->sbrk_more++;
+		g->sbrk_more_bytes += m->a1;
+		return 0;
+	case MT_MAP_SBRK_LESS:
+		g->sbrk_less++;
+		g->sbrk_less_bytes += m->a1;
+		return 0;
+	case MT_MAP_MALLOPT:
+		if (g->nmallopt < ANALYSIS_MALLOPT_MAX) {
+			g->mallopt[g->nmallopt].param = (int64_t)m->a0;
+			g->mallopt[g->nmallopt].value = (int64_t)m->a1;
+		}
+		g->nmallopt++;
+		return 0;
+	case MT_MAP_RETRY:
+		g->retries++;
+		return 0;
+	}
 	return 0;
 }
 
@@ -699,8 +805,11 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 		if (mp && named)
 			return fault_add(r, stack, m->a1);
 		return 0;
+	default:
+		if (mp && named && m->call >= MT_MAP_ARENA_NEW && m->call < MT_MAP_NR_CALLS)
+			return glibc_add(r, &mp->glibc, m, stack);
+		return 0;
 	}
-	return 0;
 }
 
 int replay__set_end(struct replay *r, const struct trace_end *e)
@@ -1247,35 +1356,14 @@ static int group_map_sites(struct replay *r)
 		return -ENOMEM;
 	for (size_t i = 0; i < mp->nmappings; i++) {
 		const struct analysis_mapping *m = &r->maps_end.v[i];
-		size_t j = 0;
 
-		if (m->allocator)
-			continue;
-		while (j < n && !same_site(r->map_sites[j].site, m->site))
-			j++;
-		if (j == n)
-			r->map_sites[n++].site = m->site;
-		r->map_sites[j].bytes += m->len;
-		r->map_sites[j].mappings++;
+		if (!m->allocator)
+			site_add(r->map_sites, &n, m->site, m->len);
 	}
 	qsort(r->map_sites, n, sizeof(*r->map_sites), by_map_bytes);
 	mp->sites = r->map_sites;
 	mp->nsites = n;
 	return 0;
-}
-
-/* Count GROUP's resident bytes, from a mapping of SITE, into the sites of
- * OUT (at most CAP, in SITES). */
-static void site_add(struct analysis_map_site *sites, size_t *n, const struct analysis_frame *site, uint64_t bytes)
-{
-	size_t j = 0;
-
-	while (j < *n && !same_site(sites[j].site, site))
-		j++;
-	if (j == *n)
-		sites[(*n)++] = (struct analysis_map_site){ .site = site };
-	sites[j].bytes += bytes;
-	sites[j].mappings++;
 }
 
 /* One line of advice when the allocator holds much free memory resident:
@@ -1399,6 +1487,8 @@ int replay__finish(struct replay *r)
 		err = group_map_sites(r);
 	if (!err && r->trace.rss.maps.nfault_sites)
 		qsort(r->fault_sites, r->trace.rss.maps.nfault_sites, sizeof(*r->fault_sites), by_map_bytes);
+	if (!err && r->trace.rss.maps.glibc.narena_sites)
+		qsort(r->arena_sites, r->trace.rss.maps.glibc.narena_sites, sizeof(*r->arena_sites), by_map_bytes);
 	if (!err)
 		err = reconcile(r, &r->res_last, &r->trace.rss.at_end, &r->res_sites[0]);
 	if (!err)

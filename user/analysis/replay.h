@@ -103,9 +103,31 @@ struct analysis_map_site {
 	uint64_t mappings;
 };
 
+/* --rss: what glibc's own probes of its allocator said (MAP records 7 to
+ * 16), where the C library has them. */
+#define ANALYSIS_MALLOPT_MAX 8
+struct analysis_glibc {
+	uint64_t arenas_new, arena_new_bytes; /* arenas made (a thread found none free) */
+	uint64_t arenas_reused;               /* a thread took an existing arena */
+	uint64_t heaps_new, heap_new_bytes;   /* non-main arenas' heaps mapped */
+	uint64_t heaps_grown, heap_grown_bytes, heaps_shrunk, heap_shrunk_bytes;
+	uint64_t heaps_freed, heap_freed_bytes;
+	uint64_t sbrk_more, sbrk_more_bytes;  /* the main arena's heap grown by brk */
+	uint64_t sbrk_less, sbrk_less_bytes;  /* ... and trimmed (given back) */
+	uint64_t retries;                     /* an allocation that failed and was tried in another arena */
+	size_t nmallopt;                      /* mallopt calls, the first ANALYSIS_MALLOPT_MAX kept */
+	struct {
+		int64_t param, value;
+	} mallopt[ANALYSIS_MALLOPT_MAX];
+	size_t narena_sites;                  /* arenas made, by the site that made them, most first */
+	const struct analysis_map_site *arena_sites; /* bytes: the arenas' sizes; mappings: arenas */
+};
+
 /* --rss: what the calls that map memory did, from the MAP records. */
 struct analysis_maps {
-	uint64_t calls[7];            /* by enum mt_map_call (index 0 unused; 6: fault samples) */
+	uint64_t calls[MT_MAP_NR_CALLS]; /* by enum mt_map_call (index 0 unused; 6: fault samples) */
+	bool glibc_probed;            /* glibc's probes were attached (the trace's meta says) */
+	struct analysis_glibc glibc;  /* what they said */
 	uint64_t outside_bytes;       /* anonymous bytes mapped outside the allocator, still mapped */
 	uint64_t outside_peak_bytes;  /* their most at any time */
 	uint64_t allocator_bytes;     /* anonymous bytes mmap'd inside allocator calls, still mapped */

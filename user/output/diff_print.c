@@ -76,6 +76,19 @@ static void diff_print__json_rss(struct json_out *j, const struct diff_rss *a, c
 		}
 		json_out__end_object(j);
 	}
+	/* what glibc's own allocator probes said, where both sides had them */
+	json_out__key(j, "glibc");
+	if (!a->glibc || !b->glibc) {
+		json_out__null(j);
+	} else {
+		json_out__begin_object(j, false);
+		json_metric(j, "arenas_new", a->arenas_new, b->arenas_new);
+		json_metric(j, "heap_grown_bytes", a->heap_grown_bytes, b->heap_grown_bytes);
+		json_metric(j, "sbrk_more_bytes", a->sbrk_more_bytes, b->sbrk_more_bytes);
+		json_metric(j, "sbrk_less_bytes", a->sbrk_less_bytes, b->sbrk_less_bytes);
+		json_metric(j, "retries", a->retries, b->retries);
+		json_out__end_object(j);
+	}
 	json_out__end_object(j);
 }
 
@@ -217,6 +230,11 @@ int diff_print__text(FILE *f, const struct diff *d, const char *base, const char
 					   d->rss_b.allocator_free_resident, true);
 			text_total(f, "outside allocator", d->rss_a.outside_resident, d->rss_b.outside_resident,
 				   true);
+		}
+		if (d->rss_a.glibc && d->rss_b.glibc) {
+			text_total(f, "glibc arenas made", d->rss_a.arenas_new, d->rss_b.arenas_new, false);
+			text_total(f, "glibc heap grown by brk", d->rss_a.sbrk_more_bytes, d->rss_b.sbrk_more_bytes, true);
+			text_total(f, "glibc heap trimmed", d->rss_a.sbrk_less_bytes, d->rss_b.sbrk_less_bytes, true);
 		}
 	} else if (d->rss_a.has || d->rss_b.has) {
 		fprintf(f, "  (only the %s trace was recorded with --rss: resident memory is not compared)\n",

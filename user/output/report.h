@@ -38,6 +38,8 @@ void report_json__threads(struct json_out *j, const struct marks *m);
 /* The figures' keys (allocations ... temporary_allocations). */
 void report_json__figures(struct json_out *j, const struct analysis_figures *f);
 /* A site's identity keys (name, function, file, line, module). */
+/* glibc's name of mallopt parameter PARAM (M_ARENA_MAX, ...), NULL if unknown. */
+const char *report_mallopt_name(int64_t param);
 void report_json__site_keys(struct json_out *j, const char *name, const char *function,
 			    const char *file, uint32_t line, const char *module);
 

@@ -84,6 +84,86 @@ static void rss_rollup(struct json_out *j, const char *key, const struct analysi
 	json_out__end_object(j);
 }
 
+/* Key KEY: the N sites of SITES (the site's keys, bytes, and their count
+ * under COUNT: "mappings", "samples", "arenas"). */
+static void map_sites(struct json_out *j, const char *key, const struct analysis_map_site *sites, size_t n,
+		      const char *count)
+{
+	json_out__key(j, key);
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < n; i++) {
+		const struct analysis_frame *f = sites[i].site;
+
+		json_out__begin_object(j, true);
+		report_json__site_keys(j, f && f->function ? f->function : "[no stack]", f ? f->function : NULL,
+				       f ? f->file : NULL, f ? f->line : 0, f ? f->module : NULL);
+		json_out__key_u64(j, "bytes", sites[i].bytes);
+		json_out__key_u64(j, count, sites[i].mappings);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+}
+
+/* glibc's mallopt parameters by number (malloc.h's M_*). */
+const char *report_mallopt_name(int64_t param)
+{
+	static const char *const neg[] = { NULL, "M_TRIM_THRESHOLD", "M_TOP_PAD", "M_MMAP_THRESHOLD", "M_MMAP_MAX",
+					   "M_CHECK_ACTION", "M_PERTURB", "M_ARENA_TEST", "M_ARENA_MAX" };
+
+	if (param == 1)
+		return "M_MXFAST";
+	return param < 0 && -param < (int64_t)(sizeof(neg) / sizeof(neg[0])) ? neg[-param] : NULL;
+}
+
+/* Key "glibc": what glibc's own probes of its allocator said, or null
+ * where they were not attached (a C library built without them). */
+static void rss_glibc(struct json_out *j, const struct analysis_maps *mp)
+{
+	const struct analysis_glibc *g = &mp->glibc;
+
+	json_out__key(j, "glibc");
+	if (!mp->glibc_probed) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_object(j, false);
+	json_out__key_u64(j, "arenas_new", g->arenas_new);
+	json_out__key_u64(j, "arena_new_bytes", g->arena_new_bytes);
+	json_out__key_u64(j, "arenas_reused", g->arenas_reused);
+	json_out__key_u64(j, "heaps_new", g->heaps_new);
+	json_out__key_u64(j, "heap_new_bytes", g->heap_new_bytes);
+	json_out__key_u64(j, "heaps_grown", g->heaps_grown);
+	json_out__key_u64(j, "heap_grown_bytes", g->heap_grown_bytes);
+	json_out__key_u64(j, "heaps_shrunk", g->heaps_shrunk);
+	json_out__key_u64(j, "heap_shrunk_bytes", g->heap_shrunk_bytes);
+	json_out__key_u64(j, "heaps_freed", g->heaps_freed);
+	json_out__key_u64(j, "heap_freed_bytes", g->heap_freed_bytes);
+	json_out__key_u64(j, "sbrk_more", g->sbrk_more);
+	json_out__key_u64(j, "sbrk_more_bytes", g->sbrk_more_bytes);
+	json_out__key_u64(j, "sbrk_less", g->sbrk_less);
+	json_out__key_u64(j, "sbrk_less_bytes", g->sbrk_less_bytes);
+	json_out__key_u64(j, "retries", g->retries);
+	json_out__key_u64(j, "mallopt_calls", g->nmallopt);
+	json_out__key(j, "mallopt");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < g->nmallopt && i < ANALYSIS_MALLOPT_MAX; i++) {
+		const char *name = report_mallopt_name(g->mallopt[i].param);
+
+		json_out__begin_object(j, true);
+		json_out__key_i64(j, "param", g->mallopt[i].param);
+		json_out__key(j, "name");
+		if (name)
+			json_out__string(j, name);
+		else
+			json_out__null(j);
+		json_out__key_i64(j, "value", g->mallopt[i].value);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+	map_sites(j, "arena_sites", g->arena_sites, g->narena_sites, "arenas");
+	json_out__end_object(j);
+}
+
 /* Key "maps": what the calls that map memory did, or null if not traced. */
 static void rss_maps(struct json_out *j, const struct analysis_rss *rs)
 {
@@ -106,39 +186,15 @@ static void rss_maps(struct json_out *j, const struct analysis_rss *rs)
 	json_out__key_u64(j, "allocator_bytes", mp->allocator_bytes);
 	json_out__key_u64(j, "brk_bytes", mp->brk_bytes);
 	json_out__key_u64(j, "madvised_bytes", mp->madvised_bytes);
+	rss_glibc(j, mp);
 	json_out__key(j, "faults");
 	json_out__begin_object(j, false);
 	json_out__key_u64(j, "sample_every", MT_FAULT_EVERY);
 	json_out__key_u64(j, "samples", mp->calls[MT_MAP_FAULT]);
 	json_out__key_u64(j, "bytes", mp->fault_bytes);
-	json_out__key(j, "sites");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < mp->nfault_sites; i++) {
-		const struct analysis_frame *f = mp->fault_sites[i].site;
-
-		json_out__begin_object(j, true);
-		report_json__site_keys(j, f && f->function ? f->function : "[no stack]", f ? f->function : NULL,
-				       f ? f->file : NULL, f ? f->line : 0, f ? f->module : NULL);
-		json_out__key_u64(j, "bytes", mp->fault_sites[i].bytes);
-		json_out__key_u64(j, "samples", mp->fault_sites[i].mappings);
-		json_out__end_object(j);
-	}
-	json_out__end_array(j);
+	map_sites(j, "sites", mp->fault_sites, mp->nfault_sites, "samples");
 	json_out__end_object(j);
-	json_out__key(j, "sites");
-	json_out__begin_array(j, false);
-	for (size_t i = 0; i < mp->nsites; i++) {
-		const struct analysis_map_site *ms = &mp->sites[i];
-		const struct analysis_frame *f = ms->site;
-
-		json_out__begin_object(j, true);
-		report_json__site_keys(j, f && f->function ? f->function : "[no stack]", f ? f->function : NULL,
-				       f ? f->file : NULL, f ? f->line : 0, f ? f->module : NULL);
-		json_out__key_u64(j, "bytes", ms->bytes);
-		json_out__key_u64(j, "mappings", ms->mappings);
-		json_out__end_object(j);
-	}
-	json_out__end_array(j);
+	map_sites(j, "sites", mp->sites, mp->nsites, "mappings");
 	json_out__end_object(j);
 }
 

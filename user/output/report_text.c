@@ -187,6 +187,49 @@ static void print_where(FILE *f, const struct analysis_frame *fr, bool hex, bool
 	fputc('\n', f);
 }
 
+/* --rss: what glibc's own probes of its allocator said, where it has them. */
+static void rss_glibc(FILE *f, const struct analysis_maps *mp)
+{
+	const struct analysis_glibc *g = &mp->glibc;
+	char b[6][32];
+
+	if (!mp->glibc_probed) {
+		fprintf(f, "  glibc's allocator probes (arenas, heaps, trims): not in the target's C library "
+			   "(built without them, as Debian's is)\n");
+		return;
+	}
+	fmt_bytes(b[0], sizeof(b[0]), g->heap_new_bytes);
+	fmt_bytes(b[1], sizeof(b[1]), g->heap_grown_bytes);
+	fmt_bytes(b[2], sizeof(b[2]), g->heap_shrunk_bytes);
+	fmt_bytes(b[3], sizeof(b[3]), g->heap_freed_bytes);
+	fmt_bytes(b[4], sizeof(b[4]), g->sbrk_more_bytes);
+	fmt_bytes(b[5], sizeof(b[5]), g->sbrk_less_bytes);
+	fprintf(f, "  glibc's allocator (its own probes): %" PRIu64 " arena%s made, %" PRIu64 " taken by another thread;\n"
+		   "    the main heap grown %" PRIu64 " time%s by brk (%s), trimmed %" PRIu64 " time%s (%s given back);\n"
+		   "    other arenas' heaps: %" PRIu64 " mapped (%s), grown %" PRIu64 " time%s (%s), shrunk %" PRIu64
+		   " time%s (%s), %" PRIu64 " unmapped (%s);\n"
+		   "    allocations retried in another arena: %" PRIu64 "\n",
+		g->arenas_new, plural(g->arenas_new), g->arenas_reused, g->sbrk_more, plural(g->sbrk_more), b[4],
+		g->sbrk_less, plural(g->sbrk_less), b[5], g->heaps_new, b[0], g->heaps_grown, plural(g->heaps_grown), b[1],
+		g->heaps_shrunk, plural(g->heaps_shrunk), b[2], g->heaps_freed, b[3], g->retries);
+	for (size_t i = 0; i < g->nmallopt && i < ANALYSIS_MALLOPT_MAX; i++) {
+		const char *name = report_mallopt_name(g->mallopt[i].param);
+
+		if (name)
+			fprintf(f, "    mallopt(%s, %" PRId64 ")\n", name, g->mallopt[i].value);
+		else
+			fprintf(f, "    mallopt(%" PRId64 ", %" PRId64 ")\n", g->mallopt[i].param, g->mallopt[i].value);
+	}
+	if (g->nmallopt > ANALYSIS_MALLOPT_MAX)
+		fprintf(f, "    ... and %zu more mallopt calls\n", g->nmallopt - ANALYSIS_MALLOPT_MAX);
+	if (g->narena_sites)
+		fprintf(f, "    arenas made by:\n");
+	for (size_t i = 0; i < g->narena_sites && i < 10; i++) {
+		fprintf(f, "    %10" PRIu64 " arena%s  ", g->arena_sites[i].mappings, plural(g->arena_sites[i].mappings));
+		print_where(f, g->arena_sites[i].site, true, true);
+	}
+}
+
 /* --rss: what the program mapped itself, by site, and what the allocator did. */
 static void rss_maps(FILE *f, const struct analysis_maps *mp)
 {
@@ -211,6 +254,7 @@ static void rss_maps(FILE *f, const struct analysis_maps *mp)
 		   ", madvise %" PRIu64 ")\n",
 		b[0], b[1], b[2], mp->calls[MT_MAP_MMAP], mp->calls[MT_MAP_MUNMAP], mp->calls[MT_MAP_BRK],
 		mp->calls[MT_MAP_MREMAP], mp->calls[MT_MAP_MADVISE]);
+	rss_glibc(f, mp);
 	if (!mp->calls[MT_MAP_FAULT])
 		return;
 	fmt_bytes(b[0], sizeof(b[0]), mp->fault_bytes);

@@ -92,11 +92,18 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 }
 
 /* --rss's programs on the syscalls that map memory. */
-static bool is_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
+/* --rss's programs on the kernel (kretprobes, tracepoints) */
+static bool is_kernel_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
 	return p == s->progs.map_mmap || p == s->progs.map_munmap || p == s->progs.map_brk ||
 	       p == s->progs.map_mremap || p == s->progs.map_madvise || p == s->progs.map_exit ||
 	       p == s->progs.map_fault;
+}
+
+/* ... and with them glibc's probes (uprobes): loaded with --rss only */
+static bool is_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
+{
+	return is_kernel_map_prog(s, p) || p == s->progs.glibc_probe;
 }
 
 /* Programs that run at entry and, in a session, at the return too. */
@@ -140,7 +147,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 			bpf_program__set_log_buf(prog, l->verifier_log[i++], VERIFIER_LOG_BYTES);
 			bpf_program__set_log_level(prog, 4);
 		}
-		if (is_map_prog(l->skel, prog))
+		if (is_kernel_map_prog(l->skel, prog))
 			continue; /* kretprobes, as their section says */
 		if (mode == LOADER_SESSION && is_session_prog(l->skel, prog))
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_SESSION);
@@ -1051,11 +1058,11 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 	return err;
 }
 
-static int attach_marks_multi(struct loader *l, const char *path, uint64_t *offsets,
+static int attach_marks_multi(struct loader *l, struct bpf_program *prog, const char *path, uint64_t *offsets,
 			      uint64_t *cookies, uint64_t *ref_ctrs, uint32_t n)
 {
 	struct uprobe_multi_req req = {
-		.prog_fd = bpf_program__fd(l->skel->progs.mark_hit),
+		.prog_fd = bpf_program__fd(prog),
 		.path = path,
 		.offsets = offsets,
 		.cookies = cookies,
@@ -1070,13 +1077,12 @@ static int attach_marks_multi(struct loader *l, const char *path, uint64_t *offs
 	return remember_link_fd(l, fd);
 }
 
-static int attach_marks_classic(struct loader *l, const char *path, uint64_t *offsets,
+static int attach_marks_classic(struct loader *l, struct bpf_program *prog, const char *path, uint64_t *offsets,
 				uint64_t *cookies, uint64_t *ref_ctrs, uint32_t n)
 {
 	for (uint32_t i = 0; i < n; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cookies[i], .ref_ctr_offset = ref_ctrs[i]);
-		int err = remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.mark_hit,
-									   l->opts.pid, path, offsets[i], &uo));
+		int err = remember_link(l, bpf_program__attach_uprobe_opts(prog, l->opts.pid, path, offsets[i], &uo));
 
 		if (err)
 			return err;
@@ -1084,8 +1090,9 @@ static int attach_marks_classic(struct loader *l, const char *path, uint64_t *of
 	return 0;
 }
 
-int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks,
-			 size_t n)
+/* USDT sites of PATH for PROG, their specs in usdt_specs, all or none. */
+static int attach_usdt(struct loader *l, struct bpf_program *prog, const char *path, const struct loader_mark *marks,
+		       size_t n)
 {
 	uint64_t *offsets = calloc(n ? n : 1, 3 * sizeof(uint64_t));
 	uint64_t *cookies = offsets + n, *ref_ctrs = offsets + 2 * n;
@@ -1109,12 +1116,24 @@ int loader__attach_marks(struct loader *l, const char *path, const struct loader
 		cookies[used++] = (uint64_t)idx << 8 | marks[i].kind;
 	}
 	if (!err && used)
-		err = l->mode == LOADER_CLASSIC ? attach_marks_classic(l, path, offsets, cookies, ref_ctrs, used)
-						: attach_marks_multi(l, path, offsets, cookies, ref_ctrs, used);
+		err = l->mode == LOADER_CLASSIC ? attach_marks_classic(l, prog, path, offsets, cookies, ref_ctrs, used)
+						: attach_marks_multi(l, prog, path, offsets, cookies, ref_ctrs, used);
 	if (err)
 		detach_since(l, keep_links, keep_fds); /* all or nothing: the caller may retry each */
 	free(offsets);
 	return err;
+}
+
+int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks, size_t n)
+{
+	return attach_usdt(l, l->skel->progs.mark_hit, path, marks, n);
+}
+
+int loader__attach_glibc_probes(struct loader *l, const char *path, const struct loader_mark *marks, size_t n)
+{
+	if (!l->opts.trace_maps)
+		return -EINVAL; /* its program is loaded with --rss only */
+	return attach_usdt(l, l->skel->progs.glibc_probe, path, marks, n);
 }
 
 int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset)
@@ -1157,7 +1176,7 @@ int loader__attach_maps(struct loader *l)
 	/* kretprobes on the five syscalls, else (no kprobes in this kernel)
 	 * the return of every syscall */
 	bpf_object__for_each_program(prog, l->skel->obj)
-		if (!err && is_map_prog(l->skel, prog) && prog != l->skel->progs.map_exit &&
+		if (!err && is_kernel_map_prog(l->skel, prog) && prog != l->skel->progs.map_exit &&
 		    prog != l->skel->progs.map_fault)
 			err = remember_link(l, bpf_program__attach(prog));
 	if (err) {

@@ -74,13 +74,18 @@ int loader__attach(struct loader *l, const struct probe_set *ps, const struct pr
 struct loader_mark {
 	uint64_t file_offset;
 	uint64_t sema_offset;         /* 0: none */
-	uint32_t kind;                /* enum mt_mark_kind */
+	uint32_t kind;                /* enum mt_mark_kind (glibc's probes: enum mt_map_call) */
 	struct mt_usdt_spec spec;     /* where its arguments are */
 };
 
 /* Attach the mark sites of the file PATH, all or none. 0 or -errno. */
 int loader__attach_marks(struct loader *l, const char *path, const struct loader_mark *marks,
 			 size_t n);
+
+/* --rss (opts.trace_maps): glibc's probes of its allocator (provider libc,
+ * bpf/maps.bpf.h's glibc_probe) in PATH, all or none; a mark's kind is
+ * then its enum mt_map_call. 0 or -errno. */
+int loader__attach_glibc_probes(struct loader *l, const char *path, const struct loader_mark *marks, size_t n);
 
 /* Watch the dynamic linker's debugger hook at OFFSET in PATH (ld.so). */
 int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset);

@@ -24,6 +24,9 @@ struct mark_finder {
 	int pid;
 	char **files;               /* files whose marks were looked for */
 	size_t nr_files;
+	char **glibc_files;         /* ... whose glibc probes were */
+	size_t nr_glibc_files;
+	size_t nr_glibc;            /* glibc's probe sites attached */
 	size_t nr_marks;            /* mark sites attached */
 	size_t nr_nop5;             /* ... of them on their 5-byte nop */
 	bool nop5;                  /* usdt_probe_nop5(), asked once */
@@ -39,19 +42,25 @@ void mark_finder__on_warning(struct mark_finder *mf, mark_finder_warn_fn fn, voi
 	mf->warn_ctx = ctx;
 }
 
-static void skipped(struct mark_finder *mf, const char *path, const char *name, const char *why)
+static void skipped_of(struct mark_finder *mf, const char *provider, const char *path, const char *name,
+		       const char *why)
 {
 	char msg[512];
 
 	if (!mf->warn)
 		return;
-	snprintf(msg, sizeof(msg), "skipped the USDT probe memtrace:%s in %s: %s; every other probe is attached",
+	snprintf(msg, sizeof(msg), "skipped the USDT probe %s:%s in %s: %s; every other probe is attached", provider,
 		 name, path, why);
 	mf->warn(mf->warn_ctx, msg);
 }
 
 /* The kernel refused the file's sites as one link: attach them one by one,
  * so one bad site costs only itself. */
+static void skipped(struct mark_finder *mf, const char *path, const char *name, const char *why)
+{
+	skipped_of(mf, "memtrace", path, name, why);
+}
+
 static int attach_each(struct mark_finder *mf, struct loader *l, const char *path, const char *file,
 		       const struct loader_mark *marks, const char *const *names, const bool *on_nop5, size_t n,
 		       size_t *done, size_t *done_nop5)
@@ -91,19 +100,144 @@ static uint32_t mark_kind(const char *name)
 	return 0;
 }
 
-static bool looked_for(struct mark_finder *mf, const char *path)
+static bool in_list(char *const *files, size_t n, const char *path)
 {
-	for (size_t i = 0; i < mf->nr_files; i++) {
-		if (!strcmp(mf->files[i], path))
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(files[i], path))
 			return true;
 	}
 	return false;
 }
 
+/* PATH added to the list *FILES of *N (looked at). 0 or -ENOMEM. */
+static int remember(char ***files, size_t *n, const char *path)
+{
+	char **v = realloc(*files, (*n + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	*files = v;
+	if (!(v[*n] = strdup(path)))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+static bool looked_for(struct mark_finder *mf, const char *path)
+{
+	return in_list(mf->files, mf->nr_files, path);
+}
+
+/* glibc's probes of its allocator (malloc/arena.c, malloc/malloc.c) that
+ * --rss records, by the MAP record each one becomes. */
+static const struct {
+	const char *name;
+	uint32_t call; /* enum mt_map_call */
+} glibc_probes[] = {
+	{ "memory_arena_new", MT_MAP_ARENA_NEW },
+	{ "memory_arena_reuse", MT_MAP_ARENA_REUSE },
+	{ "memory_arena_reuse_free_list", MT_MAP_ARENA_REUSE },
+	{ "memory_heap_new", MT_MAP_HEAP_NEW },
+	{ "memory_heap_more", MT_MAP_HEAP_MORE },
+	{ "memory_heap_less", MT_MAP_HEAP_LESS },
+	{ "memory_heap_free", MT_MAP_HEAP_FREE },
+	{ "memory_sbrk_more", MT_MAP_SBRK_MORE },
+	{ "memory_sbrk_less", MT_MAP_SBRK_LESS },
+	{ "memory_mallopt", MT_MAP_MALLOPT },
+	{ "memory_malloc_retry", MT_MAP_RETRY },
+	{ "memory_calloc_retry", MT_MAP_RETRY },
+	{ "memory_realloc_retry", MT_MAP_RETRY },
+	{ "memory_memalign_retry", MT_MAP_RETRY },
+};
+
+static uint32_t glibc_call(const char *name)
+{
+	for (size_t i = 0; i < sizeof(glibc_probes) / sizeof(glibc_probes[0]); i++) {
+		if (!strcmp(name, glibc_probes[i].name))
+			return glibc_probes[i].call;
+	}
+	return 0;
+}
+
+/* The glibc probes of one mapped file, if it has any (provider libc: the
+ * C library, where it was built with them; Debian's is not). Each site its
+ * own link when the file's refuse to go as one. */
+static int attach_glibc_in(struct mark_finder *mf, struct loader *l, const struct procmaps *pm, const char *path)
+{
+	char *file = procmaps__open_path(pm, mf->pid, path);
+	struct usdt_site *sites = NULL;
+	struct loader_mark *marks;
+	size_t n = 0, nr = 0;
+	int err = 0;
+
+	if (!file || remember(&mf->glibc_files, &mf->nr_glibc_files, path)) {
+		free(file);
+		return -ENOMEM;
+	}
+	usdt_sites(file, "libc", &sites, &n); /* not ELF, unreadable: none */
+	marks = calloc(n ? n : 1, sizeof(*marks));
+	for (size_t i = 0; marks && i < n; i++) {
+		uint32_t call = glibc_call(sites[i].name);
+
+		if (!call)
+			continue; /* a probe of another part of the library (setjmp, ...) */
+		if (sites[i].problem) {
+			skipped_of(mf, "libc", path, sites[i].name, sites[i].problem);
+			continue;
+		}
+		marks[nr].file_offset = sites[i].file_offset;
+		marks[nr].sema_offset = sites[i].sema_offset;
+		marks[nr].kind = call;
+		marks[nr++].spec = sites[i].spec;
+	}
+	if (!marks)
+		err = -ENOMEM;
+	else if (nr && loader__attach_glibc_probes(l, file, marks, nr)) {
+		size_t done = 0;
+
+		for (size_t i = 0; i < nr; i++) {
+			err = loader__attach_glibc_probes(l, file, &marks[i], 1);
+			if (err == -ENOMEM)
+				break;
+			if (!err)
+				done++;
+		}
+		if (done < nr) {
+			char why[96];
+
+			snprintf(why, sizeof(why), "the kernel refused %zu of %zu", nr - done, nr);
+			skipped_of(mf, "libc", path, "memory_*", why);
+		}
+		nr = done;
+		err = err == -ENOMEM ? err : 0;
+	}
+	mf->nr_glibc += nr;
+	free(marks);
+	free(sites);
+	free(file);
+	return err;
+}
+
+int mark_finder__attach_glibc(struct mark_finder *mf, struct loader *l, const struct procmaps *pm)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < pm->nr_paths && !err; i++) {
+		if (!in_list(mf->glibc_files, mf->nr_glibc_files, pm->paths[i]))
+			err = attach_glibc_in(mf, l, pm, pm->paths[i]);
+	}
+	return err;
+}
+
+size_t mark_finder__count_glibc(const struct mark_finder *mf)
+{
+	return mf ? mf->nr_glibc : 0;
+}
+
 /* Attach the inproc/memtrace.h marks of one mapped file, if it has any. */
 static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struct procmaps *pm, const char *path)
 {
-	char *file = procmaps__open_path(pm, mf->pid, path), **v;
+	char *file = procmaps__open_path(pm, mf->pid, path);
 	struct loader_mark *marks = NULL;
 	struct usdt_site *sites = NULL;
 	const char **names = NULL;
@@ -112,13 +246,10 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 	uint64_t known;
 	int err;
 
-	v = realloc(mf->files, (mf->nr_files + 1) * sizeof(*v));
-	if (!file || !v) {
+	if (!file || remember(&mf->files, &mf->nr_files, path)) {
 		free(file);
 		return -ENOMEM;
 	}
-	mf->files = v;
-	mf->files[mf->nr_files++] = strdup(path);
 	if (!file_memo__get(file, FILE_MARKS, 0, &known) && !known) {
 		free(file); /* known to have none: most files (libc, the program) */
 		return 0;
@@ -297,6 +428,7 @@ void mark_finder__free(struct mark_finder *mf)
 	if (!mf)
 		return;
 	free_strings(mf->files, mf->nr_files);
+	free_strings(mf->glibc_files, mf->nr_glibc_files);
 	for (size_t i = 0; i < mf->nr_fmaps; i++)
 		free(mf->fmaps[i].path);
 	free(mf->fmaps);

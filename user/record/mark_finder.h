@@ -23,6 +23,14 @@ void mark_finder__on_warning(struct mark_finder *mf, mark_finder_warn_fn fn, voi
 
 /* Attach the marks of the files in PM not looked at yet. 0 or -errno. */
 int mark_finder__attach(struct mark_finder *mf, struct loader *l, const struct procmaps *pm);
+/* --rss: attach glibc's probes of its allocator (provider libc; see
+ * bpf/maps.bpf.h's glibc_probe) in the files of PM not looked at yet; a
+ * malformed site or one the kernel refuses is skipped with a warning.
+ * 0 or -errno. */
+int mark_finder__attach_glibc(struct mark_finder *mf, struct loader *l, const struct procmaps *pm);
+/* glibc's probe sites attached so far. */
+size_t mark_finder__count_glibc(const struct mark_finder *mf);
+
 /* Learn which of PM's files have no marks (file_memo.h), so a process
  * forked from this one skips reading them: the --follow-children
  * supervisor, once per program. The marks of all of them (a file that

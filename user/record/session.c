@@ -671,6 +671,8 @@ static int refresh_modules(struct recording *r)
 	if (!err && !r->o.empty_probes) {
 		probe_new_allocators(r, &now);
 		err = mark_finder__attach(r->marks, r->loader, &now);
+		if (!err && r->o.rss)
+			err = mark_finder__attach_glibc(r->marks, r->loader, &now);
 	}
 	procmaps__free(&now);
 	if (!err) {
@@ -911,7 +913,8 @@ static void fill_meta(struct recording *r, struct trace_meta *meta, struct utsna
 		.hit_entry_ns = (uint64_t)(r->hit_cost.entry_ns + 0.5),
 		.hit_return_ns = (uint64_t)(r->hit_cost.return_ns + 0.5),
 		.flags = (r->o.rss_only ? TRACE_META_NO_HEAP : 0) | (r->o.rss ? TRACE_META_MAPS : 0) |
-			 (r->o.cmd ? 0 : TRACE_META_ATTACHED),
+			 (r->o.cmd ? 0 : TRACE_META_ATTACHED) |
+			 (mark_finder__count_glibc(r->marks) ? TRACE_META_GLIBC_PROBES : 0),
 	};
 
 	uname(u);
@@ -1099,6 +1102,8 @@ static int attach_probes(struct recording *r)
 		err = loader__attach_maps(r->loader);
 		if (err)
 			return fail("failed to trace the calls that map memory for --rss: %s", strerror(-err));
+		if (r->o.rss && (err = mark_finder__attach_glibc(r->marks, r->loader, &r->maps)))
+			return fail("failed to attach the C library's allocator probes for --rss: %s", strerror(-err));
 	}
 	err = start_unwinder(r);
 	return err ? err : calibrate(r);
@@ -1148,19 +1153,22 @@ static void announce(struct recording *r)
 				mark_finder__count_nop5(r->marks), mark_finder__count(r->marks));
 	}
 	/* one write: the recorders of --follow-children share the terminal */
-	char marks[64] = "", line[PATH_MAX + 256];
+	char marks[64] = "", glibc[64] = "", line[PATH_MAX + 256];
+	size_t nglibc = mark_finder__count_glibc(r->marks);
 
 	if (mark_finder__count(r->marks))
 		snprintf(marks, sizeof(marks), ", %zu memtrace.h mark%s", mark_finder__count(r->marks),
 			 mark_finder__count(r->marks) == 1 ? "" : "s");
+	if (nglibc)
+		snprintf(glibc, sizeof(glibc), ", %zu of glibc's allocator probe%s", nglibc, nglibc == 1 ? "" : "s");
 	if (r->o.rss_only)
-		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): --rss=only, no allocator probes%s%s\n",
-			 r->pid, r->comm, r->o.discard_output ? "" : ", writing ",
+		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): --rss=only, no allocator probes%s%s%s\n",
+			 r->pid, r->comm, glibc, r->o.discard_output ? "" : ", writing ",
 			 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
 	else
-		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): %zu probes in %zu module%s%s%s%s\n",
+		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): %zu probes in %zu module%s%s%s%s%s\n",
 			 r->pid, r->comm, r->probes.nr, r->probes.nr_modules, r->probes.nr_modules == 1 ? "" : "s",
-			 marks, r->o.discard_output ? "" : ", writing ",
+			 marks, glibc, r->o.discard_output ? "" : ", writing ",
 			 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
 	fputs(line, stderr);
 }

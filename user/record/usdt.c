@@ -33,33 +33,54 @@ static const struct {
 	{ { "rsp", "esp", "sp", "spl" }, 152 },
 };
 
-int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *imm)
+static int parse_reg(const char *name, uint16_t *reg_off)
 {
-	const char *op = strchr(arg, '@');
-	char *end;
-
-	if (!op)
-		return -EINVAL;
-	op++;
-	if (*op == '$') {
-		*imm = strtoll(op + 1, &end, 0);
-		if (end == op + 1 || *end)
-			return -EINVAL;
-		*kind = MT_USDT_ARG_IMM;
-		return 0;
-	}
-	if (*op != '%')
-		return -EINVAL; /* memory operand */
 	for (size_t i = 0; i < sizeof(regs) / sizeof(regs[0]); i++) {
 		for (int w = 0; w < 4; w++) {
-			if (*regs[i].names[w] && !strcmp(op + 1, regs[i].names[w])) {
-				*kind = MT_USDT_ARG_REG;
+			if (*regs[i].names[w] && !strcmp(name, regs[i].names[w])) {
 				*reg_off = regs[i].off;
 				return 0;
 			}
 		}
 	}
 	return -EINVAL;
+}
+
+int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *imm)
+{
+	const char *op = strchr(arg, '@');
+	char *end, name[8];
+	long width;
+	uint8_t w;
+
+	if (!op)
+		return -EINVAL;
+	width = strtol(arg, &end, 10);
+	if (end != op || (labs(width) != 1 && labs(width) != 2 && labs(width) != 4 && labs(width) != 8))
+		return -EINVAL;
+	w = (uint8_t)((labs(width) == 8 ? 0 : labs(width)) << 4 | (width < 0 ? MT_USDT_SIGNED : 0));
+	op++;
+	*imm = 0;
+	if (*op == '$') {
+		*imm = strtoll(op + 1, &end, 0);
+		if (end == op + 1 || *end)
+			return -EINVAL;
+		*kind = MT_USDT_ARG_IMM | w;
+		return 0;
+	}
+	if (*op == '%') {
+		if (parse_reg(op + 1, reg_off))
+			return -EINVAL;
+		*kind = MT_USDT_ARG_REG | w;
+		return 0;
+	}
+	/* OFFSET(%REG) or (%REG); no index, scale or segment */
+	*imm = strtoll(op, &end, 0);
+	if (end[0] != '(' || end[1] != '%' || sscanf(end + 2, "%7[a-z0-9])", name) != 1 ||
+	    strlen(end + 2) != strlen(name) + 1 || end[2 + strlen(name)] != ')' || parse_reg(name, reg_off))
+		return -EINVAL;
+	*kind = MT_USDT_ARG_MEM | w;
+	return 0;
 }
 
 static int parse_args(const char *args, struct usdt_site *site)

@@ -21,10 +21,12 @@ struct usdt_site {
 
 /*
  * The sites of PROVIDER in the ELF file PATH, with their arguments decoded
- * (registers and constants: inproc/memtrace.h emits no other forms). A
- * malformed note of PROVIDER (a probe outside executable code, a semaphore
- * outside writable data, arguments in memory) is listed with its problem
- * set, so the caller can skip it and say so. *OUT is malloc'ed. 0 (possibly
+ * (registers, constants, and memory at an offset from a register, as
+ * compilers emit for glibc's probes; inproc/memtrace.h emits the first two
+ * only). A malformed note of PROVIDER (a probe outside executable code, a
+ * semaphore outside writable data, an argument of another form, with an
+ * index register, say) is listed with its problem set, so the caller can
+ * skip it and say so. *OUT is malloc'ed. 0 (possibly
  * with *N == 0), or -errno.
  */
 int usdt_sites(const char *path, const char *provider, struct usdt_site **out, size_t *n);
@@ -39,7 +41,10 @@ bool usdt_probe_nop5(void);
 /* Whether the kernel has optimized uprobes, whatever MEMTRACE_MARK_NOP says. */
 bool usdt_kernel_nop5(void);
 
-/* Decode one "SIZE@OPERAND" argument. 0, or -EINVAL for forms not handled. */
+/* Decode one "SIZE@OPERAND" argument (SIZE 1, 2, 4 or 8, negative when
+ * signed; OPERAND %REG, $CONSTANT, or OFFSET(%REG)) into a kind with its
+ * width (memtrace_abi.h's MT_USDT_*), a register and a constant. 0, or
+ * -EINVAL for forms not handled. */
 int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *imm);
 
 #endif /* MEMTRACE_USDT_H */
