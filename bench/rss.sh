@@ -7,8 +7,9 @@
 # probes): BENCH_RSS_REPS (9) reps of one run each, the order alternated, of
 # BENCH_RSS_REQUESTS (500000) requests per test; each rep's own ratio, and
 # their median and quartiles (common.sh's paired).
-# The sys_exit program runs on every syscall's return on the host while
-# recording, so this is its price too. A benchmark, not a test: figures and
+# Where the kernel has no kprobes, the calls that map memory are caught at
+# the target's C library (uprobes on its mmap, munmap, ...), not at the
+# sys_exit tracepoint, which would slow every syscall on the host. A benchmark, not a test: figures and
 # PASS/MISS, non-zero only when something could not run.
 set -u -o pipefail
 

@@ -121,6 +121,83 @@ int BPF_PROG(map_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/* Where the kernel has no kprobes, the C library's own wrappers instead
+ * of the sys_exit tracepoint (which would slow every syscall on the host):
+ * uprobes on mmap, munmap, mremap, madvise and sbrk in the target's libc
+ * (user/record/session.c finds them), the arguments and the stack taken at
+ * entry, the result at return. Only the target's calls through its C
+ * library are seen (not those of a raw syscall). The cookie is the call. */
+struct map_pending {
+	__u64 a0, a1, a2, a3, stack_id;
+	__u32 call; /* 0: nothing pending */
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct map_pending);
+} map_pending SEC(".maps");
+
+SEC("uprobe")
+int BPF_KPROBE(map_wrap_enter)
+{
+	__u64 id = bpf_get_current_pid_tgid(), call = bpf_get_attach_cookie(ctx), ts;
+	struct map_pending *p;
+	__u32 slot;
+
+	if (!trace_maps)
+		return 0;
+	slot = target_slot(id >> 32);
+	if (slot == NO_TARGET ||
+	    !(p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE)))
+		return 0;
+	p->call = 0;
+	if (call == MT_MAP_MADVISE && !madvise_frees(PT_REGS_PARM3(ctx)))
+		return 0;
+	if (call == MT_MAP_BRK && !PT_REGS_PARM1(ctx))
+		return 0; /* sbrk(0): where the break is; nothing changes */
+	p->a0 = PT_REGS_PARM1(ctx);
+	p->a1 = PT_REGS_PARM2(ctx);
+	p->a2 = PT_REGS_PARM3(ctx);
+	p->a3 = PT_REGS_PARM4(ctx); /* rcx: a function's fourth argument (a syscall's is r10) */
+	ts = bpf_ktime_get_ns();
+	p->stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
+			      map_stack(ctx, slot, (__u32)id, ts) : 0;
+	p->call = call;
+	return 0;
+}
+
+SEC("uretprobe")
+int BPF_KRETPROBE(map_wrap_exit)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ret = PT_REGS_RC(ctx), ts;
+	struct map_pending *p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, 0);
+	struct thread_state *st;
+	__u32 slot, call, flags;
+
+	if (!p || !(call = p->call))
+		return 0;
+	p->call = 0;
+	slot = target_slot(id >> 32);
+	if (slot == NO_TARGET)
+		return 0;
+	/* mmap, mremap and sbrk fail with (void *)-1, the others with -1 */
+	if ((call == MT_MAP_MMAP || call == MT_MAP_MREMAP || call == MT_MAP_BRK) ? ret == (__u64)-1 : ret != 0)
+		return 0;
+	ts = bpf_ktime_get_ns();
+	st = thread_state(false);
+	flags = st && st->depth ? MT_MAP_IN_ALLOC : 0;
+	if (call == MT_MAP_BRK) {
+		/* sbrk(INCREMENT) gave the old break: the break was there, and
+		 * is INCREMENT on now (as brk(2)'s records say it) */
+		send_map(slot, id, ts, MT_MAP_BRK, flags, ret, ret, 0, 0, 0, 0);
+		return send_map(slot, id, ts, MT_MAP_BRK, flags, ret + p->a0, ret + p->a0, 0, 0, 0, p->stack_id);
+	}
+	return send_map(slot, id, ts, call, flags, ret, p->a0, p->a1, p->a2, p->a3, p->stack_id);
+}
+
 /* --rss: write faults of the targets, counted per CPU, every
  * MT_FAULT_EVERY-th sent; a write fault is what makes an anonymous page
  * resident (a read of one never written maps the shared zero page). */

@@ -138,6 +138,27 @@ if [ ! -e "$TMP/x.mtrace" ] && grep -q "^memtrace: invalid --rss=often; give --r
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only --budget 5 -p "$$" -o "$TMP/x.mtrace" 2>"$TMP/x.err"
 expect_eq "--rss=only with --budget: refused with status 2" $? 2
 
+# --- how the calls that map memory are caught: kretprobes where the kernel
+# has kprobes; else at the C library's wrappers (no host-wide syscall
+# tracepoint), and for a program without a C library at every syscall's
+# return. The same figures each way: the static program's own mmap count.
+if [ -e /sys/bus/event_source/devices/kprobe/type ] || [ -e /sys/kernel/tracing/kprobe_events ]; then
+	dyn="by kretprobes on the syscalls" static="by kretprobes on the syscalls"
+else
+	dyn="at the C library's wrappers" static="at every syscall's return"
+fi
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -v --rss -o "$TMP/w.mtrace" -- "$PROGS/rss_known" 0 >/dev/null 2>"$TMP/w.err"
+expect_eq "-v: a dynamic program's calls caught $dyn" \
+	"$(grep -c "^memtrace: --rss: the calls that map memory caught $dyn" "$TMP/w.err")" 1
+report_json "$TMP/w.mtrace" "$TMP/w.json"
+expect_eq "... its 32 MiB mmap outside malloc seen" "$(jqr "$TMP/w.json" '.rss.maps.outside_peak_bytes')" $((32 * MiB))
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -v --rss -o "$TMP/s.mtrace" -- "$PROGS/alloc_patterns_static" >/dev/null 2>"$TMP/s.err"
+expect_eq "-v: a static program's calls caught $static" \
+	"$(grep -c "^memtrace: --rss: the calls that map memory caught $static" "$TMP/s.err")" 1
+report_json "$TMP/s.mtrace" "$TMP/s.json"
+n=$(jqr "$TMP/s.json" '.rss.maps.calls.mmap + .rss.maps.calls.brk')
+if [ "${n:-0}" -gt 0 ] 2>/dev/null; then ok "... its map calls seen: $n mmap and brk"; else not_ok "static program: no map calls: $n"; fi
+
 # --- without --rss: nothing sampled
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$TMP/c.mtrace" -- "$PROGS/rss_known" 0 >/dev/null 2>&1
 report_json "$TMP/c.mtrace" "$TMP/c.json"

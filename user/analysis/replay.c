@@ -589,17 +589,11 @@ static void site_add(struct analysis_map_site *sites, size_t *n, const struct an
 static int site_add_grow(struct analysis_map_site **v, size_t *n, size_t *cap, const struct analysis_frame *site,
 			 uint64_t bytes)
 {
-	if (*n == *cap) {
-		size_t c = *cap ? 2 * *cap : 16;
-		struct analysis_map_site *w = realloc(*v, c * sizeof(*w));
+	int err = array_reserve((void **)v, cap, *n + 1, sizeof(**v));
 
-		if (!w)
-			return -ENOMEM;
-		*v = w;
-		*cap = c;
-	}
-	site_add(*v, n, site, bytes);
-	return 0;
+	if (!err)
+		site_add(*v, n, site, bytes);
+	return err;
 }
 
 /* One sampled write fault of BYTES by STACK's site. */
@@ -622,15 +616,8 @@ static int glibc_heap_size(struct replay *r, uint64_t heap, uint64_t size, uint6
 		i++;
 	*before = i < r->nglibc_heaps ? r->glibc_heaps[i].size : 0;
 	if (i == r->nglibc_heaps) {
-		if (i == r->glibc_heaps_cap) {
-			size_t cap = i ? 2 * i : 16;
-			struct glibc_heap *v = realloc(r->glibc_heaps, cap * sizeof(*v));
-
-			if (!v)
-				return -ENOMEM;
-			r->glibc_heaps = v;
-			r->glibc_heaps_cap = cap;
-		}
+		if (array_reserve((void **)&r->glibc_heaps, &r->glibc_heaps_cap, i + 1, sizeof(*r->glibc_heaps)))
+			return -ENOMEM;
 		r->glibc_heaps[r->nglibc_heaps++].heap = heap;
 	}
 	r->glibc_heaps[i].size = size;

@@ -209,6 +209,28 @@ void free_strings(char **v, size_t n)
 	free(v);
 }
 
+bool strings_has(char *const *v, size_t n, const char *s)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (!strcmp(v[i], s))
+			return true;
+	}
+	return false;
+}
+
+int strings_push(char ***v, size_t *n, const char *s)
+{
+	char **w = realloc(*v, (*n + 1) * sizeof(*w)), *c;
+
+	if (!w)
+		return -ENOMEM;
+	*v = w;
+	if (!(c = strdup(s)))
+		return -ENOMEM;
+	w[(*n)++] = c;
+	return 0;
+}
+
 int array_reserve(void **p, size_t *cap, size_t need, size_t elem)
 {
 	size_t ncap = *cap ? *cap : 16;

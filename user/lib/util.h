@@ -2,6 +2,7 @@
 #ifndef MEMTRACE_UTIL_H
 #define MEMTRACE_UTIL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -41,6 +42,11 @@ char *join_args(char *const *argv);
 /* PATH as memtrace can open it: through /proc/PID/root, malloc'ed. */
 char *root_path(int pid, const char *path);
 void free_strings(char **v, size_t n);
+/* Whether S is among the N strings of V. */
+bool strings_has(char *const *v, size_t n, const char *s);
+/* A copy of S added to the list *V of *N strings (freed by free_strings).
+ * 0 or -ENOMEM (the list unchanged). */
+int strings_push(char ***v, size_t *n, const char *s);
 
 /* The one growable array: make room for NEED elements of ELEM bytes in *P,
  * whose capacity *CAP doubles as needed. 0 or -ENOMEM (*P untouched). */

@@ -34,6 +34,8 @@ struct loader_shared {
 	pthread_mutex_t lock; /* process-shared */
 	uint64_t rows_used;
 	uint32_t nr_specs;    /* USDT argument specs in use */
+	uint32_t maps_tier;   /* --rss: how the calls that map memory are caught (enum maps_tier) */
+	uint32_t maps_wrapped; /* ... C libraries probed for it (MAPS_WRAPPERS) */
 	uint32_t nr_mods;
 	struct shared_module {
 		uint8_t build_id[32];
@@ -41,6 +43,12 @@ struct loader_shared {
 		uint32_t first_row, nr_rows, flags;
 	} mods[SHARED_MODULES];
 };
+enum maps_tier {
+	MAPS_KRETPROBES, /* on the five syscalls' functions */
+	MAPS_WRAPPERS,   /* no kprobes: at each target's C library (loader__attach_map_wrappers) */
+	MAPS_SYS_EXIT,   /* no kprobes, a target without a C library: every syscall's return */
+};
+
 struct fd_list {
 	int *v;
 	size_t nr, cap;
@@ -103,7 +111,8 @@ static bool is_kernel_map_prog(const struct memtrace_bpf *s, const struct bpf_pr
 /* ... and with them glibc's probes (uprobes): loaded with --rss only */
 static bool is_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
-	return is_kernel_map_prog(s, p) || p == s->progs.glibc_probe;
+	return is_kernel_map_prog(s, p) || p == s->progs.glibc_probe || p == s->progs.map_wrap_enter ||
+	       p == s->progs.map_wrap_exit;
 }
 
 /* Programs that run at entry and, in a session, at the return too. */
@@ -1174,7 +1183,7 @@ int loader__attach_maps(struct loader *l)
 	if (!l->owns_skel || !l->opts.trace_maps)
 		return 0;
 	/* kretprobes on the five syscalls, else (no kprobes in this kernel)
-	 * the return of every syscall */
+	 * each target's C library's wrappers, which its recorder attaches */
 	bpf_object__for_each_program(prog, l->skel->obj)
 		if (!err && is_kernel_map_prog(l->skel, prog) && prog != l->skel->progs.map_exit &&
 		    prog != l->skel->progs.map_fault)
@@ -1182,11 +1191,88 @@ int loader__attach_maps(struct loader *l)
 	if (err) {
 		while (l->nr_links > keep)
 			bpf_link__destroy(l->links[--l->nr_links]);
-		err = remember_link(l, bpf_program__attach(l->skel->progs.map_exit));
+		__atomic_store_n(&l->shared->maps_tier, MAPS_WRAPPERS, __ATOMIC_SEQ_CST);
+		err = 0;
 	}
 	/* write faults by stack: x86's tracepoint; without it, none */
 	if (!err && remember_link(l, bpf_program__attach(l->skel->progs.map_fault)))
 		l->no_faults = true;
+	return err;
+}
+
+bool loader__maps_by_wrappers(struct loader *l)
+{
+	return l->opts.trace_maps && __atomic_load_n(&l->shared->maps_tier, __ATOMIC_SEQ_CST) == MAPS_WRAPPERS;
+}
+
+int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64_t *offsets, const uint32_t *calls,
+				size_t n)
+{
+	size_t keep_links = l->nr_links, keep_fds = l->fds.nr;
+	uint64_t cookies[8];
+	int err = 0;
+
+	if (!loader__maps_by_wrappers(l) || n > sizeof(cookies) / sizeof(cookies[0]))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		cookies[i] = calls[i];
+	if (l->mode != LOADER_CLASSIC) {
+		/* the return first: an entry's pending call never outlives it */
+		struct uprobe_multi_req req = {
+			.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_exit),
+			.path = path, .offsets = offsets, .cnt = (uint32_t)n, .pid = l->opts.pid, .ret = true,
+		};
+		int fd = uprobe_multi__attach(&req);
+
+		err = fd < 0 ? fd : remember_link_fd(l, fd);
+		if (!err) {
+			req.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_enter);
+			req.cookies = cookies;
+			req.ret = false;
+			fd = uprobe_multi__attach(&req);
+			err = fd < 0 ? fd : remember_link_fd(l, fd);
+		}
+	} else {
+		for (size_t i = 0; i < n && !err; i++) {
+			LIBBPF_OPTS(bpf_uprobe_opts, ret, .retprobe = true);
+			LIBBPF_OPTS(bpf_uprobe_opts, entry, .bpf_cookie = cookies[i]);
+
+			err = remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.map_wrap_exit, l->opts.pid,
+									       path, offsets[i], &ret));
+			if (!err)
+				err = remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.map_wrap_enter,
+										       l->opts.pid, path, offsets[i], &entry));
+		}
+	}
+	if (err)
+		detach_since(l, keep_links, keep_fds);
+	else
+		__atomic_fetch_add(&l->shared->maps_wrapped, 1, __ATOMIC_SEQ_CST);
+	return err;
+}
+
+const char *loader__maps_how(struct loader *l)
+{
+	switch (__atomic_load_n(&l->shared->maps_tier, __ATOMIC_SEQ_CST)) {
+	case MAPS_WRAPPERS:
+		return "at the C library's wrappers (no kprobes in this kernel)";
+	case MAPS_SYS_EXIT:
+		return "at every syscall's return (no kprobes in this kernel, no C library in the target)";
+	}
+	return "by kretprobes on the syscalls";
+}
+
+int loader__attach_maps_exit(struct loader *l)
+{
+	int err;
+
+	if (!l->owns_skel || !loader__maps_by_wrappers(l))
+		return -EINVAL;
+	if (__atomic_load_n(&l->shared->maps_wrapped, __ATOMIC_SEQ_CST))
+		return -EBUSY; /* its targets' calls would be counted twice */
+	err = remember_link(l, bpf_program__attach(l->skel->progs.map_exit));
+	if (!err)
+		__atomic_store_n(&l->shared->maps_tier, MAPS_SYS_EXIT, __ATOMIC_SEQ_CST);
 	return err;
 }
 

@@ -96,6 +96,19 @@ int loader__attach_thread_names(struct loader *l);
 /* --rss (opts.trace_maps): the syscalls that map memory, for every target
  * of the object; once per object, by the handle that loaded it. */
 int loader__attach_maps(struct loader *l);
+/* --rss on a kernel without kprobes: whether the calls that map memory
+ * are to be caught at each target's C library (user/record/map_wrappers.h),
+ * and the probes of one: entry and return on N functions at OFFSETS of
+ * PATH, CALLS their enum mt_map_call (at most 8), all or none. Or, for a
+ * target without one, the sys_exit tracepoint for every target of the
+ * object from then on (the handle that loaded it only). 0 or -errno. */
+bool loader__maps_by_wrappers(struct loader *l);
+int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64_t *offsets, const uint32_t *calls,
+				size_t n);
+int loader__attach_maps_exit(struct loader *l);
+/* How they are caught, in words (record -v). */
+const char *loader__maps_how(struct loader *l);
+
 /* Whether the link map changed (dlopen, dlclose) since the last call. */
 bool loader__link_map_changed(struct loader *l);
 

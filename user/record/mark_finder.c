@@ -100,32 +100,9 @@ static uint32_t mark_kind(const char *name)
 	return 0;
 }
 
-static bool in_list(char *const *files, size_t n, const char *path)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (!strcmp(files[i], path))
-			return true;
-	}
-	return false;
-}
-
-/* PATH added to the list *FILES of *N (looked at). 0 or -ENOMEM. */
-static int remember(char ***files, size_t *n, const char *path)
-{
-	char **v = realloc(*files, (*n + 1) * sizeof(*v));
-
-	if (!v)
-		return -ENOMEM;
-	*files = v;
-	if (!(v[*n] = strdup(path)))
-		return -ENOMEM;
-	(*n)++;
-	return 0;
-}
-
 static bool looked_for(struct mark_finder *mf, const char *path)
 {
-	return in_list(mf->files, mf->nr_files, path);
+	return strings_has(mf->files, mf->nr_files, path);
 }
 
 /* glibc's probes of its allocator (malloc/arena.c, malloc/malloc.c) that
@@ -170,7 +147,7 @@ static int attach_glibc_in(struct mark_finder *mf, struct loader *l, const struc
 	size_t n = 0, nr = 0;
 	int err = 0;
 
-	if (!file || remember(&mf->glibc_files, &mf->nr_glibc_files, path)) {
+	if (!file || strings_push(&mf->glibc_files, &mf->nr_glibc_files, path)) {
 		free(file);
 		return -ENOMEM;
 	}
@@ -223,7 +200,7 @@ int mark_finder__attach_glibc(struct mark_finder *mf, struct loader *l, const st
 	int err = 0;
 
 	for (size_t i = 0; i < pm->nr_paths && !err; i++) {
-		if (!in_list(mf->glibc_files, mf->nr_glibc_files, pm->paths[i]))
+		if (!strings_has(mf->glibc_files, mf->nr_glibc_files, pm->paths[i]))
 			err = attach_glibc_in(mf, l, pm, pm->paths[i]);
 	}
 	return err;
@@ -246,7 +223,7 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 	uint64_t known;
 	int err;
 
-	if (!file || remember(&mf->files, &mf->nr_files, path)) {
+	if (!file || strings_push(&mf->files, &mf->nr_files, path)) {
 		free(file);
 		return -ENOMEM;
 	}

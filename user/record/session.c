@@ -18,6 +18,7 @@
 #include "record_setup.h"
 #include "procmaps.h"
 #include "rss.h"
+#include "map_wrappers.h"
 #include "symbolizer.h"
 #include "trace_writer.h"
 #include "unwinder.h"
@@ -72,6 +73,8 @@ struct recording {
 	struct probe_set probes;
 	struct symbolizer *warm_symbols; /* a copy of the binding's, its files loaded: ours */
 	struct mark_finder *marks;  /* inproc/memtrace.h marks in the target's files */
+	struct map_wrappers wrappers; /* --rss without kprobes: the C libraries probed for the calls that map memory */
+	bool maps_exit_tried;       /* ... or the sys_exit tracepoint asked for (a target without one) */
 	struct unwinder *unwinder;  /* unwind tables for the BPF stack walker */
 	char **alloc_files;         /* files looked at for allocator functions */
 	size_t nr_alloc_files;
@@ -347,18 +350,9 @@ static char **candidate_files(struct recording *r, size_t *n)
 /* Whether PATH was looked at for allocator functions; from now on it has. */
 static bool alloc_file_seen(struct recording *r, const char *path)
 {
-	char **v;
-
-	for (size_t i = 0; i < r->nr_alloc_files; i++) {
-		if (!strcmp(r->alloc_files[i], path))
-			return true;
-	}
-	v = realloc(r->alloc_files, (r->nr_alloc_files + 1) * sizeof(*v));
-	if (v) {
-		r->alloc_files = v;
-		if ((v[r->nr_alloc_files] = strdup(path)))
-			r->nr_alloc_files++;
-	}
+	if (strings_has(r->alloc_files, r->nr_alloc_files, path))
+		return true;
+	strings_push(&r->alloc_files, &r->nr_alloc_files, path); /* out of memory: looked at again */
 	return false;
 }
 
@@ -648,6 +642,28 @@ static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 	}
 }
 
+/* --rss: what the C library of PM's files offers: glibc's allocator
+ * probes, and where the kernel has no kprobes, its wrappers of the calls
+ * that map memory (a program with no C library at all: the sys_exit
+ * tracepoint, or nothing with a warning). 0 or -errno. */
+static int attach_map_calls(struct recording *r, const struct procmaps *pm)
+{
+	int err = mark_finder__attach_glibc(r->marks, r->loader, pm);
+
+	if (err || !loader__maps_by_wrappers(r->loader))
+		return err;
+	if ((err = map_wrappers__attach(&r->wrappers, r->loader, pm, r->pid)))
+		return err;
+	if (!r->wrappers.nr_libs && !r->maps_exit_tried && map_wrappers__none_possible(pm)) {
+		r->maps_exit_tried = true;
+		err = loader__attach_maps_exit(r->loader);
+		if (err)
+			fprintf(stderr, "memtrace: warning: PID %d's calls that map memory are not traced: this kernel has no "
+					"kprobes and the program no C library (%s)\n", r->pid, strerror(-err));
+	}
+	return 0;
+}
+
 /* Every FLUSH_NS, at a dlopen and at the end. Unless a file-backed mapping
  * changed, nothing is read: reading every module for its build-id four
  * times a second cost a traced redis-server several percent of its
@@ -672,7 +688,7 @@ static int refresh_modules(struct recording *r)
 		probe_new_allocators(r, &now);
 		err = mark_finder__attach(r->marks, r->loader, &now);
 		if (!err && r->o.rss)
-			err = mark_finder__attach_glibc(r->marks, r->loader, &now);
+			err = attach_map_calls(r, &now);
 	}
 	procmaps__free(&now);
 	if (!err) {
@@ -1102,8 +1118,8 @@ static int attach_probes(struct recording *r)
 		err = loader__attach_maps(r->loader);
 		if (err)
 			return fail("failed to trace the calls that map memory for --rss: %s", strerror(-err));
-		if (r->o.rss && (err = mark_finder__attach_glibc(r->marks, r->loader, &r->maps)))
-			return fail("failed to attach the C library's allocator probes for --rss: %s", strerror(-err));
+		if (r->o.rss && (err = attach_map_calls(r, &r->maps)))
+			return fail("failed to attach to the C library for --rss: %s", strerror(-err));
 	}
 	err = start_unwinder(r);
 	return err ? err : calibrate(r);
@@ -1146,6 +1162,8 @@ static void announce(struct recording *r)
 		uint64_t usec = loader__verify_usec(r->loader, &insns);
 
 		fprintf(stderr, "memtrace: attached with %s\n", mode_name(loader__mode(r->loader)));
+		if (r->o.rss)
+			fprintf(stderr, "memtrace: --rss: the calls that map memory caught %s\n", loader__maps_how(r->loader));
 		fprintf(stderr, "memtrace: BPF programs verified in %.1f ms (%u instructions processed)\n",
 			usec / 1000.0, insns);
 		if (mark_finder__count(r->marks))
@@ -1557,6 +1575,7 @@ static void cleanup(struct recording *r, bool failed)
 	procmaps__free(&r->maps);
 	module_set__free(&r->modules);
 	mark_finder__free(r->marks);
+	map_wrappers__free(&r->wrappers);
 	unwinder__free(r->unwinder);
 	free_strings(r->alloc_files, r->nr_alloc_files);
 	if (failed && (r->child.traced || r->child.go_fd >= 0))
