@@ -26,6 +26,8 @@ struct sim {
 	double rate;        /* allocator calls per ns of the target's time, if traced */
 	double cost;        /* what the probes took, priced as the controller prices it */
 	uint64_t live_ns, windows, cuts;
+	uint64_t own_per_window; /* the recorder's CPU time for each window (attach, detach, events) */
+	double busy;             /* the host's busy share (1: saturated) */
 };
 
 /* One ms of the target: it makes allocator calls at RATE while untraced,
@@ -51,6 +53,8 @@ static void run_ms(struct sim *m)
 	m->s.entries += (uint64_t)e;
 	m->s.returns += (uint64_t)r;
 	m->s.target_cpu_ns += MS;
+	m->s.host_ticks += 1000;
+	m->s.host_idle_ticks += (uint64_t)(1000 * (1 - m->busy));
 	m->cost += e * m->b.trap.entry_ns + r * m->b.trap.return_ns + (e + r) * m->b.prog_ns_per_hit;
 	m->now += MS;
 	if (m->allocs)
@@ -63,6 +67,7 @@ static void step(struct sim *m)
 	case BUDGET_OPEN:
 		m->allocs = m->frees = true;
 		m->windows++;
+		m->s.own_cpu_ns += m->own_per_window;
 		break;
 	case BUDGET_CLOSE:
 		if (m->now < m->b.since_ns) /* never: since is now */
@@ -82,7 +87,8 @@ static void sim_init(struct sim *m, double pct, double rate)
 {
 	struct budget_cost c = { .entry_ns = 5000, .return_ns = 1300 };
 
-	*m = (struct sim){ .now = 1000 * MS, .rate = rate };
+	*m = (struct sim){ .now = 1000 * MS, .rate = rate, .busy = 1 };
+	m->s.host_ticks = 1000; /* the host's CPU time read from the start */
 	budget__init(&m->b, pct, &c, 1, m->now, &m->s);
 }
 
@@ -157,12 +163,61 @@ static void test_idle_target(void **state)
 	print_message("idle target: %llu windows in 10 s\n", (unsigned long long)m.windows);
 }
 
+/* The recorder's own CPU time, charged by how busy the host was. */
+static void test_own_cost(void **state)
+{
+	struct budget_sample a = { .own_cpu_ns = 1000, .host_ticks = 100, .host_idle_ticks = 50 };
+	struct budget_sample b = { .own_cpu_ns = 3000, .host_ticks = 200, .host_idle_ticks = 50 };
+
+	(void)state;
+	assert_true(budget__own_cost(&a, &b) == 2000); /* saturated: all of it */
+	b.host_idle_ticks = 100;
+	assert_true(budget__own_cost(&a, &b) == 1000); /* half idle: half */
+	b.host_idle_ticks = 150;
+	assert_true(budget__own_cost(&a, &b) == 0);    /* idle: none */
+	b.host_ticks = 0;
+	assert_true(budget__own_cost(&a, &b) == 2000); /* unknown: all */
+	b.own_cpu_ns = 500;
+	assert_true(budget__own_cost(&a, &b) == 0);    /* a clock that went back: none */
+}
+
+/* A recorder that spends 2 ms of CPU a window: on a saturated host the
+ * windows thin out so that the probes and the recorder together stay
+ * within the budget; on an idle host it is not charged. */
+static void test_recorder_charged(void **state)
+{
+	struct sim busy, idle;
+	double share;
+
+	(void)state;
+	sim_init(&busy, 5, 1e-4);
+	busy.own_per_window = 2 * MS;
+	busy.busy = 1;
+	sim_init(&idle, 5, 1e-4);
+	idle.own_per_window = 2 * MS;
+	idle.busy = 0;
+	for (int t = 0; t < 60000; t++) {
+		step(&busy);
+		step(&idle);
+	}
+	share = (busy.cost + (double)busy.windows * 2 * MS) / (60000.0 * MS - busy.cost);
+	assert_true(share <= 0.05 * 1.05);
+	assert_true(busy.b.own_cost_ns > 0);
+	assert_true(idle.b.own_cost_ns == 0);
+	assert_true(busy.windows < idle.windows);
+	print_message("2 ms of the recorder a window: %llu windows on a saturated host, %llu on an idle one; "
+		      "%.2f%% of the work on the saturated one\n",
+		      (unsigned long long)busy.windows, (unsigned long long)idle.windows, 100 * share);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_steady_within_budget),
 		cmocka_unit_test(test_burst_cuts_the_window),
 		cmocka_unit_test(test_idle_target),
+		cmocka_unit_test(test_own_cost),
+		cmocka_unit_test(test_recorder_charged),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -36,7 +36,17 @@ void budget__init(struct budget *b, double pct, const struct budget_cost *trap, 
 	 * backend per connection) is seen half the time, and its start-up,
 	 * dense in allocations, is not always what the first window sees. */
 	b->next_ns = now_ns + (now_ns * 2654435761ULL >> 7) % BUDGET_START_NS;
-	b->at = b->cycle_at = *s;
+	b->at = b->cycle_at = b->own_at = *s;
+}
+
+double budget__own_cost(const struct budget_sample *from, const struct budget_sample *to)
+{
+	double own = to->own_cpu_ns > from->own_cpu_ns ? (double)(to->own_cpu_ns - from->own_cpu_ns) : 0;
+	double all = (double)(to->host_ticks - from->host_ticks), idle = (double)(to->host_idle_ticks - from->host_idle_ticks);
+
+	if (!to->host_ticks || !from->host_ticks || all <= 0)
+		return own; /* the host's load unknown: all of it */
+	return own * clamp(1 - idle / all, 0, 1);
 }
 
 double budget__price(const struct budget *b, const struct budget_sample *from, const struct budget_sample *to)
@@ -120,11 +130,16 @@ static enum budget_action close_window(struct budget *b, uint64_t now_ns, const 
 static enum budget_action end_tail(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
 {
 	uint64_t t = now_ns > b->since_ns ? now_ns - b->since_ns : 1;
-	double tail_cost = budget__price(b, &b->at, s), cycle_cost, min_period;
+	double tail_cost = budget__price(b, &b->at, s), cycle_cost, min_period, own;
 
 	b->phi_tail = ewma(b->phi_tail, tail_cost / (double)t);
 	b->tail_ns += t;
-	cycle_cost = b->window_cost_ns + tail_cost;
+	/* what the recorder did for the cycle (attach, counters, detach),
+	 * since the last one ended: the target's loss where the host is busy */
+	own = budget__own_cost(&b->own_at, s);
+	b->own_at = *s;
+	b->own_cost_ns += own;
+	cycle_cost = b->window_cost_ns + tail_cost + own;
 	b->cost_ns += cycle_cost;
 	/* The next window opens once the target's work since this one began
 	 * has paid for this cycle and for what an earlier one overspent

@@ -32,7 +32,7 @@
 #define BUDGET_MIN_PERIOD_NS (50 * 1000 * 1000ULL)   /* windows at most 20 a second: each attach costs */
 #define BUDGET_DEAR_PERIOD_NS (100 * 1000 * 1000ULL) /* what dear windows shrink towards */
 #define BUDGET_LOOK_NS (100 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
-#define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (attach, detach) */
+#define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (the kernel's attach and detach) */
 
 /* What one probe hit costs the target on this host, calibrated. */
 struct budget_cost {
@@ -45,6 +45,12 @@ struct budget_sample {
 	uint64_t entries, returns; /* probe hits (loader__hits) */
 	uint64_t prog_ns, prog_runs; /* the BPF programs' run time and runs; 0 runs: not measured */
 	uint64_t target_cpu_ns;    /* the target's CPU time (utime + stime) */
+	/* the recorder's own work for this target (its recording thread and
+	 * the threads that detach probes), and the host's CPU time, all and
+	 * idle (/proc/stat): on a busy host the recorder's CPU is the
+	 * target's loss, on an idle one it is not. 0: not read. */
+	uint64_t own_cpu_ns;
+	uint64_t host_ticks, host_idle_ticks;
 };
 
 enum budget_action {
@@ -73,12 +79,14 @@ struct budget {
 	struct budget_sample at; /* counters at the state's start */
 	struct budget_sample cycle_at; /* ... at the cycle's start */
 	double window_cost_ns;   /* the last window's, priced */
+	struct budget_sample own_at; /* counters at the last cycle's end: the recorder's work since */
+	double own_cost_ns;      /* of cost_ns: the recorder's own CPU time, as the host's load charges it */
 	/* totals, for the trace and the report */
 	uint64_t windows;
 	uint64_t live_ns;        /* allocations taken, summed */
 	uint64_t tail_ns;        /* frees only, summed */
 	uint64_t cut_windows;    /* ended early by a burst */
-	double cost_ns;          /* priced, summed */
+	double cost_ns;          /* priced, summed (the recorder's own share too) */
 };
 
 /* PCT in (0, 100]; MAX_CPU: cores the target may use (the host's). */
@@ -93,5 +101,8 @@ void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample 
 uint64_t budget__next_ns(const struct budget *b);
 /* What a span's hits cost the target, in ns. */
 double budget__price(const struct budget *b, const struct budget_sample *from, const struct budget_sample *to);
+/* The recorder's own CPU time between FROM and TO, charged by the share of
+ * the host's CPU time that was busy (all of it if the host's is unknown). */
+double budget__own_cost(const struct budget_sample *from, const struct budget_sample *to);
 
 #endif /* MEMTRACE_BUDGET_H */

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "loader.h"
 #include "uprobe_multi.h"
+#include "util.h"
 #include "memtrace.skel.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
@@ -77,6 +78,7 @@ struct loader {
 	struct fd_list win[LOADER_NR_GROUPS];
 	int stats_fd;            /* BPF_ENABLE_STATS while windows run; 0: none */
 	int closing;             /* link closes in flight (closer threads), atomic */
+	uint64_t closer_cpu_ns;  /* CPU time the closer threads used, atomic */
 	bool said_inline_close;  /* a closer thread could not start: said once */
 	int *spare_fds;          /* rings made ahead for the next added target (a CPU each), or NULL */
 	uint64_t spare_bytes;    /* ... of this size each */
@@ -889,9 +891,16 @@ static void *close_link(void *arg)
 	struct closing *c = arg;
 
 	close(c->fd);
+	/* what the close cost (removing the breakpoints), for --budget */
+	__atomic_fetch_add(&c->l->closer_cpu_ns, now_ns(CLOCK_THREAD_CPUTIME_ID), __ATOMIC_SEQ_CST);
 	__atomic_fetch_sub(&c->l->closing, 1, __ATOMIC_SEQ_CST);
 	free(c);
 	return NULL;
+}
+
+uint64_t loader__closer_cpu_ns(struct loader *l)
+{
+	return __atomic_load_n(&l->closer_cpu_ns, __ATOMIC_SEQ_CST);
 }
 
 static void close_later(struct loader *l, struct fd_list *f)

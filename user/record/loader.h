@@ -151,6 +151,8 @@ enum loader_group { LOADER_ALLOCS, LOADER_FREES, LOADER_ALL, LOADER_NR_GROUPS = 
 int loader__window_attach(struct loader *l, enum loader_group group, const struct probe **failed);
 void loader__window_detach(struct loader *l, enum loader_group group);
 void loader__window_allocs(struct loader *l, bool open);
+/* CPU time the threads that detached window probes used so far, in ns. */
+uint64_t loader__closer_cpu_ns(struct loader *l);
 /* Probe hits of this handle's process since it was added (windowed objects). */
 int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns);
 /* The kernel's run-time statistics of BPF programs, on from now until close;

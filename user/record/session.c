@@ -1444,10 +1444,12 @@ static void announce_windows(struct recording *r)
 	double wall = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 1;
 
 	fprintf(stderr, "memtrace: --budget %g%%: allocations traced %.2f%% of the time in %llu window%s "
-			"(%llu cut short by a burst), frees %.2f%% more; probes cost the target about %.2f%% of its work\n",
+			"(%llu cut short by a burst), frees %.2f%% more; memtrace cost the target about %.2f%% of its "
+			"work (the probes %.2f%%, the recorder's CPU on a busy host %.2f%%)\n",
 		r->o.budget, 100.0 * (double)b->live_ns / wall, (unsigned long long)b->windows,
 		b->windows == 1 ? "" : "s", (unsigned long long)b->cut_windows, 100.0 * (double)b->tail_ns / wall,
-		100.0 * b->cost_ns / (b->cpu * wall));
+		100.0 * b->cost_ns / (b->cpu * wall), 100.0 * (b->cost_ns - b->own_cost_ns) / (b->cpu * wall),
+		100.0 * b->own_cost_ns / (b->cpu * wall));
 }
 
 /* Stop the probes, take what is still in the rings, then close the trace

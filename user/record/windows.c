@@ -167,6 +167,29 @@ static uint64_t target_cpu_ns(int fd)
 	return (utime + stime) * (1000000000ULL / (uint64_t)hz);
 }
 
+/* The host's CPU time, all and idle (with iowait), in clock ticks, from
+ * /proc/stat's first line; 0 if unreadable. */
+static void host_ticks(uint64_t *all, uint64_t *idle)
+{
+	unsigned long long v[10] = { 0 };
+	char buf[256];
+	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+	ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+
+	if (fd >= 0)
+		close(fd);
+	*all = *idle = 0;
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	if (sscanf(buf, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
+		   &v[7]) != 8)
+		return;
+	for (int i = 0; i < 8; i++)
+		*all += v[i];
+	*idle = v[3] + v[4];
+}
+
 /* The counters now; LIGHT: the probe hits only (a live window's check for a
  * burst, every millisecond), which the controller prices by its estimate. */
 static void sample_as(struct windows *w, struct budget_sample *s, bool light)
@@ -175,6 +198,10 @@ static void sample_as(struct windows *w, struct budget_sample *s, bool light)
 	loader__hits(w->l, &s->entries, &s->returns);
 	if (light)
 		return;
+	/* the recorder's work for this target: the thread that steps its
+	 * windows (in the agent, one of several) and its closers */
+	s->own_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) + loader__closer_cpu_ns(w->l);
+	host_ticks(&s->host_ticks, &s->host_idle_ticks);
 	if (w->stats)
 		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
 	s->target_cpu_ns = target_runtime_ns(w->task_fd);
