@@ -244,8 +244,7 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
  * the work left is a small difference of large figures. Each window its
  * own: an idle window (a timer, connections arriving) is not slowed, a busy
  * one is, and one slowdown for both would make a window that caught a few
- * connections stand for seconds of them. And never more than the probes'
- * share of the window's run time can explain (below). */
+ * connections stand for seconds of them. */
 static double window_weight(const struct window_span *s, uint64_t next, uint64_t run_next)
 {
 	uint64_t live = s->end > s->begin ? s->end - s->begin : 1;
@@ -262,14 +261,6 @@ static double window_weight(const struct window_span *s, uint64_t next, uint64_t
 		rate_live = run_live * (1 - phi_live) / (double)live;
 		rate_off = run_off * (1 - phi_off) / (all - (double)live);
 		slow = rate_live > 0 ? rate_off / rate_live : 1;
-		/* The probes cannot have slowed the window's work more than the
-		 * share of its run time they took: a window that fell in a quiet
-		 * phase (redis accepting connections between benchmark runs) is
-		 * not slower for the busy phase after it. Uncapped, such a window
-		 * stood for 50 times its share and its few allocations for a
-		 * tenth of the heap's. */
-		if (slow > 1 / (1 - phi_live))
-			slow = 1 / (1 - phi_live);
 		if (getenv("MEMTRACE_DEBUG_BUDGET"))
 			fprintf(stderr, "weight: live %.2f ms run %.2f cost %.2f | off %.2f ms run %.2f tail cost %.2f | "
 					"slower %.2f\n", live / 1e6, run_live / 1e6, s->cost_live / 1e6,
