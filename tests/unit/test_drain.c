@@ -22,7 +22,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#define MAX_SEEN 64
+#define MAX_SEEN 256
 
 struct seen {
 	struct trace_event events[MAX_SEEN];
@@ -208,6 +208,45 @@ static void test_bursts(void **state)
 	print_message("bursts of 100000, 300 and 40000 events: all 140300 written, in time order\n");
 }
 
+/* Runs merged as they are handed on: equal times keep their arrival order
+ * (the earlier ring's first), what is not due stays for the next flush as
+ * runs of its own, and more runs than are merged at once (many CPUs) are
+ * sorted first, with the same result. */
+static void test_runs_held_and_ties(void **state)
+{
+	struct fixture *f = *state;
+	const size_t runs[] = { 3, 20 }; /* a few CPUs; more than MERGE_RUNS */
+	uint64_t ptr = 0x100000, base = 1000;
+	size_t total = 0;
+
+	for (size_t r = 0; r < 2; r++) {
+		/* each ring: times base, base + 10, ... (every ring the same times:
+		 * ties across rings), pointers in arrival order */
+		for (size_t c = 0; c < runs[r]; c++) {
+			for (uint64_t i = 0; i < 5; i++)
+				alloc(f->d, (uint32_t)c + 1, base + i * 10, ptr++ * 16, 0);
+		}
+		assert_int_equal(drain__flush(f->d, base + 25), 0); /* times +0, +10, +20 of every ring */
+		assert_int_equal(drain__events(f->d), total + 3 * runs[r]);
+		for (size_t c = 0; c < runs[r]; c++) /* a late ring, after what was held */
+			alloc(f->d, 100, base + 30, ptr++ * 16, 0);
+		assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+		total += 6 * runs[r];
+		assert_int_equal(drain__events(f->d), total);
+		base += 1000;
+	}
+	read_back(f);
+	assert_int_equal(f->seen.nevents, total);
+	assert_int_equal(f->seen.out_of_order, 0);
+	/* among equal times, pointers rise: arrival order kept */
+	for (size_t i = 1; i < f->seen.nevents; i++) {
+		if (f->seen.events[i].ts == f->seen.events[i - 1].ts)
+			assert_true(f->seen.events[i].ptr > f->seen.events[i - 1].ptr);
+	}
+	print_message("3 and 20 rings with equal times, held across flushes: %zu events in order, ties in arrival order\n",
+		      total);
+}
+
 /* A stack sent once (and again after the kernel's cache forgot it) is one
  * trace stack; events refer to it by a small id. */
 static void test_stacks_interned(void **state)
@@ -377,6 +416,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_merge_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_runs_held_and_ties, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bursts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stacks_interned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_plausible, setup, teardown),

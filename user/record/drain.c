@@ -23,6 +23,8 @@ struct stack_frames {
 };
 
 /* An event or a mark waiting for its turn in time order. */
+#define MERGE_RUNS 16 /* runs merged as they are handed on; more (many CPUs): sorted first */
+
 struct pending {
 	uint64_t ts; /* the event's, mark's or sample's: the sort key, kept in front */
 	enum { PENDING_EVENT, PENDING_MARK, PENDING_RSS, PENDING_MAP, PENDING_RESIDENT } kind;
@@ -60,6 +62,9 @@ struct drain {
 	size_t nr_pending;
 	size_t pending_cap;
 	struct pending *sorted;   /* the merge sort's other buffer, pending_cap long */
+	size_t run[MERGE_RUNS];   /* where the runs in time order of pending begin, */
+	size_t nr_runs;           /* ... how many (MERGE_RUNS + 1: too many, sort) */
+	size_t scanned;           /* ... known up to here: later ones are new since the last flush */
 	uint64_t written;
 	uint32_t *tap_stacks;    /* new stacks the tap gets at the next flush */
 	size_t nr_tap_stacks, tap_stacks_cap;
@@ -572,13 +577,56 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	d->nr_tap_stacks = 0;
 	if (err)
 		return err;
-	sort_pending(d);
-	while (n < d->nr_pending && d->pending[n].ts < watermark_ns && !err) {
-		err = put(d, &d->pending[n++]);
+	/* What waits is a few runs in time order (what the last flush left,
+	 * then each CPU's ring): merged as they are handed on, the earliest
+	 * head first (the left run's on equal times: the earlier arrival), and
+	 * what is not due yet stays as runs. Sorting it all first copied each
+	 * 80-byte record twice a flush, and a record waits two or three
+	 * flushes (REORDER_NS): 27% of the recorder's CPU under malloc_bench. */
+	size_t start[MERGE_RUNS], end[MERGE_RUNS], k, out = 0;
+
+	/* the runs of what came since the last flush (each record looked at
+	 * once here, not at every flush while it waits) */
+	for (size_t i = d->scanned; i < d->nr_pending && d->nr_runs <= MERGE_RUNS; i++) {
+		if (i && d->pending[i].ts >= d->pending[i - 1].ts && d->nr_runs)
+			continue;
+		if (d->nr_runs < MERGE_RUNS)
+			d->run[d->nr_runs] = i;
+		d->nr_runs++;
+	}
+	if (d->nr_runs > MERGE_RUNS) { /* many CPUs: one sort, then one run */
+		sort_pending(d);
+		d->run[0] = 0;
+		d->nr_runs = d->nr_pending ? 1 : 0;
+	}
+	k = d->nr_runs;
+	for (size_t j = 0; j < k; j++) {
+		start[j] = d->run[j];
+		end[j] = j + 1 < k ? d->run[j + 1] : d->nr_pending;
+	}
+	while (!err) {
+		size_t best = k;
+
+		for (size_t j = 0; j < k; j++) {
+			if (start[j] < end[j] && (best == k || d->pending[start[j]].ts < d->pending[start[best]].ts))
+				best = j;
+		}
+		if (best == k || d->pending[start[best]].ts >= watermark_ns)
+			break;
+		err = put(d, &d->pending[start[best]++]);
+		n++;
+	}
+	d->nr_runs = 0;
+	for (size_t j = 0; j < k; j++) {
+		if (start[j] == end[j])
+			continue;
+		if (start[j] != out)
+			memmove(d->pending + out, d->pending + start[j], (end[j] - start[j]) * sizeof(*d->pending));
+		d->run[d->nr_runs++] = out; /* what waits stays a run of its own */
+		out += end[j] - start[j];
 	}
 	d->written += n;
-	memmove(d->pending, d->pending + n, (d->nr_pending - n) * sizeof(*d->pending));
-	d->nr_pending -= n;
+	d->nr_pending = d->scanned = out;
 	/* Past a burst: halve what a quarter would hold (no failure: the
 	 * larger arrays are still whole if realloc says no). */
 	if (d->pending_cap > PENDING_MIN && d->nr_pending < d->pending_cap / 4)
