@@ -557,9 +557,10 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 
 static bool same_site(const struct analysis_frame *a, const struct analysis_frame *b);
 
-/* A write fault's site: the first frame of STACK outside the C library (its
- * memset, memcpy and malloc write for their caller), as a site is chosen. */
-static const struct analysis_frame *fault_site(struct replay *r, uint32_t stack)
+/* The site of STACK past the C library's own frames (its memset, memcpy and
+ * malloc write for their caller; its arenas are made for theirs), as a
+ * site is chosen: where a write fault or a glibc probe is charged. */
+static const struct analysis_frame *site_past_libc(struct replay *r, uint32_t stack)
 {
 	const struct analysis_frame *f;
 	size_t n, i = 0;
@@ -600,7 +601,7 @@ static int site_add_grow(struct analysis_map_site **v, size_t *n, size_t *cap, c
 static int fault_add(struct replay *r, uint32_t stack, uint64_t bytes)
 {
 	struct analysis_maps *mp = &r->trace.rss.maps;
-	int err = site_add_grow(&r->fault_sites, &mp->nfault_sites, &r->fault_sites_cap, fault_site(r, stack), bytes);
+	int err = site_add_grow(&r->fault_sites, &mp->nfault_sites, &r->fault_sites_cap, site_past_libc(r, stack), bytes);
 
 	mp->fault_bytes += bytes;
 	mp->fault_sites = r->fault_sites;
@@ -635,7 +636,7 @@ static int glibc_add(struct replay *r, struct analysis_glibc *g, const struct tr
 	case MT_MAP_ARENA_NEW:
 		g->arenas_new++;
 		g->arena_new_bytes += m->a1;
-		err = site_add_grow(&r->arena_sites, &g->narena_sites, &r->arena_sites_cap, fault_site(r, stack), m->a1);
+		err = site_add_grow(&r->arena_sites, &g->narena_sites, &r->arena_sites_cap, site_past_libc(r, stack), m->a1);
 		g->arena_sites = r->arena_sites;
 		return err;
 	case MT_MAP_ARENA_REUSE:

@@ -54,32 +54,36 @@ static void skipped_of(struct mark_finder *mf, const char *provider, const char 
 	mf->warn(mf->warn_ctx, msg);
 }
 
-/* The kernel refused the file's sites as one link: attach them one by one,
- * so one bad site costs only itself. */
 static void skipped(struct mark_finder *mf, const char *path, const char *name, const char *why)
 {
 	skipped_of(mf, "memtrace", path, name, why);
 }
 
-static int attach_each(struct mark_finder *mf, struct loader *l, const char *path, const char *file,
-		       const struct loader_mark *marks, const char *const *names, const bool *on_nop5, size_t n,
-		       size_t *done, size_t *done_nop5)
+/* How a file's sites of one provider are attached (loader.h). */
+typedef int (*attach_fn)(struct loader *l, const char *path, const struct loader_mark *marks, size_t n);
+
+/* The kernel refused the file's sites as one link: attach them one by one
+ * with ATTACH, so one bad site costs only itself (said, by its NAMES).
+ * ON_NOP5 (NULL: none) says which are on their 5-byte nop. */
+static int attach_each(struct mark_finder *mf, attach_fn attach, const char *provider, struct loader *l,
+		       const char *path, const char *file, const struct loader_mark *marks, const char *const *names,
+		       const bool *on_nop5, size_t n, size_t *done, size_t *done_nop5)
 {
 	char why[128];
 	int err;
 
 	*done = *done_nop5 = 0;
 	for (size_t i = 0; i < n; i++) {
-		err = loader__attach_marks(l, file, &marks[i], 1);
+		err = attach(l, file, &marks[i], 1);
 		if (err == -ENOMEM)
 			return err;
 		if (!err) {
 			(*done)++;
-			*done_nop5 += on_nop5[i];
+			*done_nop5 += on_nop5 && on_nop5[i];
 			continue;
 		}
 		snprintf(why, sizeof(why), "the kernel refused it (%s)", strerror(-err));
-		skipped(mf, path, names[i], why);
+		skipped_of(mf, provider, path, names[i], why);
 	}
 	return 0;
 }
@@ -144,7 +148,8 @@ static int attach_glibc_in(struct mark_finder *mf, struct loader *l, const struc
 	char *file = procmaps__open_path(pm, mf->pid, path);
 	struct usdt_site *sites = NULL;
 	struct loader_mark *marks;
-	size_t n = 0, nr = 0;
+	const char **names;
+	size_t n = 0, nr = 0, nop5;
 	int err = 0;
 
 	if (!file || strings_push(&mf->glibc_files, &mf->nr_glibc_files, path)) {
@@ -153,7 +158,8 @@ static int attach_glibc_in(struct mark_finder *mf, struct loader *l, const struc
 	}
 	usdt_sites(file, "libc", &sites, &n); /* not ELF, unreadable: none */
 	marks = calloc(n ? n : 1, sizeof(*marks));
-	for (size_t i = 0; marks && i < n; i++) {
+	names = calloc(n ? n : 1, sizeof(*names));
+	for (size_t i = 0; marks && names && i < n; i++) {
 		uint32_t call = glibc_call(sites[i].name);
 
 		if (!call)
@@ -165,30 +171,17 @@ static int attach_glibc_in(struct mark_finder *mf, struct loader *l, const struc
 		marks[nr].file_offset = sites[i].file_offset;
 		marks[nr].sema_offset = sites[i].sema_offset;
 		marks[nr].kind = call;
+		names[nr] = sites[i].name;
 		marks[nr++].spec = sites[i].spec;
 	}
-	if (!marks)
+	if (!marks || !names)
 		err = -ENOMEM;
-	else if (nr && loader__attach_glibc_probes(l, file, marks, nr)) {
-		size_t done = 0;
-
-		for (size_t i = 0; i < nr; i++) {
-			err = loader__attach_glibc_probes(l, file, &marks[i], 1);
-			if (err == -ENOMEM)
-				break;
-			if (!err)
-				done++;
-		}
-		if (done < nr) {
-			char why[96];
-
-			snprintf(why, sizeof(why), "the kernel refused %zu of %zu", nr - done, nr);
-			skipped_of(mf, "libc", path, "memory_*", why);
-		}
-		nr = done;
-		err = err == -ENOMEM ? err : 0;
-	}
-	mf->nr_glibc += nr;
+	else if (nr && loader__attach_glibc_probes(l, file, marks, nr))
+		err = attach_each(mf, loader__attach_glibc_probes, "libc", l, path, file, marks, names, NULL, nr, &nr,
+				  &nop5);
+	if (!err)
+		mf->nr_glibc += nr;
+	free(names);
 	free(marks);
 	free(sites);
 	free(file);
@@ -257,7 +250,8 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 	if (!marks || !names || !on_nop5)
 		err = -ENOMEM;
 	else if (nr && loader__attach_marks(l, file, marks, nr))
-		err = attach_each(mf, l, path, file, marks, names, on_nop5, nr, &nr, &nop5);
+		err = attach_each(mf, loader__attach_marks, "memtrace", l, path, file, marks, names, on_nop5, nr, &nr,
+				  &nop5);
 	if (!err) {
 		mf->nr_marks += nr;
 		mf->nr_nop5 += nop5;

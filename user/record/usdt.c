@@ -49,7 +49,7 @@ static int parse_reg(const char *name, uint16_t *reg_off)
 int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *imm)
 {
 	const char *op = strchr(arg, '@');
-	char *end, name[8];
+	char *end, *rparen, name[8];
 	long width;
 	uint8_t w;
 
@@ -76,8 +76,12 @@ int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *i
 	}
 	/* OFFSET(%REG) or (%REG); no index, scale or segment */
 	*imm = strtoll(op, &end, 0);
-	if (end[0] != '(' || end[1] != '%' || sscanf(end + 2, "%7[a-z0-9])", name) != 1 ||
-	    strlen(end + 2) != strlen(name) + 1 || end[2 + strlen(name)] != ')' || parse_reg(name, reg_off))
+	rparen = end[0] == '(' && end[1] == '%' ? strchr(end + 2, ')') : NULL;
+	if (!rparen || rparen[1] || (size_t)(rparen - end - 2) >= sizeof(name))
+		return -EINVAL;
+	memcpy(name, end + 2, rparen - end - 2);
+	name[rparen - end - 2] = 0;
+	if (parse_reg(name, reg_off))
 		return -EINVAL;
 	*kind = MT_USDT_ARG_MEM | w;
 	return 0;

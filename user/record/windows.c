@@ -190,18 +190,26 @@ static void host_ticks(uint64_t *all, uint64_t *idle)
 	*idle = v[3] + v[4];
 }
 
-/* The counters now; LIGHT: the probe hits only (a live window's check for a
- * burst, every millisecond), which the controller prices by its estimate. */
-static void sample_as(struct windows *w, struct budget_sample *s, bool light)
+/* What a sample reads. */
+enum sample_what {
+	SAMPLE_HITS,     /* the probe hits only (a live window's check for a burst,
+			  * every millisecond), which the controller prices by its estimate */
+	SAMPLE_COUNTERS, /* and the run times */
+	SAMPLE_CYCLE,    /* and the host's CPU time: where a cycle's recorder cost is
+			  * charged (budget__own_cost), at the start and at each tail's end */
+};
+
+static void sample_as(struct windows *w, struct budget_sample *s, enum sample_what what)
 {
 	memset(s, 0, sizeof(*s));
 	loader__hits(w->l, &s->entries, &s->returns);
-	if (light)
+	if (what == SAMPLE_HITS)
 		return;
 	/* the recorder's work for this target: the thread that steps its
 	 * windows (in the agent, one of several) and its closers */
 	s->own_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) + loader__closer_cpu_ns(w->l);
-	host_ticks(&s->host_ticks, &s->host_idle_ticks);
+	if (what == SAMPLE_CYCLE)
+		host_ticks(&s->host_ticks, &s->host_idle_ticks);
 	if (w->stats)
 		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
 	s->target_cpu_ns = target_runtime_ns(w->task_fd);
@@ -211,7 +219,7 @@ static void sample_as(struct windows *w, struct budget_sample *s, bool light)
 
 static void sample(struct windows *w, struct budget_sample *s)
 {
-	sample_as(w, s, false);
+	sample_as(w, s, SAMPLE_COUNTERS);
 }
 
 int windows__start(struct windows *w, double pct, const struct budget_cost *cost, struct loader *l,
@@ -231,7 +239,7 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 	/* Without the kernel's statistics (no CAP_SYS_ADMIN) the programs'
 	 * time is guessed from the trap's. */
 	w->stats = loader__enable_stats(l) == 0;
-	sample(w, &s);
+	sample_as(w, &s, SAMPLE_CYCLE);
 	budget__init(&w->ctl, pct, cost, (int)sysconf(_SC_NPROCESSORS_ONLN), now_ns, &s);
 	return 0;
 }
@@ -337,7 +345,7 @@ int windows__step(struct windows *w, uint64_t now_ns)
 
 	if (!due && w->ctl.state != BUDGET_LIVE)
 		return 0; /* nothing to look at: the recorder stays idle between windows */
-	sample_as(w, &s, !due);
+	sample_as(w, &s, !due ? SAMPLE_HITS : w->ctl.state == BUDGET_TAIL ? SAMPLE_CYCLE : SAMPLE_COUNTERS);
 	switch (budget__tick(&w->ctl, now_ns, &s)) {
 	case BUDGET_OPEN:
 		return open_window(w);
