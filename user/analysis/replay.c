@@ -1452,7 +1452,8 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 	out->allocator_resident = out->heap_live_resident + out->allocator_free_resident;
 	if (!out->heap_known) /* the allocator's part is not split without every live block */
 		out->heap_live_resident = out->allocator_free_resident = out->heap_live = out->heap_live_not_resident = 0;
-	qsort(*sites, out->nsites, sizeof(**sites), by_map_bytes);
+	if (out->nsites) /* none: *sites is NULL, which qsort may not be given */
+		qsort(*sites, out->nsites, sizeof(**sites), by_map_bytes);
 	out->sites = *sites;
 	return reconcile_advice(r, out);
 }
