@@ -76,10 +76,10 @@ expect_eq "the text report: peak not known" "$(grep -c '^  peak: *not known with
 expect_eq "the text report: long-lived, not leaks" \
 	"$(grep -c "^Long-lived (outlived their window's tail: estimates, not leaks)$" "$TMP/b5.txt")" 1
 mt export --format pprof -o "$TMP/b5.pb.gz" "$trace" 2>"$TMP/e"
-expect_eq "export --format pprof: exit status" $? 0
+expect_status "export --format pprof: exit status" $? 0 "$TMP/e"
 expect_eq "the pprof profile's comment says --budget" "$(gzip -dc "$TMP/b5.pb.gz" | grep -a -c -- '--budget 5%: probes lived in')" 1
 mt report --html "$TMP/b5.html" "$trace" 2>"$TMP/e"
-expect_eq "report --html: exit status" $? 0
+expect_status "report --html: exit status" $? 0 "$TMP/e"
 expect_eq "the HTML page warns it is an estimate" "$(grep -c "Recorded with --budget" "$TMP/b5.html")" 1
 
 # --- -p at 1% on a running program: it is unharmed and the sites are found ---
@@ -87,7 +87,7 @@ expect_eq "the HTML page warns it is an estimate" "$(grep -c "Recorded with --bu
 target=$!
 sleep 0.5
 mt record -p "$target" -d 3 --budget 1 -o "$TMP/b1.mtrace" >/dev/null 2>"$TMP/e"
-expect_eq "record -p --budget 1 -d 3: exit status" $? 0
+expect_status "record -p --budget 1 -d 3: exit status" $? 0 "$TMP/e"
 wait "$target"
 expect_eq "the target's own exit status" $? 0
 if grep -q "^rounds [0-9]" "$TMP/p.out"; then ok "the target ran to its end"; else not_ok "the target printed no rounds"; fi
@@ -116,7 +116,7 @@ expect_eq "a trace for each proportions the shell started" "$n" 2
 
 # --- top says so in its header ---
 mt top --batch -i 1 -d 3 --budget 5 -- "$PROP" 3 0 -1 8000 >"$TMP/top.out" 2>"$TMP/e"
-expect_eq "top --batch --budget 5: exit status" $? 0
+expect_status "top --batch --budget 5: exit status" $? 0 "$TMP/e"
 if grep -q "^  --budget 5%: [0-9]* windows, allocations traced" "$TMP/top.out"; then
 	ok "top's snapshots say --budget"
 else

@@ -7,7 +7,7 @@
 
 timeout 60 "$MEMTRACE" record --buffer-size 4K -o "$TMP/d.mtrace" -- "$PROGS/heap_workload" \
 	>"$TMP/out" 2>"$TMP/err"
-expect_eq "tiny buffers: target exit status passed through" $? 0
+expect_status "tiny buffers: target exit status passed through" $? 0 "$TMP/err"
 expect_eq "tiny buffers: target finished its work" "$(cat "$TMP/out")" "heap_workload: done"
 expect_eq "tiny buffers: recorder warns about drops" "$(grep -c 'events dropped; use a larger --buffer-size' "$TMP/err")" 1
 report_json "$TMP/d.mtrace" "$TMP/d.json"

@@ -69,7 +69,7 @@ done
 cp "$good" "$TMP/appended.mtrace"
 printf 'appended after the end' >>"$TMP/appended.mtrace"
 mt report --json "$TMP/appended.mtrace" >"$TMP/o" 2>"$TMP/e"
-expect_eq "trailing bytes: report exit status" $? 0
+expect_status "trailing bytes: report exit status" $? 0 "$TMP/e"
 expect_eq "trailing bytes: the warning" "$(cat "$TMP/e")" \
 	"memtrace: warning: $TMP/appended.mtrace: 22 bytes after the end record, at offset $size, ignored; everything before is reported"
 expect_eq "trailing bytes: everything before is reported" "$(jq .totals.allocations "$TMP/o")" 56
@@ -208,7 +208,7 @@ chmod 0644 "$TMP/priv.mtrace"
 chmod 0755 "$TMP"
 timeout 60 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
 	"$MEMTRACE" report --json "$TMP/priv.mtrace" >"$TMP/priv.json" 2>"$TMP/e"
-expect_eq "report without privileges: exit status" $? 0
+expect_status "report without privileges: exit status" $? 0 "$TMP/e"
 expect_eq "report without privileges: allocations" "$(jq .totals.allocations "$TMP/priv.json")" 56
 
 finish

@@ -8,7 +8,7 @@
 cd "$TMP" || exit 1
 timeout 60 "$MEMTRACE" record --follow-children -o tree.mtrace -- \
 	"$PROGS/forker" "$PROGS/alloc_patterns" >"$TMP/out" 2>"$TMP/err"
-expect_eq "forker: exit status passed through" $? 0
+expect_status "forker: exit status passed through" $? 0 "$TMP/err"
 expect_eq "forker: stdout of the exec'd program passes through" "$(cat "$TMP/out")" "alloc_patterns: done"
 expect_eq "one 'attached' line per process and program" "$(grep -c '^memtrace: attached' "$TMP/err")" 4
 
@@ -77,7 +77,7 @@ if [ "$(jqr f.json .totals.allocations)" -gt 100 ]; then ok "-p forever: its tra
 # Threads are not processes: one trace, with every thread's allocations.
 rm -f th*.mtrace
 timeout 60 "$MEMTRACE" record --follow-children -o th.mtrace -- "$PROGS/threads" >/dev/null 2>"$TMP/err"
-expect_eq "threads: exit status" $? 0
+expect_status "threads: exit status" $? 0 "$TMP/err"
 expect_eq "threads: one trace" "$(ls th*.mtrace | wc -l)" 1
 report_json th.mtrace th.json
 expect_site th.json site_thread_work allocations 4000

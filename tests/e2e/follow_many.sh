@@ -39,7 +39,7 @@ check() {
 
 timeout -k 5 120 "$MEMTRACE" record --follow-children -o cmd.mtrace -- \
 	"$PROGS/fork_many" "$N" "$PROGS/alloc_patterns" >"$TMP/out" 2>"$TMP/err"
-expect_eq "-- CMD: fork_many's exit status passed through" $? 0
+expect_status "-- CMD: fork_many's exit status passed through" $? 0 "$TMP/err"
 expect_eq "-- CMD: one 'attached' line per process and program" "$(grep -c '^memtrace: attached' "$TMP/err")" $((1 + N + 5))
 check "-- CMD" cmd
 

@@ -37,7 +37,7 @@ expect_glibc() {
 
 # --- -- CMD, with the allocator probes
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/a.mtrace" -- "$P" >"$TMP/out" 2>"$TMP/err"
-expect_eq "-- CMD --rss: exit status" $? 0
+expect_status "-- CMD --rss: exit status" $? 0 "$TMP/err"
 if grep -q "12 of glibc's allocator probes" "$TMP/err"; then ok "the attach line counts glibc's 12 probes"; else not_ok "attach line: $(grep attached "$TMP/err")"; fi
 if grep -q "warning" "$TMP/err"; then not_ok "warnings: $(grep warning "$TMP/err")"; else ok "no probe skipped"; fi
 report_json "$TMP/a.mtrace" "$TMP/a.json"
@@ -51,7 +51,7 @@ if grep -q "3 arenas  new_arena_for_thread  .*glibc_probes.c" "$TMP/a.txt"; then
 
 # --- --rss=only: no allocator probes, glibc's still
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -o "$TMP/b.mtrace" -- "$P" >"$TMP/out" 2>"$TMP/err"
-expect_eq "--rss=only: exit status" $? 0
+expect_status "--rss=only: exit status" $? 0 "$TMP/err"
 report_json "$TMP/b.mtrace" "$TMP/b.json"
 expect_glibc "--rss=only" "$TMP/b.json"
 
@@ -77,7 +77,7 @@ fi
 
 # --- a C library without them (Debian's): null, and said in one line
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/d.mtrace" -- "$PROGS/alloc_patterns" >/dev/null 2>"$TMP/d.err"
-expect_eq "without the probes: exit status" $? 0
+expect_status "without the probes: exit status" $? 0 "$TMP/d.err"
 report_json "$TMP/d.mtrace" "$TMP/d.json"
 expect_eq "without the probes: rss.maps.glibc is null" "$(jqr "$TMP/d.json" '.rss.maps.glibc')" null
 expect_eq "without the probes: the attach line names none" "$(grep -c "glibc's allocator probe" "$TMP/d.err")" 0

@@ -150,9 +150,9 @@ expect_eq "marks: thread table" "$(grep -o 'id="threads"><table>.*' "$TMP/dom.ht
 # chart that it is not the live heap ---
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --budget 5 -o "$TMP/budget.mtrace" -- "$PROGS/proportions" 2 0 -1 8000 \
 	>/dev/null 2>"$TMP/err"
-expect_eq "budget: record --budget 5 exit status" $? 0
+expect_status "budget: record --budget 5 exit status" $? 0 "$TMP/err"
 timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/budget.html" "$TMP/budget.mtrace" 2>"$TMP/err"
-expect_eq "budget: report --html exit status" $? 0
+expect_status "budget: report --html exit status" $? 0 "$TMP/err"
 chromium "file://$TMP/budget.html" --dump-dom >"$TMP/bdom.html" 2>/dev/null
 expect_eq "budget: the rendered page warns its figures are estimates" \
 	"$(grep -c '<p class="warn">Recorded with --budget 5%: the probes lived in [0-9]* windows' "$TMP/bdom.html")" 1

@@ -35,7 +35,7 @@ for path in hook entry; do
 	# An LD_PRELOAD'd allocator: its malloc and free are the ones probed.
 	LD_PRELOAD=$jemalloc timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/je-$path.mtrace" -- \
 		"$PROGS/alloc_patterns" >"$TMP/out" 2>"$TMP/err"
-	expect_eq "$p: jemalloc preloaded: exit status" $? 0
+	expect_status "$p: jemalloc preloaded: exit status" $? 0 "$TMP/err"
 	for fn in malloc free; do
 		expect_eq "$p: jemalloc preloaded: $fn probed in libjemalloc" \
 			"$(grep -c "^memtrace: probe $fn  *libjemalloc.so.2+" "$TMP/err")" 1

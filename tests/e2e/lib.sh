@@ -22,6 +22,12 @@ expect_eq() {
 	if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'"; fi
 }
 
+# expect_status DESCRIPTION ACTUAL EXPECTED STDERR_FILE: an exit status, and
+# on a mismatch what the command said last, so a failure in CI explains itself
+expect_status() {
+	if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'; its stderr ended: $(tail -n 3 "$4" | tr '\n' '|')"; fi
+}
+
 # expect_within DESCRIPTION ACTUAL EXPECTED PERCENT
 expect_within() {
 	if awk -v a="$2" -v e="$3" -v p="$4" 'BEGIN { d = a - e; if (d < 0) d = -d; exit !(e != 0 ? d * 100 <= p * e : a == 0) }'; then

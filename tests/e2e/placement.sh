@@ -80,7 +80,7 @@ expect_probe_line() {
 
 # glibc alone, and libstdc++ on top of it.
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/v.mtrace" -- "$PROGS/cxx_new_delete" >/dev/null 2>"$TMP/v.err"
-expect_eq "record -v exit status" $? 0
+expect_status "record -v exit status" $? 0 "$TMP/v.err"
 expect_probe_line malloc "$LIBC" ", with return probe"
 expect_probe_line free "$LIBC" ""
 expect_eq "no probe single-stepped in libc.so.6" "$(grep -c '^memtrace: probe .* libc\.so\.6+.*single-stepped' "$TMP/v.err")" 0
@@ -111,7 +111,7 @@ expect_eq "libstdc++ functions listed as forwarders" \
 # its own probe, and every C++ site stays exact.
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -v --unwind-rows 0 -o "$TMP/fp.mtrace" -- "$PROGS/cxx_new_delete" \
 	>/dev/null 2>"$TMP/fp.err"
-expect_eq "frame pointers only: record exit status" $? 0
+expect_status "frame pointers only: record exit status" $? 0 "$TMP/fp.err"
 expect_eq "frame pointers only: no function left unprobed as a forwarder" "$(grep -c 'none: forwards to' "$TMP/fp.err")" 0
 expect_eq "frame pointers only: _Znwm probed" "$(grep -c '^memtrace: probe _Znwm .*) on ' "$TMP/fp.err")" 1
 report_json "$TMP/fp.mtrace" "$TMP/fp.json"
@@ -125,7 +125,7 @@ expect_eq "frame pointers only: allocations at site_* sites" \
 # the pool blocks count (tests/progs/pool_new.cpp). Its sized delete, which
 # only calls its plain delete, is one.
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/pool.mtrace" -- "$PROGS/pool_new" >/dev/null 2>"$TMP/pool.err"
-expect_eq "pool_new: record exit status" $? 0
+expect_status "pool_new: record exit status" $? 0 "$TMP/pool.err"
 expect_eq "pool_new: its operator new is probed" \
 	"$(grep -c '^memtrace: probe _Znwm  *pool_new+.*) on .*: emulated, with return probe$' "$TMP/pool.err")" 1
 expect_eq "pool_new: its sized delete forwards to its delete" \
@@ -144,7 +144,7 @@ sum() { jq "[.sites[] | select(.function // \"\" | startswith(\"site_\")) | .$2]
 while read -r alloc lib stepped newprobe; do
 	LD_PRELOAD=$LIBDIR/$lib timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/$alloc.mtrace" -- \
 		"$PROGS/cxx_new_delete" >/dev/null 2>"$TMP/$alloc.err"
-	expect_eq "$alloc: record exit status" $? 0
+	expect_status "$alloc: record exit status" $? 0 "$TMP/$alloc.err"
 	expect_eq "$alloc: probes single-stepped" "$(grep -c '^memtrace: probe .*single-stepped' "$TMP/$alloc.err")" "$stepped"
 	expect_eq "$alloc: its own operator new is probed" \
 		"$(grep -c "^memtrace: probe _Znwm  *${lib%%.so*}.*) on .*: emulated, with return probe$" "$TMP/$alloc.err")" "$newprobe"

@@ -11,7 +11,7 @@ MiB=$((1 << 20))
 
 # --- -- CMD: from the program's start to its exit
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/a.mtrace" -- "$PROGS/rss_known" 1000 >"$TMP/out" 2>"$TMP/err"
-expect_eq "-- CMD: memtrace exit status" $? 0
+expect_status "-- CMD: memtrace exit status" $? 0 "$TMP/err"
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out")
 [ -n "$anon_kb" ] && ok "rss_known printed its own RssAnon: $anon_kb kB" || not_ok "rss_known printed no RssAnon: $(cat "$TMP/out")"
 report_json "$TMP/a.mtrace" "$TMP/a.json"
@@ -38,7 +38,7 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/a.mtrace" >"$TMP/a.txt" 2>&1
 if grep -q "^Resident memory (--rss: $n samples, every 100 ms" "$TMP/a.txt"; then ok "text report: Resident memory section"; else not_ok "text report has no Resident memory section"; fi
 if grep -q "^      of it not resident (never touched, swapped) *4[78]\.[0-9] MiB" "$TMP/a.txt"; then ok "text report: 48 MiB of heap never touched is said"; else not_ok "text report says nothing of the untouched heap"; fi
 timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/a.html" "$TMP/a.mtrace" 2>"$TMP/html.err"
-expect_eq "report --html exit status" $? 0
+expect_status "report --html exit status" $? 0 "$TMP/html.err"
 sed -n '/<script type="application\/json" id="memtrace-data">/,/<\/script>/p' "$TMP/a.html" | sed '1d;$d' >"$TMP/a.data"
 expect_eq "the HTML page carries every sample" "$(jq '.rss.series | length' "$TMP/a.data")" "$n"
 # rendered by Debian's chromium: the script ran, both resident lines drawn, the note says the figures
@@ -64,7 +64,7 @@ expect_eq "-- CMD: ... at most: the program's 32 MiB mmap" "$(jqr "$TMP/a.json" 
 if [ "$(jqr "$TMP/a.json" '.rss.maps.calls.munmap')" -ge 2 ] 2>/dev/null; then ok "-- CMD: munmap seen (the program's and free's of the 64 MiB block)"; else not_ok "-- CMD: munmap calls: $(jqr "$TMP/a.json" '.rss.maps.calls')"; fi
 # stopped while it holds: its mappings are still there, the program's at its mmap line
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -d 0.6 -o "$TMP/m.mtrace" -- "$PROGS/rss_known" 3000 >/dev/null 2>"$TMP/m.err"
-expect_eq "-d 0.6 -- CMD: memtrace exit status" $? 0
+expect_status "-d 0.6 -- CMD: memtrace exit status" $? 0 "$TMP/m.err"
 pkill -f "^$PROGS/rss_known 3000\$" 2>/dev/null # it runs on untraced: not needed any more
 report_json "$TMP/m.mtrace" "$TMP/m.json"
 mline=$(grep -n 'map = mmap' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
@@ -98,14 +98,14 @@ target=$!
 wait_for_line "$TMP/out3" "rss_known " 10 || not_ok "rss_known did not start"
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out3")
 timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json --rss -i 0.5 -d 1 -p "$target" >"$TMP/top.jsonl" 2>"$TMP/top.err"
-expect_eq "top --rss: exit status" $? 0
+expect_status "top --rss: exit status" $? 0 "$TMP/top.err"
 wait "$target"
 expect_within_pct "top --batch --json --rss: anon of the first snapshot against the program's own" \
 	"$(head -n1 "$TMP/top.jsonl" | jq '.rss.anon_bytes')" $((anon_kb * 1024)) 5
 
 # --- diff: resident memory compared when both traces have it
 timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json "$TMP/a.mtrace" "$TMP/b.mtrace" >"$TMP/d.json" 2>"$TMP/d.err"
-expect_eq "diff --json: exit status" $? 0
+expect_status "diff --json: exit status" $? 0 "$TMP/d.err"
 expect_eq "diff --json: rss.last_anon_bytes, base and new" \
 	"$(jq -c '.rss.last_anon_bytes | [.a, .b, .delta == .b - .a]' "$TMP/d.json")" \
 	"$(jq -c '[.rss.last.anon_bytes]' "$TMP/a.json" | tr -d ']'),$(jq -c '.rss.last.anon_bytes' "$TMP/b.json"),true]"
@@ -118,7 +118,7 @@ target=$!
 wait_for_line "$TMP/out5" "rss_known " 10 || not_ok "rss_known did not start"
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out5")
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -p "$target" -d 0.6 -o "$TMP/o.mtrace" 2>"$TMP/o.err"
-expect_eq "--rss=only: exit status" $? 0
+expect_status "--rss=only: exit status" $? 0 "$TMP/o.err"
 kill "$target" 2>/dev/null
 wait "$target" 2>/dev/null
 if grep -q "^memtrace: attached to PID $target (rss_known): --rss=only, no allocator probes" "$TMP/o.err"; then ok "--rss=only: says no allocator probes"; else not_ok "--rss=only: attach line: $(head -n1 "$TMP/o.err")"; fi

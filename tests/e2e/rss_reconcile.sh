@@ -13,7 +13,7 @@ MiB=$((1 << 20))
 
 # --- rss_known: untouched heap, and memory mapped outside malloc
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/k.mtrace" -- "$PROGS/rss_known" 1500 >"$TMP/k.out" 2>"$TMP/k.err"
-expect_eq "rss_known: memtrace exit status" $? 0
+expect_status "rss_known: memtrace exit status" $? 0 "$TMP/k.err"
 report_json "$TMP/k.mtrace" "$TMP/k.json"
 expect_eq "rss_known: resident snapshots taken" "$(jqr "$TMP/k.json" '.rss.resident_snapshots >= 2')" true
 expect_within_pct "rss_known: live heap on resident pages, the 16 MiB touched" \
@@ -45,7 +45,7 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/k.mtrace" >"$TMP/k.txt" 2>&1
 if grep -q "^    mapped by the program outside the allocator  *32.0 MiB" "$TMP/k.txt"; then ok "rss_known: the text report's row"; else not_ok "rss_known: no outside row in: $(grep -A12 'added up' "$TMP/k.txt")"; fi
 # pprof: a fifth sample type, read by Debian's go tool pprof
 timeout -k 5 "$LIMIT" "$MEMTRACE" export --format pprof -o "$TMP/k.pb.gz" "$TMP/k.mtrace" 2>"$TMP/k.pprof.err"
-expect_eq "rss_known: export --format pprof exit status" $? 0
+expect_status "rss_known: export --format pprof exit status" $? 0 "$TMP/k.pprof.err"
 got=$(cd / && timeout -k 5 "$LIMIT" go tool pprof -sample_index=resident_space -unit=B -top "$TMP/k.pb.gz" 2>&1 |
 	sed -n 's/.*Total samples = \([0-9]*\)B.*/\1/p')
 expect_eq "rss_known: pprof's resident_space, the live heap on resident pages" "$got" \
@@ -55,7 +55,7 @@ got=$(cd / && timeout -k 5 "$LIMIT" go tool pprof -sample_index=alloc_space -uni
 expect_eq "rss_known: pprof's alloc_space unchanged by the resident samples" "$got" "$(jqr "$TMP/k.json" '.totals.allocated_bytes')"
 # the HTML page: resident bytes per stack in its data, a flame graph metric, drawn
 timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/k.html" "$TMP/k.mtrace" 2>"$TMP/k.html.err"
-expect_eq "rss_known: report --html exit status" $? 0
+expect_status "rss_known: report --html exit status" $? 0 "$TMP/k.html.err"
 sed -n '/<script type="application\/json" id="memtrace-data">/,/<\/script>/p' "$TMP/k.html" | sed '1d;$d' >"$TMP/k.data"
 expect_eq "rss_known: the page's resident bytes add up to the live heap on resident pages" \
 	"$(jq '[.view.resident[][1]] | add' "$TMP/k.data")" "$(jqr "$TMP/k.json" '.rss.reconciled_last.heap_live_resident_bytes')"
@@ -77,7 +77,7 @@ fi
 # --- rss_frag: the allocator's free memory, in the main heap and in threads' arenas
 for mode in frag arenas; do
 	timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/$mode.mtrace" -- "$PROGS/rss_frag" $mode 1500 >"$TMP/$mode.out" 2>"$TMP/$mode.err"
-	expect_eq "$mode: memtrace exit status" $? 0
+	expect_status "$mode: memtrace exit status" $? 0 "$TMP/$mode.err"
 	live=$(sed -n "s/^rss_frag $mode live=\([0-9]*\) .*/\1/p" "$TMP/$mode.out")
 	freed=$(sed -n "s/^rss_frag $mode .*freed=\([0-9]*\)$/\1/p" "$TMP/$mode.out")
 	[ -n "$live" ] && [ -n "$freed" ] && ok "$mode: the program's own accounting: live $live, freed $freed" ||
@@ -108,7 +108,7 @@ else
 fi
 # diff compares the reconciliations: frag against arenas
 timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json "$TMP/frag.mtrace" "$TMP/arenas.mtrace" >"$TMP/d.json" 2>"$TMP/d.err"
-expect_eq "diff --json frag arenas: exit status" $? 0
+expect_status "diff --json frag arenas: exit status" $? 0 "$TMP/d.err"
 expect_eq "diff: the allocator's free memory, base and new, as each report says" \
 	"$(jq -c '.rss.reconciled_last.allocator_free_resident_bytes | [.a, .b, .delta == .b - .a]' "$TMP/d.json")" \
 	"[$(jqr "$TMP/frag.json" '.rss.reconciled_last.allocator_free_resident_bytes'),$(jqr "$TMP/arenas.json" '.rss.reconciled_last.allocator_free_resident_bytes'),true]"
@@ -126,7 +126,7 @@ expect_eq "arenas: nothing counted outside the allocator (the stacks are not)" \
 target=$!
 wait_for_line "$TMP/p.out" "rss_frag frag " 10 || not_ok "rss_frag did not start"
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -p "$target" -d 1.2 -o "$TMP/p.mtrace" 2>"$TMP/p.err"
-expect_eq "-p: memtrace exit status" $? 0
+expect_status "-p: memtrace exit status" $? 0 "$TMP/p.err"
 kill "$target" 2>/dev/null
 wait "$target" 2>/dev/null
 report_json "$TMP/p.mtrace" "$TMP/p.json"

@@ -1321,6 +1321,7 @@ static int record_loop(struct recording *r)
 {
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
 	uint64_t next_flush = r->start_ns + FLUSH_NS;
+	const char *step = NULL; /* what failed, when it has not said so itself */
 	int err = 0;
 
 	while (!stop_signal && !err) {
@@ -1330,6 +1331,7 @@ static int record_loop(struct recording *r)
 
 		if (t0 >= deadline || target_gone(r) || creds_crossed(r))
 			break;
+		step = "reading its resident memory (--rss)";
 		if (r->o.rss && t0 >= r->next_rss_ns && (err = sample_rss(r, t0)))
 			break;
 		if (r->windows && windows__step(r->windows, t0)) {
@@ -1338,6 +1340,7 @@ static int record_loop(struct recording *r)
 			err = fail("failed to attach a --budget window to PID %d", r->pid);
 			break;
 		}
+		step = "taking events from the rings";
 		err = loader__poll(r->loader, r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
 		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
 		if (r->windows && windows__hold_ns(r->windows) < mark)
@@ -1346,16 +1349,21 @@ static int record_loop(struct recording *r)
 		 * taken from the rings (cheap, and no drop): handing them on (a
 		 * flood of new stacks into a live view) waits for the pause, so it
 		 * cannot keep the probes attached past their cost. */
+		step = "handing events on to the trace";
 		if (!err && !(r->windows && windows__attached(r->windows)))
 			err = drain__flush(r->drain, mark);
+		step = "looking at the libraries it loaded";
 		if (!err && loader__link_map_changed(r->loader))
 			err = refresh_modules(r);
+		step = NULL;
 		if (!err && r->o.rotate_sec > 0 &&
 		    (t0 >= r->next_rotate_ns || (r->o.rotate_bytes && trace_writer__bytes(r->w) >= r->o.rotate_bytes)) &&
 		    !(r->windows && windows__attached(r->windows)))
 			err = rotate(r, t0);
 		if (!err && t0 >= next_flush) {
+			step = "looking at the libraries it loaded";
 			err = refresh_modules(r);
+			step = NULL;
 			if (!err)
 				err = trace_writer__flush(r->w);
 			next_flush = t0 + FLUSH_NS;
@@ -1373,6 +1381,12 @@ static int record_loop(struct recording *r)
 	}
 	if (r->view && r->view->line_on_stderr)
 		fprintf(stderr, "\r\033[K");
+	/* A step that failed without a word of its own (a write error is
+	 * finish's to say): the trace stops here and is closed with what came
+	 * before, and the user is told. */
+	if (err < -1 && step && !(r->w && trace_writer__error(r->w)))
+		fail("recording of PID %d stopped early, %s: %s; the trace holds what came before", r->pid, step,
+		     strerror(-err));
 	return err;
 }
 

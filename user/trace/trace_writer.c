@@ -844,6 +844,11 @@ uint64_t trace_writer__bytes(const struct trace_writer *w)
 	return __atomic_load_n(&w->bytes, __ATOMIC_RELAXED);
 }
 
+int trace_writer__error(const struct trace_writer *w)
+{
+	return writer_err(w);
+}
+
 static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
 {
 	int err = writer_prepare(w, TRACE_CHUNK_END, 5 * VARINT_MAX_LEN + str_bytes(e->stop_reason));

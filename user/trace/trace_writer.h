@@ -46,6 +46,8 @@ int trace_writer__flush(struct trace_writer *w);
 void trace_writer__set_chunk_target(struct trace_writer *w, size_t bytes);
 /* Bytes written to the file so far (compressed). */
 uint64_t trace_writer__bytes(const struct trace_writer *w);
+/* The first I/O failure's -errno (it is sticky), or 0. */
+int trace_writer__error(const struct trace_writer *w);
 
 /* Flush, write the END chunk, fsync and close. Frees W in every case. */
 int trace_writer__close(struct trace_writer *w, const struct trace_end *end);
