@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "rss.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -155,35 +156,60 @@ static int read_runs(struct rss_resident *out, int pagemap, uint64_t *buf, uint6
 	return in ? push_run(out, run, end) : 0;
 }
 
-int rss_read_resident(int pid, struct rss_resident *out)
+/* All of /proc/PID/maps, NUL-terminated, in a buffer the caller frees
+ * (*LEN its length): NULL with -errno in *ERR (-ESRCH: it is gone). */
+static char *read_maps(int pid, size_t *len, int *err)
 {
-	uint64_t sps[256], ps = (uint64_t)sysconf(_SC_PAGESIZE);
-	size_t nsps = thread_sps(pid, sps, sizeof(sps) / sizeof(sps[0]));
-	char path[64], line[4096];
-	int pagemap, err = 0;
-	uint64_t *buf;
-	FILE *maps;
+	size_t cap = 16384, n = 0;
+	char path[64], *buf = malloc(cap);
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	*err = fd < 0 ? (errno == ENOENT ? -ESRCH : -errno) : buf ? 0 : -ENOMEM;
+	while (!*err) {
+		ssize_t got;
+
+		if (n + 1 == cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				*err = -ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		got = read(fd, buf + n, cap - 1 - n);
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			*err = errno == ESRCH ? -ESRCH : -errno;
+		else if (got == 0)
+			break;
+		n += (size_t)got;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (*err) {
+		free(buf);
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
+/* One walk of MAPS (its text, consumed) and PAGEMAP into OUT. */
+static int walk(struct rss_resident *out, char *maps, int pagemap, const uint64_t *sps, size_t nsps, uint64_t *buf)
+{
+	uint64_t ps = out->r.page_size, kept_end = 0;
+	char *line, *save = NULL;
+	int err = 0;
 
 	out->r.nvmas = out->r.nruns = 0;
-	out->r.page_size = (uint32_t)ps;
 	out->anon_bytes = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	maps = fopen(path, "re");
-	if (!maps)
-		return errno == ENOENT ? -ESRCH : -errno;
-	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
-	pagemap = open(path, O_RDONLY | O_CLOEXEC);
-	if (pagemap < 0) {
-		err = errno == ENOENT ? -ESRCH : -errno;
-		fclose(maps);
-		return err;
-	}
-	/* On the heap, not in thread-local storage: every thread of the
-	 * process would carry it (a closer thread's small stack could not). */
-	buf = malloc(PAGEMAP_CHUNK * sizeof(*buf));
-	if (!buf)
-		err = -ENOMEM;
-	while (!err && fgets(line, sizeof(line), maps)) {
+	for (line = strtok_r(maps, "\n", &save); !err && line; line = strtok_r(NULL, "\n", &save)) {
 		unsigned long long start, end;
 		char perms[8], name[4096] = "";
 		struct trace_vma *v;
@@ -193,6 +219,8 @@ int rss_read_resident(int pid, struct rss_resident *out)
 			continue;
 		if (perms[3] != 'p' || (perms[0] != 'r' && perms[1] != 'w' && perms[2] != 'x'))
 			continue; /* shared (shmem, not anon), or a reservation nobody may touch */
+		if (start < kept_end || end <= start)
+			continue; /* never in one read of the file; kept out so a snapshot is always in order */
 		if (!strcmp(name, "[heap]"))
 			kind = TRACE_VMA_HEAP;
 		else if (!strcmp(name, "[stack]"))
@@ -210,22 +238,80 @@ int rss_read_resident(int pid, struct rss_resident *out)
 			size_t cap = out->vmas_cap ? 2 * out->vmas_cap : 64;
 			struct trace_vma *nv = realloc(out->vmas, cap * sizeof(*nv));
 
-			if (!nv) {
-				err = -ENOMEM;
-				break;
-			}
+			if (!nv)
+				return -ENOMEM;
 			out->vmas = nv;
 			out->vmas_cap = cap;
 		}
 		v = &out->vmas[out->r.nvmas];
 		*v = (struct trace_vma){ .start = start, .end = end, .kind = kind };
 		err = read_runs(out, pagemap, buf, start, end, ps);
-		if (!err && v->nruns)
+		if (!err && v->nruns) {
 			out->r.nvmas++; /* kept only with anonymous pages in it */
+			kept_end = end;
+		}
 	}
+	return err;
+}
+
+/* A walk takes a while, and the program goes on meanwhile: a mapping made
+ * or unmapped during it (a thread's arena, a block freed at the end) would
+ * leave a snapshot that no moment of the events agrees with. The maps are
+ * read again after the walk, and a walk they changed under is taken again,
+ * up to this many times; the last is kept whatever happened. The snapshot
+ * is of the moment its maps were read: a mapping unmapped between the
+ * caller's clock and that read must not count as mapped with no page. */
+#define RESIDENT_TRIES 3
+
+int rss_read_resident(int pid, struct rss_resident *out)
+{
+	uint64_t sps[256], *buf;
+	size_t nsps = thread_sps(pid, sps, sizeof(sps) / sizeof(sps[0])), len = 0, len2 = 0;
+	char path[64], *maps, *copy = NULL, *again = NULL;
+	int pagemap, err = 0;
+	uint64_t t;
+
+	out->r.page_size = (uint32_t)sysconf(_SC_PAGESIZE);
+	out->r.nvmas = out->r.nruns = 0;
+	out->anon_bytes = 0;
+	out->r.ts = now_ns(CLOCK_MONOTONIC);
+	if (!(maps = read_maps(pid, &len, &err)))
+		return err;
+	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
+	pagemap = open(path, O_RDONLY | O_CLOEXEC);
+	if (pagemap < 0) {
+		err = errno == ENOENT ? -ESRCH : -errno;
+		free(maps);
+		return err;
+	}
+	/* On the heap, not in thread-local storage: every thread of the
+	 * process would carry it (a closer thread's small stack could not). */
+	buf = malloc(PAGEMAP_CHUNK * sizeof(*buf));
+	for (int tries = 0; !err; tries++) {
+		free(copy);
+		copy = buf ? malloc(len + 1) : NULL;
+		if (!copy) {
+			err = -ENOMEM;
+			break;
+		}
+		err = walk(out, memcpy(copy, maps, len + 1), pagemap, sps, nsps, buf);
+		if (err || tries + 1 == RESIDENT_TRIES)
+			break;
+		t = now_ns(CLOCK_MONOTONIC);
+		if (!(again = read_maps(pid, &len2, &err)))
+			break;
+		if (len2 == len && !memcmp(again, maps, len)) {
+			free(again);
+			break;
+		}
+		free(maps);
+		maps = again, len = len2;
+		out->r.ts = t; /* the walk again, of the maps as they were from then on */
+	}
+	free(copy);
+	free(maps);
 	free(buf);
 	close(pagemap);
-	fclose(maps);
 	out->r.vmas = out->vmas;
 	out->r.runs = out->runs;
 	return err;

@@ -33,8 +33,10 @@ int rss_read_rollup(int pid, struct rss_rollup *out);
  * /proc/PID/task/TID/syscall, is that thread's stack), and the runs of
  * anonymous pages present in it, from /proc/PID/pagemap (present, and not
  * a file's page). Mappings nobody may access (PROT_NONE reservations) are
- * not read. OUT's arrays are reused from call to call; OUT->r.ts is the
- * caller's. 0, or -errno (-ESRCH: it is gone). */
+ * not read. A walk the maps changed under (read again after it) is taken
+ * again. OUT's arrays are reused from call to call; OUT->r.ts is when the
+ * maps it holds were read (CLOCK_MONOTONIC). 0, or -errno (-ESRCH: it is
+ * gone). */
 struct rss_resident {
 	struct trace_resident r;
 	struct trace_vma *vmas;

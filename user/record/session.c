@@ -803,7 +803,11 @@ static int take_resident(struct recording *r, uint64_t now)
 {
 	int err = rss_read_resident(r->pid, &r->resident);
 
-	r->resident.r.ts = now;
+	/* stamped when its maps were read, which may be after NOW: the
+	 * program went on meanwhile; at the end (no event after end_ns) the
+	 * end's time */
+	if (r->end_ns)
+		r->resident.r.ts = now;
 	if (err)
 		return err == -ENOMEM ? err : 0;
 	return drain__add_resident(r->drain, &r->resident.r);
