@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * rss_read_resident on a real child process: the runs of a mapping whose
- * touched pages are known, exactly; and, while another child maps and
- * unmaps without pause, every snapshot is one the trace writer takes (in
- * address order, no overlap), which a walk raced by those changes could
- * break.
+ * touched pages are known, exactly; and, while another child grows and
+ * shrinks its mappings without a pause, every snapshot is one the trace
+ * writer takes (in address order, no overlap): a walk that read the maps
+ * line by line as they changed made one the writer refused, and the
+ * recording stopped.
  */
 #include <setjmp.h> /* cmocka needs these first */
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 #include "trace_writer.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -35,6 +37,7 @@ static pid_t known_child(uintptr_t *at)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* a failed check leaves no child behind */
 		long ps = sysconf(_SC_PAGESIZE);
 		volatile char *m = mmap(NULL, PAGES * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 		uintptr_t a = (uintptr_t)m;
@@ -89,28 +92,45 @@ static void test_known_runs(void **state)
 	rss_resident_free(&res);
 }
 
-/* A child that maps, writes and unmaps regions of changing sizes without
- * a pause, so the maps change under every walk. */
+/* A child whose maps change without a pause, the way glibc grows a
+ * thread's arena: 64 reservations of 256 pages, each a writable prefix
+ * (its pages written) and the rest PROT_NONE, the prefixes grown a page
+ * at a time in turn with mprotect and shrunk back when full. Its maps run
+ * past the 4 KiB the kernel gives one read, so a walk reads them in
+ * pieces; a prefix grown between two pieces comes back whole, starting
+ * before where the last piece ended. */
+#define REGIONS 64
+#define REGION_PAGES 256
+
 static pid_t churning_child(void)
 {
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
 	if (!pid) {
-		long ps = sysconf(_SC_PAGESIZE);
-		char *keep[16] = { 0 };
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+		char *reg[REGIONS];
+		size_t len[REGIONS];
 
-		for (unsigned n = 0;; n++) {
-			unsigned slot = n % 16;
-			size_t len = (1 + n % 7) * 8 * ps;
-
-			if (keep[slot])
-				munmap(keep[slot], (1 + (n - 16) % 7) * 8 * ps);
-			keep[slot] = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-			if (keep[slot] == MAP_FAILED)
+		for (int i = 0; i < REGIONS; i++) {
+			reg[i] = mmap(NULL, REGION_PAGES * ps, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+			if (reg[i] == MAP_FAILED)
 				_exit(1);
-			for (size_t i = 0; i < len; i += 2 * ps)
-				keep[slot][i] = 1;
+			len[i] = 0;
+		}
+		for (unsigned n = 0;; n++) {
+			int i = (int)(n % REGIONS);
+
+			if (len[i] == REGION_PAGES - 1) {
+				mprotect(reg[i], REGION_PAGES * ps, PROT_NONE);
+				madvise(reg[i], REGION_PAGES * ps, MADV_DONTNEED);
+				len[i] = 0;
+			}
+			len[i]++;
+			if (mprotect(reg[i], len[i] * ps, PROT_READ | PROT_WRITE))
+				_exit(1);
+			reg[i][(len[i] - 1) * ps] = 1;
 		}
 	}
 	return pid;
