@@ -115,7 +115,8 @@ static enum budget_action close_window(struct budget *b, uint64_t now_ns, const 
 	b->phi_live = ewma(b->phi_live, cost / (double)w);
 	if (!b->phi_tail)
 		b->phi_tail = b->phi_live / 2; /* until a tail is measured */
-	b->window_cost_ns = cost;
+	b->window_cost_ns = cost + b->attach_cost_ns;
+	b->attach_cost_ns = 0;
 	b->live_ns += w;
 	b->windows++;
 	b->cut_windows += cut;
@@ -206,6 +207,16 @@ enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct 
 	return BUDGET_WAIT;
 }
 
+void budget__attached(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
+{
+	if (b->state != BUDGET_LIVE || now_ns <= b->since_ns)
+		return;
+	b->attach_cost_ns = budget__price(b, &b->at, s);
+	b->at = *s;
+	b->next_ns += now_ns - b->since_ns;
+	b->since_ns = now_ns;
+}
+
 void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
 {
 	uint64_t t = now_ns > b->since_ns ? now_ns - b->since_ns : 0;
@@ -217,7 +228,8 @@ void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample 
 		b->tail_ns += t;
 	}
 	if (b->state != BUDGET_OFF)
-		b->cost_ns += budget__price(b, &b->at, s);
+		b->cost_ns += budget__price(b, &b->at, s) + (b->state == BUDGET_LIVE ? b->attach_cost_ns : 0);
+	b->attach_cost_ns = 0;
 	b->state = BUDGET_OFF;
 }
 

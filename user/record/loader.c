@@ -1316,6 +1316,17 @@ int loader__poll(struct loader *l, int timeout_ms)
 	return n < 0 && n != -EINTR ? n : 0;
 }
 
+int loader__poll_until(struct loader *l, uint64_t deadline_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000ULL),
+			       .tv_nsec = (long)(deadline_ns % 1000000000ULL) };
+	int n;
+
+	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* EINTR: a signal, looked at by the caller */
+	n = ring_buffer__consume(l->rb);
+	return n < 0 && n != -EINTR ? n : 0;
+}
+
 void loader__detach(struct loader *l)
 {
 	loader__set_recording(l, false);

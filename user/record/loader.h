@@ -170,6 +170,11 @@ void loader__set_recording(struct loader *l, bool on);
 /* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records
  * handed over, or -errno. */
 int loader__poll(struct loader *l, int timeout_ms);
+/* The same, sleeping until DEADLINE_NS (CLOCK_MONOTONIC) to the
+ * microsecond rather than the millisecond: a --budget window or tail ends
+ * when planned, not up to 2 ms later (probes never wake the rings: the
+ * sleep is the clock). A signal ends the sleep. */
+int loader__poll_until(struct loader *l, uint64_t deadline_ns);
 /* Remove every probe (the target runs untouched from here on). */
 void loader__detach(struct loader *l);
 /* Events the kernel could not hand over, for CPU. */

@@ -1345,7 +1345,10 @@ static int record_loop(struct recording *r)
 			break;
 		}
 		step = "taking events from the rings";
-		err = loader__poll(r->loader, r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
+		if (r->windows && windows__attached(r->windows))
+			err = loader__poll_until(r->loader, windows__wake_ns(r->windows, t0));
+		else
+			err = loader__poll(r->loader, r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
 		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
 		if (r->windows && windows__hold_ns(r->windows) < mark)
 			mark = windows__hold_ns(r->windows);

@@ -308,6 +308,7 @@ static int open_window(struct windows *w)
 	sample(w, &w->at_begin);
 	w->cur.run_begin = w->at_begin.target_cpu_ns;
 	w->cur.begin = now_ns(CLOCK_MONOTONIC);
+	budget__attached(&w->ctl, w->cur.begin, &w->at_begin);
 	loader__window_allocs(w->l, true);
 	if (w->have_prev) {
 		w->have_prev = false;
@@ -371,12 +372,17 @@ int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms)
 {
 	uint64_t next = budget__next_ns(&w->ctl), ms;
 
-	if (w->ctl.state == BUDGET_LIVE)
-		return 1; /* a burst is caught within the window */
 	if (next <= now_ns)
 		return 0;
 	ms = (next - now_ns + 999999) / 1000000;
 	return ms < (uint64_t)max_ms ? (int)ms : max_ms;
+}
+
+uint64_t windows__wake_ns(const struct windows *w, uint64_t now_ns)
+{
+	uint64_t next = budget__next_ns(&w->ctl), soon = now_ns + 1000000;
+
+	return w->ctl.state == BUDGET_LIVE && next > soon ? soon : next;
 }
 
 bool windows__attached(const struct windows *w)
