@@ -131,6 +131,48 @@ ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap)
 	return total;
 }
 
+char *read_proc_alloc(int pid, const char *name, size_t *len)
+{
+	size_t cap = 16384, n = 0;
+	char path[64], *buf = malloc(cap), *nb;
+	ssize_t got = 1;
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || !buf) {
+		err = fd < 0 ? (errno == ENOENT ? ESRCH : errno) : ENOMEM;
+		got = 0;
+	}
+	while (got > 0) {
+		if (n + 1 == cap) {
+			if (!(nb = realloc(buf, cap * 2))) {
+				err = ENOMEM;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+		got = read(fd, buf + n, cap - 1 - n);
+		if (got < 0 && errno == EINTR)
+			got = 1;
+		else if (got < 0)
+			err = errno;
+		else
+			n += (size_t)got;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (err) {
+		free(buf);
+		errno = err;
+		return NULL;
+	}
+	buf[n] = 0;
+	*len = n;
+	return buf;
+}
+
 void read_proc_string(int pid, const char *name, char *buf, size_t cap)
 {
 	if (read_proc_file(pid, name, buf, cap) <= 0)

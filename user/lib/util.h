@@ -32,6 +32,9 @@ void format_bytes(uint64_t bytes, char *buf, size_t cap);
 void read_proc_string(int pid, const char *name, char *buf, size_t cap);
 /* /proc/PID/NAME whole into BUF (NUL-terminated, at most CAP - 1 bytes): its length, or -1. */
 ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap);
+/* /proc/PID/NAME whole, however long, NUL-terminated in a buffer the caller
+ * frees, its length in *LEN; NULL with errno set (ESRCH: PID is gone). */
+char *read_proc_alloc(int pid, const char *name, size_t *len);
 /* /proc/PID/cmdline with spaces between arguments; malloc'ed, never NULL
  * unless out of memory. */
 char *read_proc_cmdline(int pid);

@@ -228,7 +228,7 @@ void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample 
 		b->tail_ns += t;
 	}
 	if (b->state != BUDGET_OFF)
-		b->cost_ns += budget__price(b, &b->at, s) + (b->state == BUDGET_LIVE ? b->attach_cost_ns : 0);
+		b->cost_ns += budget__price(b, &b->at, s) + b->attach_cost_ns; /* 0 but in a window */
 	b->attach_cost_ns = 0;
 	b->state = BUDGET_OFF;
 }

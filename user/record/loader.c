@@ -1304,6 +1304,14 @@ void loader__set_recording(struct loader *l, bool on)
 	__atomic_store_n(&l->skel->bss->recording[l->slot], on ? 1 : 0, __ATOMIC_SEQ_CST);
 }
 
+/* Every CPU's ring drained: 0 or -errno. */
+static int consume(struct loader *l)
+{
+	int n = ring_buffer__consume(l->rb);
+
+	return n < 0 && n != -EINTR ? n : 0;
+}
+
 int loader__poll(struct loader *l, int timeout_ms)
 {
 	int n = ring_buffer__poll(l->rb, timeout_ms);
@@ -1312,19 +1320,16 @@ int loader__poll(struct loader *l, int timeout_ms)
 		return n;
 	/* Probes never wake us (it would cost them a wakeup per event): the
 	 * timeout is the drain's clock. */
-	n = ring_buffer__consume(l->rb);
-	return n < 0 && n != -EINTR ? n : 0;
+	return consume(l);
 }
 
 int loader__poll_until(struct loader *l, uint64_t deadline_ns)
 {
 	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / 1000000000ULL),
 			       .tv_nsec = (long)(deadline_ns % 1000000000ULL) };
-	int n;
 
 	clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL); /* EINTR: a signal, looked at by the caller */
-	n = ring_buffer__consume(l->rb);
-	return n < 0 && n != -EINTR ? n : 0;
+	return consume(l);
 }
 
 void loader__detach(struct loader *l)

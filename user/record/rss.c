@@ -156,50 +156,6 @@ static int read_runs(struct rss_resident *out, int pagemap, uint64_t *buf, uint6
 	return in ? push_run(out, run, end) : 0;
 }
 
-/* All of /proc/PID/maps, NUL-terminated, in a buffer the caller frees
- * (*LEN its length): NULL with -errno in *ERR (-ESRCH: it is gone). */
-static char *read_maps(int pid, size_t *len, int *err)
-{
-	size_t cap = 16384, n = 0;
-	char path[64], *buf = malloc(cap);
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	*err = fd < 0 ? (errno == ENOENT ? -ESRCH : -errno) : buf ? 0 : -ENOMEM;
-	while (!*err) {
-		ssize_t got;
-
-		if (n + 1 == cap) {
-			char *nb = realloc(buf, cap * 2);
-
-			if (!nb) {
-				*err = -ENOMEM;
-				break;
-			}
-			buf = nb;
-			cap *= 2;
-		}
-		got = read(fd, buf + n, cap - 1 - n);
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			*err = errno == ESRCH ? -ESRCH : -errno;
-		else if (got == 0)
-			break;
-		n += (size_t)got;
-	}
-	if (fd >= 0)
-		close(fd);
-	if (*err) {
-		free(buf);
-		return NULL;
-	}
-	buf[n] = 0;
-	*len = n;
-	return buf;
-}
-
 /* One walk of MAPS (its text, consumed) and PAGEMAP into OUT. */
 static int walk(struct rss_resident *out, char *maps, int pagemap, const uint64_t *sps, size_t nsps, uint64_t *buf)
 {
@@ -275,8 +231,8 @@ int rss_read_resident(int pid, struct rss_resident *out)
 	out->r.nvmas = out->r.nruns = 0;
 	out->anon_bytes = 0;
 	out->r.ts = now_ns(CLOCK_MONOTONIC);
-	if (!(maps = read_maps(pid, &len, &err)))
-		return err;
+	if (!(maps = read_proc_alloc(pid, "maps", &len)))
+		return -errno;
 	snprintf(path, sizeof(path), "/proc/%d/pagemap", pid);
 	pagemap = open(path, O_RDONLY | O_CLOEXEC);
 	if (pagemap < 0) {
@@ -298,8 +254,10 @@ int rss_read_resident(int pid, struct rss_resident *out)
 		if (err || tries + 1 == RESIDENT_TRIES)
 			break;
 		t = now_ns(CLOCK_MONOTONIC);
-		if (!(again = read_maps(pid, &len2, &err)))
+		if (!(again = read_proc_alloc(pid, "maps", &len2))) {
+			err = -errno;
 			break;
+		}
 		if (len2 == len && !memcmp(again, maps, len)) {
 			free(again);
 			break;

@@ -47,7 +47,7 @@
 #define POLL_MS 10
 /* --budget between windows: nothing comes, and every wakeup is a context
  * switch taken from a loaded host (100-200 us each under a hypervisor here) */
-#define WINDOWS_POLL_MS 100
+#define WINDOWS_POLL_NS (100 * 1000 * 1000ULL)
 #define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
 /* What a SIGKILL of the recorder can lose: the trace gets what is drained at
  * least this often, from the first interval after attach on (README: the
@@ -1345,10 +1345,10 @@ static int record_loop(struct recording *r)
 			break;
 		}
 		step = "taking events from the rings";
-		if (r->windows && windows__attached(r->windows))
-			err = loader__poll_until(r->loader, windows__wake_ns(r->windows, t0));
+		if (r->windows)
+			err = loader__poll_until(r->loader, windows__wake_ns(r->windows, t0, WINDOWS_POLL_NS));
 		else
-			err = loader__poll(r->loader, r->windows ? windows__timeout_ms(r->windows, t0, WINDOWS_POLL_MS) : POLL_MS);
+			err = loader__poll(r->loader, POLL_MS);
 		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
 		if (r->windows && windows__hold_ns(r->windows) < mark)
 			mark = windows__hold_ns(r->windows);

@@ -368,21 +368,12 @@ int windows__step(struct windows *w, uint64_t now_ns)
 	}
 }
 
-int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms)
+uint64_t windows__wake_ns(const struct windows *w, uint64_t now_ns, uint64_t max_ns)
 {
-	uint64_t next = budget__next_ns(&w->ctl), ms;
+	uint64_t next = budget__next_ns(&w->ctl);
+	uint64_t latest = now_ns + (w->ctl.state == BUDGET_LIVE ? 1000000 : max_ns); /* a burst: within a ms */
 
-	if (next <= now_ns)
-		return 0;
-	ms = (next - now_ns + 999999) / 1000000;
-	return ms < (uint64_t)max_ms ? (int)ms : max_ms;
-}
-
-uint64_t windows__wake_ns(const struct windows *w, uint64_t now_ns)
-{
-	uint64_t next = budget__next_ns(&w->ctl), soon = now_ns + 1000000;
-
-	return w->ctl.state == BUDGET_LIVE && next > soon ? soon : next;
+	return next < latest ? next : latest;
 }
 
 bool windows__attached(const struct windows *w)

@@ -54,11 +54,10 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 		   struct drain *d, int pid, uint64_t now_ns);
 /* Carry out what is due at NOW_NS. 0 or -errno (a failed attach: the target is gone). */
 int windows__step(struct windows *w, uint64_t now_ns);
-/* Between windows (nothing attached): how long the recorder may sleep, in ms. */
-int windows__timeout_ms(const struct windows *w, uint64_t now_ns, int max_ms);
-/* While probes are attached: when the recorder must look again (within a
- * millisecond while a window is open, the tail's end during its tail). */
-uint64_t windows__wake_ns(const struct windows *w, uint64_t now_ns);
+/* When the recorder must look again (CLOCK_MONOTONIC): what is due next,
+ * within a millisecond while a window is open (a burst ends it), else
+ * within MAX_NS. */
+uint64_t windows__wake_ns(const struct windows *w, uint64_t now_ns, uint64_t max_ns);
 /* Probes are attached: a window is open, or its tail. */
 bool windows__attached(const struct windows *w);
 /* The drain may write events stamped before this only (UINT64_MAX: any). */
