@@ -365,6 +365,28 @@ kill -INT "$agent10"
 wait "$agent10"
 if [ -n "$memdir" ] && [ ! -e "$memdir" ]; then ok "... removed at exit"; else not_ok "the agent left '$memdir'"; fi
 
+# --- several targets found at once are bound on threads at once: each is
+# probed as one alone would be. With one buffer for the functions' code, a
+# return probe went where another thread's decoding said, and its hijack
+# overwrote a register the target had saved (leak_rate's loop bound became
+# the [uprobes] page's address). callee_saved exits 3 when one changes.
+many=()
+for _ in 1 2 3 4 5 6; do (exec "$PROGS/callee_saved" 4 >/dev/null 2>&1) & many+=($!); done
+sleep 0.5 # all running before the agent looks: found by its first scan, bound together
+timeout -k 5 60 "$MEMTRACE" agent --exe "$PROGS/callee_saved" --exact --listen "127.0.0.1:$((port + 10))" -d 6 \
+	2>"$TMP/agent11.err" &
+agent11=$!
+statuses=""
+for p in "${many[@]}"; do
+	wait "$p"
+	statuses="$statuses $?"
+done
+wait "$agent11"
+attached=0
+for p in "${many[@]}"; do grep -q "memtrace: attached to PID $p " "$TMP/agent11.err" && attached=$((attached + 1)); done
+expect_eq "6 processes bound at once: how many attached" "$attached" 6 || sed 's/^/# /' "$TMP/agent11.err"
+expect_eq "... their exit statuses (3: a saved register changed)" "$statuses" " 0 0 0 0 0 0"
+
 # --- under --budget: go tool pprof's totals are memtrace report's of the
 # same recording (its rotated files), estimates weighed by the same windows
 mkdir -p "$TMP/bud"

@@ -17,15 +17,16 @@ not_ok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); printf . >>"$CHECKS"; }
 # skip REASON: a check this host cannot make; counted apart, never as a pass.
 skip() { echo "ok - # SKIP $*"; printf . >>"$CHECKS"; }
 
-# expect_eq DESCRIPTION ACTUAL EXPECTED
+# expect_eq DESCRIPTION ACTUAL EXPECTED. Each expect_* returns 1 on a
+# mismatch, so `expect_eq ... || sed 's/^/# /' ERRFILE` says why.
 expect_eq() {
-	if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'"; fi
+	if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'"; return 1; fi
 }
 
 # expect_status DESCRIPTION ACTUAL EXPECTED STDERR_FILE: an exit status, and
 # on a mismatch what the command said last, so a failure in CI explains itself
 expect_status() {
-	if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'; its stderr ended: $(tail -n 3 "$4" | tr '\n' '|')"; fi
+	if [ "$2" = "$3" ]; then ok "$1 = $3"; else not_ok "$1: got '$2', want '$3'; its stderr ended: $(tail -n 3 "$4" | tr '\n' '|')"; return 1; fi
 }
 
 # expect_within DESCRIPTION ACTUAL EXPECTED PERCENT
@@ -34,6 +35,7 @@ expect_within() {
 		ok "$1: $2 within $4% of $3"
 	else
 		not_ok "$1: $2 not within $4% of $3"
+		return 1
 	fi
 }
 

@@ -156,7 +156,7 @@ static int add_probe(struct probe_set *ps, const struct alloc_func *fn, struct e
 		     const char *path, const struct elf_function *ef, bool placed, uint32_t outside)
 {
 	struct probe *p = &ps->v[ps->nr];
-	static uint8_t code[MAX_CODE];
+	uint8_t code[MAX_CODE]; /* on the stack: the agent binds several targets at once, on threads */
 	size_t len = ef->size < MAX_CODE ? ef->size : MAX_CODE;
 	struct placement pl = { .why = "placement is off (MEMTRACE_NO_PLACEMENT)" };
 	int err;
@@ -205,7 +205,7 @@ static size_t count_modules(const struct probe_set *ps)
 static void mark_nesting(struct probe_set *ps, struct elf_file *f, const char *path)
 {
 	struct code_range starts[PROBE_MAX], plt[8];
-	static uint8_t code[MAX_CODE];
+	uint8_t code[MAX_CODE]; /* on the stack: the agent binds several targets at once, on threads */
 	size_t nstarts = 0, nplt = plt_ranges(f, plt, 8);
 
 	for (size_t i = 0; i < ps->nr; i++) {
