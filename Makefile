@@ -174,7 +174,12 @@ $(BUILD)/progs/alloc_patterns_static: tests/progs/alloc_patterns.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -static -o $@ $<
 
-progs: $(PROG_BIN) $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
+# No C library, no allocator: a process memtrace can find but not record.
+$(BUILD)/progs/no_allocator: tests/progs/noalloc/no_allocator.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) -O1 -static -nostdlib -o $@ $<
+
+progs: $(PROG_BIN) $(BUILD)/progs/no_allocator $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
 	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static \
 	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels $(BUILD)/progs/nofp/deep_frames
 unit: $(UNIT_BIN)

@@ -387,6 +387,28 @@ for p in "${many[@]}"; do grep -q "memtrace: attached to PID $p " "$TMP/agent11.
 expect_eq "6 processes bound at once: how many attached" "$attached" 6 || sed 's/^/# /' "$TMP/agent11.err"
 expect_eq "... their exit statuses (3: a saved register changed)" "$statuses" " 0 0 0 0 0 0"
 
+# --- a process found that cannot be recorded (no allocator) is looked at
+# again after 200 ms, then twice as long each time: it held a slot a minute
+# per try, one try every scan, until every slot was taken
+(exec "$PROGS/no_allocator") &
+na=$!
+(exec "$PROGS/leak_rate" 20 >/dev/null 2>&1) &
+lr=$!
+timeout -k 5 60 "$MEMTRACE" agent --exe "$PROGS/no_allocator" --exe "$PROGS/leak_rate" --exact \
+	--listen "127.0.0.1:$((port + 11))" -d 8 2>"$TMP/agent12.err" &
+agent12=$!
+wait "$agent12"
+expect_status "an unrecordable process matched: the agent's exit status" $? 0 "$TMP/agent12.err"
+n=$(grep -c "PID $na has no malloc and free" "$TMP/agent12.err")
+if [ "$n" -ge 2 ] && [ "$n" -le 6 ]; then
+	ok "... tried again, less and less often: $n tries in 8 s"
+else
+	not_ok "... $n tries in 8 s (want 2 to 6: after 0.2, 0.4, 0.8, 1.6, 3.2 s)"
+fi
+if grep -q "memtrace: attached to PID $lr " "$TMP/agent12.err"; then ok "... and the one beside it recorded"; else not_ok "leak_rate beside it not recorded: $(head -c 300 "$TMP/agent12.err")"; fi
+kill "$na" "$lr" 2>/dev/null
+wait "$na" "$lr" 2>/dev/null
+
 # --- under --budget: go tool pprof's totals are memtrace report's of the
 # same recording (its rotated files), estimates weighed by the same windows
 mkdir -p "$TMP/bud"

@@ -72,6 +72,22 @@
  * 1 MiB chunks cost each target 7.5 MB of the agent's resident memory. */
 #define AGENT_MEM_CHUNK (64u << 10)
 
+/* A process found whose recording failed before it attached (no allocator
+ * found, or caught between its exec and its dynamic linker loading the C
+ * library): looked at again after 200 ms, then twice as long each time up to
+ * 10 minutes, not at every scan (its error line every 200 ms, and a slot
+ * held a minute each time, until every slot was). */
+#define AGENT_RETRY_FIRST_NS 200000000ull
+#define AGENT_RETRY_MAX_NS 600000000000ull
+#define AGENT_MAX_REFUSED 256
+
+struct refused {
+	int pid;
+	uint64_t start;    /* its start time (/proc/PID/stat), so a reused PID is another process */
+	uint64_t retry_ns; /* not looked at before */
+	unsigned tries;
+};
+
 struct agent;
 
 struct agent_target {
@@ -110,6 +126,8 @@ struct agent {
 	const char *out_dir;            /* -o DIR: rotated traces there; else the memory directory */
 	char mem_dir[64];               /* without -o: a directory in /dev/shm (memory, not disk) for
 					 * /report's last files; removed at exit. "": none */
+	struct refused refused[AGENT_MAX_REFUSED]; /* the main thread's only */
+	size_t nrefused;
 };
 
 static void agent_usage(FILE *f)
@@ -1104,6 +1122,64 @@ static bool matches(const struct agent *a, int pid)
 	return false;
 }
 
+/* PID's start time in clock ticks since boot (the 22nd field of its stat); 0 if gone. */
+static uint64_t proc_start(int pid)
+{
+	char buf[1024], *p;
+	unsigned long long start = 0;
+
+	if (read_proc_file(pid, "stat", buf, sizeof(buf) - 1) <= 0 || !(p = strrchr(buf, ')')))
+		return 0;
+	/* after the name: state and 18 more fields, then the start time */
+	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+		   &start) != 1)
+		return 0;
+	return start;
+}
+
+static struct refused *refused_find(struct agent *a, int pid)
+{
+	for (size_t i = 0; i < a->nrefused; i++)
+		if (a->refused[i].pid == pid)
+			return &a->refused[i];
+	return NULL;
+}
+
+/* PID's recording failed before it attached: not again before its time. */
+static void refuse(struct agent *a, int pid, uint64_t now)
+{
+	struct refused *r = refused_find(a, pid);
+	uint64_t start = proc_start(pid), wait;
+
+	if (!start)
+		return; /* gone: nothing to look at again */
+	if (r && r->start != start)
+		r->tries = 0;
+	if (!r) {
+		if (a->nrefused == AGENT_MAX_REFUSED) /* the oldest entry goes */
+			memmove(&a->refused[0], &a->refused[1], --a->nrefused * sizeof(a->refused[0]));
+		r = &a->refused[a->nrefused++];
+		*r = (struct refused){ .pid = pid };
+	}
+	r->start = start;
+	wait = r->tries < 12 ? AGENT_RETRY_FIRST_NS << r->tries : AGENT_RETRY_MAX_NS;
+	r->retry_ns = now + (wait < AGENT_RETRY_MAX_NS ? wait : AGENT_RETRY_MAX_NS);
+	r->tries++;
+}
+
+/* Whether PID is to be left alone now (a reused PID is not). */
+static bool refused_now(struct agent *a, int pid, uint64_t now)
+{
+	struct refused *r = refused_find(a, pid);
+
+	if (!r || now >= r->retry_ns)
+		return false;
+	if (proc_start(pid) == r->start)
+		return true;
+	*r = a->refused[--a->nrefused];
+	return false;
+}
+
 /* Every process that matches and has no recording gets one. */
 static void scan(struct agent *a)
 {
@@ -1118,7 +1194,8 @@ static void scan(struct agent *a)
 		long pid = strtol(de->d_name, &end, 10);
 		char state[256];
 
-		if (*end || pid <= 0 || pid == getpid() || recorded(a, (int)pid) || !matches(a, (int)pid))
+		if (*end || pid <= 0 || pid == getpid() || recorded(a, (int)pid) ||
+		    refused_now(a, (int)pid, now_ns(CLOCK_MONOTONIC)) || !matches(a, (int)pid))
 			continue;
 		/* not a process on its way out (a zombie has nothing left to record) */
 		if (!proc_line((int)pid, "stat", state, sizeof(state)) || strstr(state, ") Z ") ||
@@ -1247,14 +1324,19 @@ int cmd_agent(int argc, char **argv)
 			break;
 		for (size_t i = 0; i < a->ntargets; i++) {
 			struct agent_target *t = &a->targets[i];
-			bool gone;
+			bool gone, failed;
 
 			if (!t->in_use)
 				continue;
 			pthread_mutex_lock(&t->lock);
 			any = any || (t->started && (t->attached || !t->ended));
-			gone = t->matched && t->ended && now - t->ended_ns >= a->keep_ended_ns;
+			/* one that never attached has no figures to keep: its slot is
+			 * free at once, and it is looked at again later (refuse) */
+			failed = t->matched && t->ended && !t->attached;
+			gone = t->matched && t->ended && (failed || now - t->ended_ns >= a->keep_ended_ns);
 			pthread_mutex_unlock(&t->lock);
+			if (failed)
+				refuse(a, t->pid, now);
 			if (gone)
 				target_reclaim(a, t);
 		}
