@@ -1122,19 +1122,16 @@ static bool matches(const struct agent *a, int pid)
 	return false;
 }
 
-/* PID's start time in clock ticks since boot (the 22nd field of its stat); 0 if gone. */
-static uint64_t proc_start(int pid)
+/* PID's start time in clock ticks since boot (field 22 of its stat), and
+ * its state letter in *STATE unless NULL; 0 if it is gone. */
+static uint64_t proc_start(int pid, char *state)
 {
-	char buf[1024], *p;
-	unsigned long long start = 0;
+	char buf[1024];
+	uint64_t f[19]; /* fields 4 to 22 */
 
-	if (read_proc_file(pid, "stat", buf, sizeof(buf) - 1) <= 0 || !(p = strrchr(buf, ')')))
+	if (read_proc_file(pid, "stat", buf, sizeof(buf)) <= 0 || proc_stat_parse(buf, state, f, 19))
 		return 0;
-	/* after the name: state and 18 more fields, then the start time */
-	if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-		   &start) != 1)
-		return 0;
-	return start;
+	return f[18];
 }
 
 static struct refused *refused_find(struct agent *a, int pid)
@@ -1149,7 +1146,7 @@ static struct refused *refused_find(struct agent *a, int pid)
 static void refuse(struct agent *a, int pid, uint64_t now)
 {
 	struct refused *r = refused_find(a, pid);
-	uint64_t start = proc_start(pid), wait;
+	uint64_t start = proc_start(pid, NULL), wait;
 
 	if (!start)
 		return; /* gone: nothing to look at again */
@@ -1162,7 +1159,7 @@ static void refuse(struct agent *a, int pid, uint64_t now)
 		*r = (struct refused){ .pid = pid };
 	}
 	r->start = start;
-	wait = r->tries < 12 ? AGENT_RETRY_FIRST_NS << r->tries : AGENT_RETRY_MAX_NS;
+	wait = AGENT_RETRY_FIRST_NS << (r->tries < 12 ? r->tries : 12);
 	r->retry_ns = now + (wait < AGENT_RETRY_MAX_NS ? wait : AGENT_RETRY_MAX_NS);
 	r->tries++;
 }
@@ -1174,7 +1171,7 @@ static bool refused_now(struct agent *a, int pid, uint64_t now)
 
 	if (!r || now >= r->retry_ns)
 		return false;
-	if (proc_start(pid) == r->start)
+	if (proc_start(pid, NULL) == r->start)
 		return true;
 	*r = a->refused[--a->nrefused];
 	return false;
@@ -1186,20 +1183,19 @@ static void scan(struct agent *a)
 	static bool full_said;
 	struct dirent *de;
 	DIR *d = opendir("/proc");
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
 
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		char *end;
+		char *end, state;
 		long pid = strtol(de->d_name, &end, 10);
-		char state[256];
 
-		if (*end || pid <= 0 || pid == getpid() || recorded(a, (int)pid) ||
-		    refused_now(a, (int)pid, now_ns(CLOCK_MONOTONIC)) || !matches(a, (int)pid))
+		if (*end || pid <= 0 || pid == getpid() || recorded(a, (int)pid) || refused_now(a, (int)pid, now) ||
+		    !matches(a, (int)pid))
 			continue;
 		/* not a process on its way out (a zombie has nothing left to record) */
-		if (!proc_line((int)pid, "stat", state, sizeof(state)) || strstr(state, ") Z ") ||
-		    strstr(state, ") X "))
+		if (!proc_start((int)pid, &state) || state == 'Z' || state == 'X')
 			continue;
 		if (target_start(a, (int)pid, true) == -ENOSPC && !full_said) {
 			fprintf(stderr, "memtrace: not recording PID %ld: %d processes are recorded already, the most an "

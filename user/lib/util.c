@@ -173,6 +173,25 @@ char *read_proc_alloc(int pid, const char *name, size_t *len)
 	return buf;
 }
 
+int proc_stat_parse(const char *text, char *state, uint64_t *fields, size_t n)
+{
+	const char *p = strrchr(text, ')'); /* the name may hold spaces and parentheses */
+	char *end;
+
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
+	p += 2;
+	if (state)
+		*state = *p;
+	p++;
+	for (size_t i = 0; i < n; i++, p = end) {
+		fields[i] = (uint64_t)strtoll(p, &end, 10); /* a few are signed: -1 as all ones */
+		if (end == p)
+			return -EINVAL;
+	}
+	return 0;
+}
+
 void read_proc_string(int pid, const char *name, char *buf, size_t cap)
 {
 	if (read_proc_file(pid, name, buf, cap) <= 0)

@@ -152,19 +152,18 @@ static uint64_t target_runtime_ns(int task_fd)
 static uint64_t target_cpu_ns(int fd)
 {
 	static long hz;
-	char buf[1024], *p;
-	unsigned long long utime, stime;
+	char buf[1024];
+	uint64_t f[12]; /* fields 4 to 15: utime and stime are the last two */
 	ssize_t n;
 
 	if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
 		return 0;
 	buf[n] = 0;
-	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
-	if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) != 2)
+	if (proc_stat_parse(buf, NULL, f, 12))
 		return 0;
 	if (!hz)
 		hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
-	return (utime + stime) * (1000000000ULL / (uint64_t)hz);
+	return (f[10] + f[11]) * (1000000000ULL / (uint64_t)hz);
 }
 
 /* The host's CPU time, all and idle (with iowait), in clock ticks, from

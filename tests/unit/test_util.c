@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * user/lib/util.c: proc_stat_parse, the one reader of /proc/PID/stat's
+ * fields (the --budget recorder's target CPU time, the agent's start times
+ * and zombies): past a name that holds spaces and parentheses, and on this
+ * process's own line.
+ */
+#include "util.h" /* before cmocka.h, whose fail() macro would rename util.h's */
+
+#include <setjmp.h> /* cmocka needs these first */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <errno.h>
+#include <unistd.h>
+
+static void test_name_with_parentheses(void **state)
+{
+	/* fields 1 to 22 of proc(5), the name "a) b (c" */
+	const char *line = "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 120 0 0 0 37 5 0 0 20 0 1 0 987654 "
+			   "2265088 166\n";
+	uint64_t f[19];
+	char st = 0;
+
+	(void)state;
+	assert_int_equal(proc_stat_parse(line, &st, f, 19), 0);
+	assert_int_equal(st, 'S');
+	assert_int_equal(f[0], 1);              /* ppid, field 4 */
+	assert_int_equal(f[4], UINT64_MAX);     /* tpgid -1, field 8 */
+	assert_int_equal(f[10], 37);            /* utime, field 14 */
+	assert_int_equal(f[11], 5);             /* stime, field 15 */
+	assert_int_equal(f[18], 987654);        /* starttime, field 22 */
+	assert_int_equal(proc_stat_parse("4242 (cut) S 1 2", &st, f, 19), -EINVAL);
+	assert_int_equal(proc_stat_parse("no name at all", &st, f, 1), -EINVAL);
+}
+
+static void test_own_line(void **state)
+{
+	char buf[1024], st = 0;
+	uint64_t f[19];
+
+	(void)state;
+	assert_true(read_proc_file(getpid(), "stat", buf, sizeof(buf)) > 0);
+	assert_int_equal(proc_stat_parse(buf, &st, f, 19), 0);
+	assert_int_equal(st, 'R'); /* reading its own stat, it runs */
+	assert_int_equal(f[0], (uint64_t)getppid());
+	assert_true(f[18] > 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_name_with_parentheses),
+		cmocka_unit_test(test_own_line),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
