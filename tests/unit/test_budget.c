@@ -8,6 +8,7 @@
  * adapt the share of time live to the rate, end a window early when a burst
  * arrives inside it, and carry what a cycle overspent into the next.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -256,6 +257,129 @@ static void test_attach_time(void **state)
 		      "%.2f%% of the work\n", (unsigned long long)checked, 100 * share);
 }
 
+/* A window of a busy target in the model budget.h's weights assume: W ns
+ * of its own work per allocator call, calls alternating allocation and
+ * free, each hit costing C_TRUE times its calibrated price. The window is
+ * live LIVE ms, its tail as long, then OFF ms untraced. TRUTH: what it
+ * stands for, the work of the whole over the work while live. */
+struct model_window {
+	struct window_span s;
+	uint64_t next, run_next;
+	double truth;
+};
+
+static struct model_window model_window(const struct budget *b, double w, double c_true, uint64_t live,
+					uint64_t off)
+{
+	double pa = b->trap.entry_ns + b->trap.return_ns + 2 * b->prog_ns_per_hit; /* an allocation, priced */
+	double pf = b->trap.entry_ns + b->prog_ns_per_hit;                          /* a free */
+	double n_live = (double)live / (w + c_true * (pa + pf) / 2), n_tail = (double)live / (w + c_true * pf / 2);
+	uint64_t base = 1000 * MS, t0 = 5000 * MS;
+	struct model_window m = { .next = t0 + 2 * live + off, .run_next = base + 2 * live + off };
+
+	m.s = (struct window_span){ .begin = t0, .end = t0 + live, .tail_end = t0 + 2 * live,
+				    .run_begin = base, .run_end = base + live, .run_tail = base + 2 * live,
+				    .cost_live = n_live / 2 * (pa + pf), .cost_tail = n_tail / 2 * pf,
+				    .frees_live = n_live / 2, .frees_tail = n_tail / 2 };
+	m.truth = (n_live * w + n_tail * w + (double)off) / (n_live * w);
+	return m;
+}
+
+/* The scale is fitted from windows of different densities: what the trap
+ * costs in the target, against what it cost in the calibration loop. */
+static void test_scale_fitted(void **state)
+{
+	static const double w[] = { 400, 2000, 10000, 400, 800 }; /* ns of work per call */
+	struct sim m;
+
+	sim_init(&m, 5, 0);
+	assert_true(m.b.scale == 1);
+	for (size_t i = 0; i < 5; i++) {
+		struct model_window x = model_window(&m.b, w[i], 1.2, 2 * MS, 200 * MS);
+
+		budget__fit(&m.b, &x.s);
+		if (i + 1 < BUDGET_FIT_MIN)
+			assert_true(m.b.scale == 1); /* too few windows yet */
+	}
+	assert_true(fabs(m.b.scale - 1.2) < 0.001);
+	print_message("scale fitted from 5 windows: %.4f (truth 1.2)\n", m.b.scale);
+}
+
+/* Where the probes take 94% of a live window's run time (600 ns of work
+ * per call against 9.5 us of probes), the weight counted by frees is
+ * within 2% of the truth once the scale is fitted, and denser windows
+ * weigh more. Denser still (100 ns a call: the tail's work 2% of its run
+ * time), the tail's work is bounded: the weight is low, not unbounded. */
+static void test_weight_by_frees(void **state)
+{
+	static const double w[] = { 600, 2000, 10000 };
+	double last = 1e300;
+	struct sim m;
+
+	sim_init(&m, 5, 0);
+	for (size_t i = 0; i < 3; i++) {
+		struct model_window x = model_window(&m.b, w[i], 1.2, 2 * MS, 200 * MS);
+
+		budget__fit(&m.b, &x.s);
+		budget__fit(&m.b, &x.s);
+	}
+	for (size_t i = 0; i < 3; i++) {
+		struct model_window x = model_window(&m.b, w[i], 1.2, 2 * MS, 200 * MS);
+		double got = budget__window_weight(&m.b, &x.s, x.next, x.run_next);
+
+		print_message("%5.0f ns of work a call: weight %.1f, truth %.1f\n", w[i], got, x.truth);
+		assert_true(fabs(got / x.truth - 1) < 0.02);
+		assert_true(got < last);
+		last = got;
+	}
+	{
+		struct model_window x = model_window(&m.b, 100, 1.2, 2 * MS, 200 * MS);
+		double got = budget__window_weight(&m.b, &x.s, x.next, x.run_next);
+
+		print_message("  100 ns of work a call: weight %.1f, truth %.1f (bounded)\n", got, x.truth);
+		assert_true(got < x.truth && got > 0.1 * x.truth);
+	}
+}
+
+/* A window of an idle target (0.3 ms run in 2 ms live: connections
+ * arriving) followed by its busiest time (190 ms run in 200): the window
+ * stands for its time at its own run rate, not for the load that came
+ * after it (700 x its work). */
+static void test_weight_busier_after(void **state)
+{
+	struct window_span s = { .begin = 5000 * MS, .end = 5002 * MS, .tail_end = 5004 * MS,
+				 .run_begin = 1000 * MS, .run_end = 1000 * MS + 300000, .run_tail = 1000 * MS + 600000,
+				 .cost_live = 30000, .cost_tail = 30000, .frees_live = 30, .frees_tail = 30 };
+	struct sim m;
+	double got, time = 204.0 / 2;
+
+	sim_init(&m, 5, 0);
+	got = budget__window_weight(&m.b, &s, 5204 * MS, s.run_tail + 190 * MS);
+	print_message("idle window before a busy time: weight %.1f, time alone %.1f\n", got, time);
+	assert_true(got >= time && got < 1.2 * time);
+	s.frees_live = s.frees_tail = 0; /* the priced figures: the same bound */
+	got = budget__window_weight(&m.b, &s, 5204 * MS, s.run_tail + 190 * MS);
+	assert_true(got >= time && got < 1.2 * time);
+}
+
+/* Without frees to count by, or without run times, the older figures. */
+static void test_weight_without_frees(void **state)
+{
+	struct sim m;
+	struct model_window x;
+
+	sim_init(&m, 5, 0);
+	x = model_window(&m.b, 2000, 1, 2 * MS, 200 * MS);
+	x.s.frees_live = x.s.frees_tail = BUDGET_MIN_FREES - 1;
+	x.s.cost_live = x.s.cost_tail = 0; /* an idle target: probes that cost nothing */
+	/* time alone: 204 ms stood for by 2 live */
+	assert_true(fabs(budget__window_weight(&m.b, &x.s, x.next, x.run_next) - 102) < 0.01);
+	x.s.run_begin = 0;
+	assert_true(fabs(budget__window_weight(&m.b, &x.s, x.next, x.run_next) - 102) < 0.01);
+	/* a window that began as the trace ended stands for itself */
+	assert_true(budget__window_weight(&m.b, &x.s, x.s.begin, 0) == 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +389,10 @@ int main(void)
 		cmocka_unit_test(test_own_cost),
 		cmocka_unit_test(test_recorder_charged),
 		cmocka_unit_test(test_attach_time),
+		cmocka_unit_test(test_scale_fitted),
+		cmocka_unit_test(test_weight_by_frees),
+		cmocka_unit_test(test_weight_busier_after),
+		cmocka_unit_test(test_weight_without_frees),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

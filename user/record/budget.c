@@ -2,6 +2,9 @@
 /* The --budget controller (budget.h). */
 #include "budget.h"
 
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* The cost of the first windows is a guess from the trap alone; measured
@@ -26,6 +29,7 @@ void budget__init(struct budget *b, double pct, const struct budget_cost *trap, 
 	memset(b, 0, sizeof(*b));
 	b->fraction = pct / 100.0;
 	b->trap = *trap;
+	b->scale = 1;
 	b->prog_ns_per_hit = PROG_GUESS * trap->entry_ns;
 	b->cpu = 1.0;
 	b->max_cpu = max_cpu > 0 ? max_cpu : 1;
@@ -50,6 +54,11 @@ double budget__own_cost(const struct budget_sample *from, const struct budget_sa
 }
 
 double budget__price(const struct budget *b, const struct budget_sample *from, const struct budget_sample *to)
+{
+	return b->scale * budget__raw_price(b, from, to);
+}
+
+double budget__raw_price(const struct budget *b, const struct budget_sample *from, const struct budget_sample *to)
 {
 	double de = (double)(to->entries - from->entries), dr = (double)(to->returns - from->returns);
 	double cost = de * b->trap.entry_ns + dr * b->trap.return_ns;
@@ -236,4 +245,95 @@ void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample 
 uint64_t budget__next_ns(const struct budget *b)
 {
 	return b->next_ns;
+}
+
+/* Free calls counted from A to B: entry hits less return hits (every
+ * allocator probe has a return probe, free has none). */
+double budget__frees(const struct budget_sample *a, const struct budget_sample *b)
+{
+	double e = (double)(b->entries - a->entries), r = (double)(b->returns - a->returns);
+
+	return e > r ? e - r : 0;
+}
+
+void budget__fit(struct budget *b, const struct window_span *s)
+{
+	double run_live = (double)(s->run_end - s->run_begin), run_tail = (double)(s->run_tail - s->run_end);
+	double c;
+
+	if (!s->run_begin || s->run_end < s->run_begin || s->run_tail < s->run_end ||
+	    s->frees_live < BUDGET_MIN_FREES || s->frees_tail < BUDGET_MIN_FREES)
+		return;
+	b->fit_num += run_live * s->frees_tail - run_tail * s->frees_live;
+	b->fit_den += s->cost_live * s->frees_tail - s->cost_tail * s->frees_live;
+	if (++b->fit_windows < BUDGET_FIT_MIN || b->fit_den <= 0)
+		return;
+	c = b->fit_num / b->fit_den;
+	b->scale = c < BUDGET_SCALE_MIN ? BUDGET_SCALE_MIN : c > BUDGET_SCALE_MAX ? BUDGET_SCALE_MAX : c;
+}
+
+/* The probes slow the target's work; they cannot make it busier. A target
+ * that worked faster after a window than it ran during it (connections
+ * arriving at an idle server, then their load) got busier: the window does
+ * not stand for that load, and its weight is bounded by the work it would
+ * have done in the whole time at its run rate while live. */
+static double bounded(double period_work, double run_live, uint64_t live, double all, double work_live)
+{
+	double at_live_rate = all * run_live / (double)live;
+	double w = (period_work < at_live_rate ? period_work : at_live_rate) / work_live;
+
+	return w < 1 ? 1 : w;
+}
+
+double budget__window_weight(const struct budget *b, const struct window_span *s, uint64_t next, uint64_t run_next)
+{
+	uint64_t live = s->end > s->begin ? s->end - s->begin : 1;
+	double all = (double)(next > s->begin ? next - s->begin : live);
+	double c = b->scale, slow = 1;
+	bool runs = s->run_begin && s->run_end >= s->run_begin && s->run_tail >= s->run_end && run_next >= s->run_tail;
+
+	if (runs && s->frees_live >= BUDGET_MIN_FREES && s->frees_tail >= BUDGET_MIN_FREES) {
+		double run_live = (double)(s->run_end - s->run_begin), run_tail = (double)(s->run_tail - s->run_end);
+		double work_tail = run_tail - c * s->cost_tail, work_live, weight;
+
+		/* The tail's work by its run time less what its probes cost
+		 * (frees only: a small share of it, so an error in the price
+		 * moves it little); the live window's by its frees, counted at
+		 * the tail's work per free, not by a difference of two nearly
+		 * equal figures. */
+		if (work_tail < BUDGET_TAIL_WORK_MIN * run_tail)
+			work_tail = BUDGET_TAIL_WORK_MIN * run_tail;
+		work_live = work_tail / s->frees_tail * s->frees_live;
+		if (work_live > run_live)
+			work_live = run_live;
+		if (work_live > 0) {
+			weight = bounded(work_live + work_tail + (double)(run_next - s->run_tail), run_live, live, all,
+					 work_live);
+			if (getenv("MEMTRACE_DEBUG_BUDGET")) /* the estimator's figures, to study it */
+				fprintf(stderr, "weight: live %.2f ms run %.2f work %.3f frees %.0f | tail %.2f ms run %.2f "
+						"work %.3f frees %.0f | off run %.2f | scale %.2f weight %.1f (time %.1f)\n",
+					live / 1e6, run_live / 1e6, work_live / 1e6, s->frees_live,
+					(s->tail_end - s->end) / 1e6, run_tail / 1e6, work_tail / 1e6, s->frees_tail,
+					(run_next - s->run_tail) / 1e6, c, weight, all / (double)live);
+			return weight;
+		}
+	}
+	if (runs && s->run_end > s->run_begin && run_next > s->run_end && all > (double)live) {
+		double run_live = (double)(s->run_end - s->run_begin), run_off = (double)(run_next - s->run_end);
+		double phi_live = c * s->cost_live / run_live, phi_off = c * s->cost_tail / run_off;
+		double rate_live, rate_off;
+
+		/* Bounded to 90%: where the probes take nearly all of a
+		 * window's run time, the work left is a small difference of
+		 * large figures. */
+		phi_live = phi_live > 0.9 ? 0.9 : phi_live < 0 ? 0 : phi_live;
+		phi_off = phi_off > 0.9 ? 0.9 : phi_off < 0 ? 0 : phi_off;
+		rate_live = run_live * (1 - phi_live) / (double)live;
+		rate_off = run_off * (1 - phi_off) / (all - (double)live);
+		if (rate_off > run_live / (double)live)
+			rate_off = run_live / (double)live; /* busier after it: see bounded() */
+		slow = rate_live > 0 ? rate_off / rate_live : 1;
+	}
+	slow = slow < 1 ? 1 : slow > 50 ? 50 : slow;
+	return all / (double)live * slow;
 }

@@ -3,10 +3,10 @@
 #include "windows.h"
 #include "drain.h"
 #include "loader.h"
+#include "runclock.h"
 #include "trace.h"
 #include "util.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -108,46 +108,6 @@ int windows__calibrate(struct loader *l, struct budget_cost *out)
 	return 0;
 }
 
-/* The target's run time so far, in ns, to the ns: every thread's
- * /proc/PID/task/TID/schedstat (the group's /proc/PID/stat counts in 10 ms
- * ticks, as long as a window). 0 if unreadable; then the coarse figure. */
-static uint64_t target_runtime_ns(int task_fd)
-{
-	uint64_t sum = 0;
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	if (task_fd < 0 || (fd = dup(task_fd)) < 0)
-		return 0;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return 0;
-	}
-	rewinddir(d);
-	while ((de = readdir(d))) {
-		char path[300], buf[128];
-		int sfd;
-		ssize_t n;
-
-		if (de->d_name[0] < '0' || de->d_name[0] > '9')
-			continue;
-		snprintf(path, sizeof(path), "%s/schedstat", de->d_name);
-		sfd = openat(task_fd, path, O_RDONLY | O_CLOEXEC);
-		if (sfd < 0)
-			continue; /* a thread that just exited */
-		n = read(sfd, buf, sizeof(buf) - 1);
-		close(sfd);
-		if (n > 0) {
-			buf[n] = 0;
-			sum += strtoull(buf, NULL, 10);
-		}
-	}
-	closedir(d);
-	return sum;
-}
-
 /* The target's CPU time so far (all its threads), in ns; 0 if unknown. */
 static uint64_t target_cpu_ns(int fd)
 {
@@ -189,6 +149,12 @@ static void host_ticks(uint64_t *all, uint64_t *idle)
 	*idle = v[3] + v[4];
 }
 
+/* The target's run time now, to the microsecond; 0 if unknown. */
+static uint64_t run_now(struct windows *w)
+{
+	return w->rc ? runclock__read(w->rc) : 0;
+}
+
 /* What a sample reads. */
 enum sample_what {
 	SAMPLE_HITS,     /* the probe hits only (a live window's check for a burst,
@@ -211,7 +177,7 @@ static void sample_as(struct windows *w, struct budget_sample *s, enum sample_wh
 		host_ticks(&s->host_ticks, &s->host_idle_ticks);
 	if (w->stats)
 		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
-	s->target_cpu_ns = target_runtime_ns(w->task_fd);
+	s->target_cpu_ns = run_now(w);
 	if (!s->target_cpu_ns)
 		s->target_cpu_ns = target_cpu_ns(w->stat_fd);
 }
@@ -233,8 +199,7 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 	w->pid = pid;
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	w->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	w->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	w->rc = runclock__open(pid);
 	/* Without the kernel's statistics (no CAP_SYS_ADMIN) the programs'
 	 * time is guessed from the trap's. */
 	w->stats = loader__enable_stats(l) == 0;
@@ -243,44 +208,10 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 	return 0;
 }
 
-/* What window S stands for: its share of time (from its start to NEXT,
- * over its live time) times how much slower the target worked while it was
- * live than after it. A target's work rate is its run time less the share
- * the probes took of it (priced), per ns of wall time. That share is
- * bounded to 90%: where the probes take nearly all of a window's run time,
- * the work left is a small difference of large figures. Each window its
- * own: an idle window (a timer, connections arriving) is not slowed, a busy
- * one is, and one slowdown for both would make a window that caught a few
- * connections stand for seconds of them. */
-static double window_weight(const struct window_span *s, uint64_t next, uint64_t run_next)
-{
-	uint64_t live = s->end > s->begin ? s->end - s->begin : 1;
-	double all = (double)(next > s->begin ? next - s->begin : live);
-	double slow = 1;
-
-	if (s->run_begin && s->run_end > s->run_begin && run_next > s->run_end && all > (double)live) {
-		double run_live = (double)(s->run_end - s->run_begin), run_off = (double)(run_next - s->run_end);
-		double phi_live = s->cost_live / run_live, phi_off = s->cost_tail / run_off;
-		double rate_live, rate_off;
-
-		phi_live = phi_live > 0.9 ? 0.9 : phi_live < 0 ? 0 : phi_live;
-		phi_off = phi_off > 0.9 ? 0.9 : phi_off < 0 ? 0 : phi_off;
-		rate_live = run_live * (1 - phi_live) / (double)live;
-		rate_off = run_off * (1 - phi_off) / (all - (double)live);
-		slow = rate_live > 0 ? rate_off / rate_live : 1;
-		if (getenv("MEMTRACE_DEBUG_BUDGET"))
-			fprintf(stderr, "weight: live %.2f ms run %.2f cost %.2f | off %.2f ms run %.2f tail cost %.2f | "
-					"slower %.2f\n", live / 1e6, run_live / 1e6, s->cost_live / 1e6,
-				(all - (double)live) / 1e6, run_off / 1e6, s->cost_tail / 1e6, slow);
-	}
-	slow = slow < 1 ? 1 : slow > 50 ? 50 : slow;
-	return all / (double)live * slow;
-}
-
 /* The marks of window S, which stands for the time from its start to NEXT. */
 static int write_window(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
 {
-	double weight = window_weight(s, next, run_next);
+	double weight = budget__window_weight(&w->ctl, s, next, run_next);
 	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
 	int err;
 
@@ -322,7 +253,8 @@ static void close_window(struct windows *w)
 	w->cur.end = now_ns(CLOCK_MONOTONIC);
 	sample(w, &w->at_end);
 	w->cur.run_end = w->at_end.target_cpu_ns;
-	w->cur.cost_live = budget__price(&w->ctl, &w->at_begin, &w->at_end);
+	w->cur.cost_live = budget__raw_price(&w->ctl, &w->at_begin, &w->at_end);
+	w->cur.frees_live = budget__frees(&w->at_begin, &w->at_end);
 	loader__window_detach(w->l, LOADER_ALLOCS);
 }
 
@@ -333,7 +265,10 @@ static void end_tail(struct windows *w)
 	loader__window_detach(w->l, LOADER_FREES);
 	w->cur.tail_end = now_ns(CLOCK_MONOTONIC);
 	sample(w, &s);
-	w->cur.cost_tail = budget__price(&w->ctl, &w->at_end, &s);
+	w->cur.run_tail = s.target_cpu_ns;
+	w->cur.cost_tail = budget__raw_price(&w->ctl, &w->at_end, &s);
+	w->cur.frees_tail = budget__frees(&w->at_end, &s);
+	budget__fit(&w->ctl, &w->cur);
 	w->prev = w->cur;
 	w->have_prev = true;
 }
@@ -356,11 +291,11 @@ int windows__step(struct windows *w, uint64_t now_ns)
 		end_tail(w);
 		if (getenv("MEMTRACE_DEBUG_BUDGET"))
 			fprintf(stderr, "budget: window %.2f ms tail %.2f ms, phi live %.3f tail %.3f, prog %.0f ns/hit, "
-					"cpu %.2f, debt %.2f ms, next in %.1f ms; hits %llu/%llu\n",
+					"cpu %.2f, debt %.2f ms, next in %.1f ms; hits %llu/%llu own %.2f ms\n",
 				(w->cur.end - w->cur.begin) / 1e6, (w->cur.tail_end - w->cur.end) / 1e6, w->ctl.phi_live,
 				w->ctl.phi_tail, w->ctl.prog_ns_per_hit, w->ctl.cpu, w->ctl.debt_ns / 1e6,
 				((double)w->ctl.next_ns - (double)now_ns) / 1e6, (unsigned long long)s.entries,
-				(unsigned long long)s.returns);
+				(unsigned long long)s.returns, w->ctl.own_cost_ns / 1e6);
 		return 0;
 	default:
 		return 0;
@@ -396,7 +331,7 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 
 	if (w->ctl.state == BUDGET_OFF) {
 		if (w->have_prev)
-			err = write_window(w, &w->prev, end_ns, target_runtime_ns(w->task_fd));
+			err = write_window(w, &w->prev, end_ns, run_now(w));
 		w->have_prev = false;
 		return err;
 	}
@@ -406,14 +341,14 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 	end_tail(w);
 	budget__stop(&w->ctl, end_ns, &s);
 	w->have_prev = false;
-	return write_window(w, &w->cur, end_ns, target_runtime_ns(w->task_fd));
+	return write_window(w, &w->cur, end_ns, run_now(w));
 }
 
 void windows__free(struct windows *w)
 {
 	if (w->stat_fd > 0)
 		close(w->stat_fd);
-	if (w->task_fd > 0)
-		close(w->task_fd);
-	w->stat_fd = w->task_fd = -1;
+	runclock__free(w->rc);
+	w->rc = NULL;
+	w->stat_fd = -1;
 }

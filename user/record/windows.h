@@ -12,25 +12,14 @@
  * into the trace as WINDOW_BEGIN (with its weight), WINDOW_END and TAIL_END
  * marks (docs/trace-format.md).
  *
- * A window's weight is the target's work in the time it stands for (from
- * its start to the next window's start, or the trace's end) over its work
- * while the window was live: work is its run time less what the probes
- * cost it, which is most of a live window's run time for a target that
- * allocates often. (Time alone would be off by that slowdown: 8 x for a
- * loaded redis-server, 10 x and more for a loop that mostly allocates.)
- * Without run times, time it is. That is known only when the next window opens, so the
- * drain writes nothing past the start of a window whose marks are not in
- * yet (windows__hold_ns); in between windows the probes send nothing, so
- * what waits is a window's events.
+ * A window's weight (budget__window_weight) is known only when the next
+ * window opens, so the drain writes nothing past the start of a window
+ * whose marks are not in yet (windows__hold_ns); in between windows the
+ * probes send nothing, so what waits is a window's events.
  */
 struct loader;
 struct drain;
-
-struct window_span {
-	uint64_t begin, end, tail_end; /* CLOCK_MONOTONIC ns */
-	uint64_t run_begin, run_end;   /* the target's run time then (0: unknown) */
-	double cost_live, cost_tail;   /* what the probes cost it, priced */
-};
+struct runclock;
 
 struct windows {
 	struct budget ctl;
@@ -38,7 +27,7 @@ struct windows {
 	struct drain *d;
 	int pid;
 	int stat_fd;          /* /proc/PID/stat, for the target's CPU time */
-	int task_fd;          /* /proc/PID/task: each thread's run time, to the ns */
+	struct runclock *rc;  /* its run time, to the microsecond */
 	bool stats;           /* the kernel's BPF run-time statistics are on */
 	bool have_prev;       /* PREV's marks wait for the next window's start */
 	struct window_span prev, cur;

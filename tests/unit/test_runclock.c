@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * runclock.h: a process's run time read exactly, on a child that spins on
+ * two threads, one of which ends half way. Its reads must agree with what
+ * the threads measured of themselves at the same moment (each its own CPU
+ * clock), never go back, and keep what an ended thread ran.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "runclock.h"
+#include <cmocka.h>
+
+#define MS 1000000ULL
+
+static volatile int stop_second;
+/* Each thread's own CPU time (CLOCK_THREAD_CPUTIME_ID, exact for itself),
+ * published by the child in memory the test shares: the reference. */
+static volatile uint64_t *own;
+
+static void spin_publishing(volatile uint64_t *slot, bool until_stopped)
+{
+	volatile uint64_t x = 0;
+
+	while (!until_stopped || !stop_second) {
+		struct timespec ts;
+
+		for (int i = 0; i < 1000; i++)
+			x++;
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		*slot = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	}
+}
+
+static void *second(void *arg)
+{
+	spin_publishing(&own[1], true);
+	return arg;
+}
+
+/* The child: two threads spin; the second ends when SIGUSR1 arrives. */
+static void on_usr1(int sig)
+{
+	stop_second = sig;
+}
+
+static void child(void)
+{
+	pthread_t t;
+
+	signal(SIGUSR1, on_usr1);
+	if (pthread_create(&t, NULL, second, NULL))
+		_exit(1);
+	spin_publishing(&own[0], false);
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = ms * (long)MS };
+
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		;
+}
+
+/* What the child's threads ran, as they measured it themselves. */
+static uint64_t reference(void)
+{
+	return own[0] + own[1];
+}
+
+static pid_t spinner; /* killed by the teardown, whatever failed */
+
+static int kill_spinner(void **state)
+{
+	int status;
+
+	if (spinner > 0) {
+		kill(spinner, SIGKILL);
+		waitpid(spinner, &status, 0);
+	}
+	spinner = 0;
+	return 0;
+}
+
+static void test_exact_reads(void **state)
+{
+	uint64_t first, last = 0, k0, kept;
+	struct runclock *rc;
+
+	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(own != MAP_FAILED);
+	spinner = fork();
+	assert_true(spinner >= 0);
+	if (!spinner)
+		child();
+	while (!own[0] || !own[1]) /* both threads are running */
+		sleep_ms(1);
+	rc = runclock__open(spinner);
+	assert_non_null(rc);
+	assert_true(runclock__exact(rc));
+	first = runclock__read(rc);
+	k0 = reference();
+	for (int i = 0; i < 10; i++) {
+		uint64_t v, k;
+
+		sleep_ms(3);
+		v = runclock__read(rc);
+		k = reference();
+		assert_true(v >= last);
+		last = v;
+		/* what it counted since its first read, against what the
+		 * threads measured since then, read just after: within what
+		 * the child can run between the two reads */
+		assert_true(v - first <= k - k0 + MS / 2);
+		assert_true(v - first + MS / 2 >= k - k0);
+	}
+	kept = last;
+	kill(spinner, SIGUSR1); /* the second thread ends; what it ran stays counted */
+	for (int i = 0; i < 10; i++) {
+		sleep_ms(3);
+		assert_true(runclock__read(rc) >= last);
+		last = runclock__read(rc);
+	}
+	assert_true(last > kept);
+	print_message("run time over 60 ms of a child on two threads (one ended half way): %.2f ms\n",
+		      (double)(last - first) / 1e6);
+	runclock__free(rc);
+	munmap((void *)own, 4096);
+}
+
+/* A process that is gone cannot be opened. */
+static void test_gone(void **state)
+{
+	pid_t pid = fork();
+	int status;
+
+	assert_true(pid >= 0);
+	if (!pid)
+		_exit(0);
+	waitpid(pid, &status, 0);
+	assert_null(runclock__open(pid));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_exact_reads, kill_spinner),
+		cmocka_unit_test(test_gone),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* A process's run time to the microsecond (runclock.h). */
+#include "runclock.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Past this many threads, schedstat: a perf event each would hold as many
+ * descriptors (the agent records many processes). */
+#define RUNCLOCK_MAX_THREADS 256
+/* And the events of all runclocks in this process hold at most a quarter of
+ * its descriptors (the agent's 64 targets would take 1024 for 16 threads
+ * each): the rest are for traces, links and /proc. */
+#define RUNCLOCK_FD_SHARE 4
+
+static int fds_open; /* atomic: perf events held by every runclock */
+
+static bool take_fd(void)
+{
+	static int cap;
+	struct rlimit r;
+
+	if (!__atomic_load_n(&cap, __ATOMIC_RELAXED))
+		__atomic_store_n(&cap, getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur == RLIM_INFINITY ? 256 :
+				 (int)(r.rlim_cur / RUNCLOCK_FD_SHARE), __ATOMIC_RELAXED);
+	if (__atomic_add_fetch(&fds_open, 1, __ATOMIC_SEQ_CST) <= __atomic_load_n(&cap, __ATOMIC_RELAXED))
+		return true;
+	__atomic_sub_fetch(&fds_open, 1, __ATOMIC_SEQ_CST);
+	return false;
+}
+
+static void give_fd(int fd)
+{
+	close(fd);
+	__atomic_sub_fetch(&fds_open, 1, __ATOMIC_SEQ_CST);
+}
+
+struct thread_clock {
+	int tid;
+	int fd;
+	uint64_t last; /* its count at the last read */
+	bool seen;     /* listed at this read */
+};
+
+struct runclock {
+	int task_fd; /* /proc/PID/task */
+	bool exact;
+	uint64_t sum;
+	struct thread_clock t[RUNCLOCK_MAX_THREADS];
+	int n;
+};
+
+static int task_clock_open(int tid)
+{
+	struct perf_event_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.type = PERF_TYPE_SOFTWARE;
+	a.config = PERF_COUNT_SW_TASK_CLOCK;
+	return (int)syscall(SYS_perf_event_open, &a, tid, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int count_of(int fd, uint64_t *v)
+{
+	return read(fd, v, sizeof(*v)) == (ssize_t)sizeof(*v) ? 0 : -EIO;
+}
+
+/* Call FN on each thread's id listed in /proc/PID/task; the sum of what it returns. */
+static uint64_t each_thread(struct runclock *rc, uint64_t (*fn)(struct runclock *, int tid))
+{
+	struct dirent *de;
+	uint64_t sum = 0;
+	DIR *d;
+	int fd = dup(rc->task_fd);
+
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
+			sum += fn(rc, atoi(de->d_name));
+	}
+	closedir(d);
+	return sum;
+}
+
+/* A thread's schedstat run time; 0 for one that just exited. */
+static uint64_t schedstat_of(struct runclock *rc, int tid)
+{
+	char path[64], buf[128];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/schedstat", tid);
+	fd = openat(rc->task_fd, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return strtoull(buf, NULL, 10);
+}
+
+/* What thread TID ran since the last read (0 the first time it is seen). */
+static uint64_t exact_of(struct runclock *rc, int tid)
+{
+	struct thread_clock *t = NULL;
+	uint64_t v, d;
+
+	for (int i = 0; i < rc->n && !t; i++) {
+		if (rc->t[i].tid == tid)
+			t = &rc->t[i];
+	}
+	if (!t) {
+		int fd;
+
+		if (rc->n == RUNCLOCK_MAX_THREADS || !take_fd()) {
+			rc->exact = false; /* read coarsely from now on */
+			return 0;
+		}
+		fd = task_clock_open(tid);
+		if (fd < 0) {
+			if (errno != ESRCH)
+				rc->exact = false;
+			__atomic_sub_fetch(&fds_open, 1, __ATOMIC_SEQ_CST);
+			return 0;
+		}
+		t = &rc->t[rc->n++];
+		*t = (struct thread_clock){ .tid = tid, .fd = fd };
+		if (count_of(fd, &t->last))
+			t->last = 0;
+	}
+	t->seen = true;
+	if (count_of(t->fd, &v) || v < t->last)
+		return 0;
+	d = v - t->last;
+	t->last = v;
+	return d;
+}
+
+/* Threads not listed have exited: what they ran since their last read, then let go. */
+static uint64_t drop_gone(struct runclock *rc)
+{
+	uint64_t sum = 0, v;
+	int k = 0;
+
+	for (int i = 0; i < rc->n; i++) {
+		struct thread_clock *t = &rc->t[i];
+
+		if (t->seen) {
+			t->seen = false;
+			rc->t[k++] = *t;
+			continue;
+		}
+		if (!count_of(t->fd, &v) && v > t->last)
+			sum += v - t->last;
+		give_fd(t->fd);
+	}
+	rc->n = k;
+	return sum;
+}
+
+static void close_all(struct runclock *rc)
+{
+	for (int i = 0; i < rc->n; i++)
+		give_fd(rc->t[i].fd);
+	rc->n = 0;
+}
+
+struct runclock *runclock__open(int pid)
+{
+	struct runclock *rc = calloc(1, sizeof(*rc));
+	char path[64];
+
+	if (!rc)
+		return NULL;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	rc->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rc->task_fd < 0) {
+		free(rc);
+		return NULL;
+	}
+	/* The kernel's total so far, so that 0 still means "unknown" to
+	 * the caller; exact increments after it. */
+	rc->sum = each_thread(rc, schedstat_of);
+	rc->exact = true;
+	each_thread(rc, exact_of);
+	drop_gone(rc);
+	if (!rc->exact)
+		close_all(rc);
+	return rc;
+}
+
+uint64_t runclock__read(struct runclock *rc)
+{
+	uint64_t add;
+
+	if (!rc->exact)
+		return each_thread(rc, schedstat_of);
+	add = each_thread(rc, exact_of);
+	add += drop_gone(rc);
+	if (!rc->exact) { /* too many threads, or perf events refused */
+		close_all(rc);
+		return each_thread(rc, schedstat_of);
+	}
+	rc->sum += add;
+	return rc->sum;
+}
+
+int runclock__exact(const struct runclock *rc)
+{
+	return rc->exact;
+}
+
+void runclock__free(struct runclock *rc)
+{
+	if (!rc)
+		return;
+	close_all(rc);
+	close(rc->task_fd);
+	free(rc);
+}
