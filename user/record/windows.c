@@ -247,27 +247,31 @@ static int open_window(struct windows *w)
 	return 0;
 }
 
-static void close_window(struct windows *w)
+/* S: the counters the controller just decided on, if read in full (a
+ * burst's cut reads the hits only): read again, they cost the recorder as
+ * much again (a perf event read per thread, BPF statistics, /proc). */
+static void close_window(struct windows *w, const struct budget_sample *s)
 {
 	loader__window_allocs(w->l, false);
 	w->cur.end = now_ns(CLOCK_MONOTONIC);
-	sample(w, &w->at_end);
+	if (s)
+		w->at_end = *s;
+	else
+		sample(w, &w->at_end);
 	w->cur.run_end = w->at_end.target_cpu_ns;
 	w->cur.cost_live = budget__raw_price(&w->ctl, &w->at_begin, &w->at_end);
 	w->cur.frees_live = budget__frees(&w->at_begin, &w->at_end);
 	loader__window_detach(w->l, LOADER_ALLOCS);
 }
 
-static void end_tail(struct windows *w)
+/* S: the counters at the tail's end, read in full. */
+static void end_tail(struct windows *w, const struct budget_sample *s)
 {
-	struct budget_sample s;
-
 	loader__window_detach(w->l, LOADER_FREES);
 	w->cur.tail_end = now_ns(CLOCK_MONOTONIC);
-	sample(w, &s);
-	w->cur.run_tail = s.target_cpu_ns;
-	w->cur.cost_tail = budget__raw_price(&w->ctl, &w->at_end, &s);
-	w->cur.frees_tail = budget__frees(&w->at_end, &s);
+	w->cur.run_tail = s->target_cpu_ns;
+	w->cur.cost_tail = budget__raw_price(&w->ctl, &w->at_end, s);
+	w->cur.frees_tail = budget__frees(&w->at_end, s);
 	budget__fit(&w->ctl, &w->cur);
 	w->prev = w->cur;
 	w->have_prev = true;
@@ -285,10 +289,10 @@ int windows__step(struct windows *w, uint64_t now_ns)
 	case BUDGET_OPEN:
 		return open_window(w);
 	case BUDGET_CLOSE:
-		close_window(w);
+		close_window(w, due ? &s : NULL);
 		return 0;
 	case BUDGET_TAIL_END:
-		end_tail(w);
+		end_tail(w, &s);
 		if (getenv("MEMTRACE_DEBUG_BUDGET"))
 			fprintf(stderr, "budget: window %.2f ms tail %.2f ms, phi live %.3f tail %.3f, prog %.0f ns/hit, "
 					"cpu %.2f, debt %.2f ms, next in %.1f ms; hits %llu/%llu own %.2f ms\n",
@@ -337,8 +341,8 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 	}
 	sample(w, &s);
 	if (w->ctl.state == BUDGET_LIVE)
-		close_window(w);
-	end_tail(w);
+		close_window(w, &s);
+	end_tail(w, &s);
 	budget__stop(&w->ctl, end_ns, &s);
 	w->have_prev = false;
 	return write_window(w, &w->cur, end_ns, run_now(w));
