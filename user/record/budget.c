@@ -3,8 +3,6 @@
 #include "budget.h"
 
 #include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 /* The cost of the first windows is a guess from the trap alone; measured
@@ -294,29 +292,21 @@ double budget__window_weight(const struct budget *b, const struct window_span *s
 
 	if (runs && s->frees_live >= BUDGET_MIN_FREES && s->frees_tail >= BUDGET_MIN_FREES) {
 		double run_live = (double)(s->run_end - s->run_begin), run_tail = (double)(s->run_tail - s->run_end);
-		double work_tail = run_tail - c * s->cost_tail, work_live, weight;
+		double work_tail = run_tail - c * s->cost_tail, work_live;
 
 		/* The tail's work by its run time less what its probes cost
-		 * (frees only: a small share of it, so an error in the price
-		 * moves it little); the live window's by its frees, counted at
-		 * the tail's work per free, not by a difference of two nearly
-		 * equal figures. */
+		 * (frees only: a smaller share of it than the window's, so an
+		 * error in the price moves it less); the live window's by its
+		 * frees, counted at the tail's work per free, not by a
+		 * difference of two nearly equal figures. */
 		if (work_tail < BUDGET_TAIL_WORK_MIN * run_tail)
 			work_tail = BUDGET_TAIL_WORK_MIN * run_tail;
 		work_live = work_tail / s->frees_tail * s->frees_live;
 		if (work_live > run_live)
 			work_live = run_live;
-		if (work_live > 0) {
-			weight = bounded(work_live + work_tail + (double)(run_next - s->run_tail), run_live, live, all,
-					 work_live);
-			if (getenv("MEMTRACE_DEBUG_BUDGET")) /* the estimator's figures, to study it */
-				fprintf(stderr, "weight: live %.2f ms run %.2f work %.3f frees %.0f | tail %.2f ms run %.2f "
-						"work %.3f frees %.0f | off run %.2f | scale %.2f weight %.1f (time %.1f)\n",
-					live / 1e6, run_live / 1e6, work_live / 1e6, s->frees_live,
-					(s->tail_end - s->end) / 1e6, run_tail / 1e6, work_tail / 1e6, s->frees_tail,
-					(run_next - s->run_tail) / 1e6, c, weight, all / (double)live);
-			return weight;
-		}
+		if (work_live > 0)
+			return bounded(work_live + work_tail + (double)(run_next - s->run_tail), run_live, live, all,
+				       work_live);
 	}
 	if (runs && s->run_end > s->run_begin && run_next > s->run_end && all > (double)live) {
 		double run_live = (double)(s->run_end - s->run_begin), run_off = (double)(run_next - s->run_end);

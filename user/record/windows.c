@@ -212,6 +212,14 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 static int write_window(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
 {
 	double weight = budget__window_weight(&w->ctl, s, next, run_next);
+
+	if (getenv("MEMTRACE_DEBUG_BUDGET")) /* the estimator's inputs, to study it */
+		fprintf(stderr, "weight %.1f (time %.1f): live %.2f ms run %.2f priced %.2f frees %.0f | tail %.2f ms run %.2f "
+				"priced %.2f frees %.0f | then run %.2f ms | scale %.3f\n",
+			weight, (double)(next - s->begin) / (double)(s->end - s->begin + 1), (s->end - s->begin) / 1e6,
+			(s->run_end - s->run_begin) / 1e6, s->cost_live / 1e6, s->frees_live, (s->tail_end - s->end) / 1e6,
+			(s->run_tail - s->run_end) / 1e6, s->cost_tail / 1e6, s->frees_tail,
+			((double)run_next - (double)s->run_tail) / 1e6, w->ctl.scale);
 	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
 	int err;
 
