@@ -31,7 +31,7 @@
 #define BUDGET_START_NS (50 * 1000 * 1000ULL)        /* the first window opens within this */
 #define BUDGET_MIN_PERIOD_NS (50 * 1000 * 1000ULL)   /* windows at most 20 a second: each attach costs */
 #define BUDGET_DEAR_PERIOD_NS (100 * 1000 * 1000ULL) /* what dear windows shrink towards */
-#define BUDGET_LOOK_NS (100 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
+#define BUDGET_LOOK_NS (250 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
 #define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (the kernel's attach and detach) */
 
 #define BUDGET_MIN_FREES 20  /* frees in a window and in its tail to count its work by */

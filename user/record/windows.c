@@ -157,6 +157,9 @@ static uint64_t run_now(struct windows *w)
 
 /* What a sample reads. */
 enum sample_what {
+	SAMPLE_PAUSE,    /* between windows: nothing is attached, so the hits and the
+			  * programs' statistics are what the last full sample read; the
+			  * run times (and the recorder's own) only */
 	SAMPLE_HITS,     /* the probe hits only (a live window's check for a burst,
 			  * every millisecond), which the controller prices by its estimate */
 	SAMPLE_COUNTERS, /* and the run times */
@@ -167,7 +170,14 @@ enum sample_what {
 static void sample_as(struct windows *w, struct budget_sample *s, enum sample_what what)
 {
 	memset(s, 0, sizeof(*s));
-	loader__hits(w->l, &s->entries, &s->returns);
+	if (what == SAMPLE_PAUSE) {
+		s->entries = w->last.entries;
+		s->returns = w->last.returns;
+		s->prog_ns = w->last.prog_ns;
+		s->prog_runs = w->last.prog_runs;
+	} else {
+		loader__hits(w->l, &s->entries, &s->returns);
+	}
 	if (what == SAMPLE_HITS)
 		return;
 	/* the recorder's work for this target: the thread that steps its
@@ -175,11 +185,13 @@ static void sample_as(struct windows *w, struct budget_sample *s, enum sample_wh
 	s->own_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) + loader__closer_cpu_ns(w->l);
 	if (what == SAMPLE_CYCLE)
 		host_ticks(&s->host_ticks, &s->host_idle_ticks);
-	if (w->stats)
+	if (w->stats && what != SAMPLE_PAUSE)
 		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
 	s->target_cpu_ns = run_now(w);
 	if (!s->target_cpu_ns)
 		s->target_cpu_ns = target_cpu_ns(w->stat_fd);
+	if (what != SAMPLE_PAUSE)
+		w->last = *s;
 }
 
 static void sample(struct windows *w, struct budget_sample *s)
@@ -292,7 +304,11 @@ int windows__step(struct windows *w, uint64_t now_ns)
 
 	if (!due && w->ctl.state != BUDGET_LIVE)
 		return 0; /* nothing to look at: the recorder stays idle between windows */
-	sample_as(w, &s, !due ? SAMPLE_HITS : w->ctl.state == BUDGET_TAIL ? SAMPLE_CYCLE : SAMPLE_COUNTERS);
+	sample_as(w, &s,
+		  !due			       ? SAMPLE_HITS :
+		  w->ctl.state == BUDGET_TAIL ? SAMPLE_CYCLE :
+		  w->ctl.state == BUDGET_OFF  ? SAMPLE_PAUSE :
+						SAMPLE_COUNTERS);
 	switch (budget__tick(&w->ctl, now_ns, &s)) {
 	case BUDGET_OPEN:
 		return open_window(w);

@@ -32,6 +32,7 @@ struct windows {
 	bool have_prev;       /* PREV's marks wait for the next window's start */
 	struct window_span prev, cur;
 	struct budget_sample at_begin, at_end; /* counters when the window opened and closed */
+	struct budget_sample last; /* the last read in full (between windows they stay so) */
 };
 
 /* This host's cost of a probe hit, timed on empty probes on this process. */
