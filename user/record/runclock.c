@@ -55,6 +55,7 @@ struct runclock {
 	int task_fd; /* /proc/PID/task */
 	bool exact;
 	uint64_t sum;
+	int64_t offset; /* read coarsely after reading exactly: what keeps it going on from there */
 	struct thread_clock t[RUNCLOCK_MAX_THREADS];
 	int n;
 };
@@ -213,12 +214,13 @@ uint64_t runclock__read(struct runclock *rc)
 	uint64_t add;
 
 	if (!rc->exact)
-		return each_thread(rc, schedstat_of);
+		return (uint64_t)((int64_t)each_thread(rc, schedstat_of) + rc->offset);
 	add = each_thread(rc, exact_of);
 	add += drop_gone(rc);
-	if (!rc->exact) { /* too many threads, or perf events refused */
+	if (!rc->exact) { /* too many threads now, or perf events refused: never back in time */
 		close_all(rc);
-		return each_thread(rc, schedstat_of);
+		rc->offset = (int64_t)rc->sum - (int64_t)each_thread(rc, schedstat_of);
+		return rc->sum;
 	}
 	rc->sum += add;
 	return rc->sum;
