@@ -224,6 +224,8 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 static int write_window(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
 {
 	double weight = budget__window_weight(&w->ctl, s, next, run_next);
+	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
+	int err;
 
 	if (getenv("MEMTRACE_DEBUG_BUDGET")) /* the estimator's inputs, to study it */
 		fprintf(stderr, "weight %.1f (time %.1f): live %.2f ms run %.2f priced %.2f frees %.0f | tail %.2f ms run %.2f "
@@ -232,8 +234,6 @@ static int write_window(struct windows *w, const struct window_span *s, uint64_t
 			(s->run_end - s->run_begin) / 1e6, s->cost_live / 1e6, s->frees_live, (s->tail_end - s->end) / 1e6,
 			(s->run_tail - s->run_end) / 1e6, s->cost_tail / 1e6, s->frees_tail,
 			((double)run_next - (double)s->run_tail) / 1e6, w->ctl.scale);
-	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
-	int err;
 
 	m.size = (uint64_t)(weight < 1 ? 1e6 : weight * 1e6 + 0.5);
 	err = drain__add_mark(w->d, &m);
@@ -369,7 +369,7 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 	end_tail(w, &s);
 	budget__stop(&w->ctl, end_ns, &s);
 	w->have_prev = false;
-	return write_window(w, &w->cur, end_ns, run_now(w));
+	return write_window(w, &w->cur, end_ns, s.target_cpu_ns); /* read just now */
 }
 
 void windows__free(struct windows *w)
