@@ -398,32 +398,101 @@ static __always_inline __u32 probe_slot(__u32 tgid)
 	return target_slot(tgid);
 }
 
+/* Lanes (struct mt_lane_ctl): one per target and CPU, index slot * nr_cpus + cpu. */
+const volatile __u64 lane_mask = 0; /* lane bytes - 1; 0: no lanes, the ring buffer only */
+
+struct lane_inner {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, 1);
+	__uint(key_size, sizeof(__u32));
+	/* MT_LANE_DATA + lane bytes + MT_LANE_SLACK, set before load */
+	__uint(value_size, sizeof(struct mt_lane_ctl) + 4096 + MT_LANE_SLACK);
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1); /* set to max_targets * CPUs before load */
+	__type(key, __u32);
+	__array(values, struct lane_inner);
+} lanes SEC(".maps");
+
+/* Room for SIZE bytes (8-byte aligned, <= MT_LANE_SLACK) in this CPU's lane
+ * of SLOT, which the caller then owns: it writes the record and gives it
+ * with lane_commit. NULL: no lane, full, or in use on this CPU by a probe
+ * that was preempted; the record goes through the ring buffer instead. */
+static __always_inline void *lane_reserve(__u32 slot, __u32 size, struct mt_lane_ctl **out)
+{
+	__u32 idx = slot * nr_cpus + bpf_get_smp_processor_id(), zero = 0;
+	struct mt_lane_ctl *c;
+	void *lane;
+	__u64 head;
+
+	if (!lane_mask)
+		return NULL;
+	lane = bpf_map_lookup_elem(&lanes, &idx);
+	if (!lane)
+		return NULL;
+	c = bpf_map_lookup_elem(lane, &zero);
+	if (!c)
+		return NULL;
+	if (__sync_lock_test_and_set(&c->busy, 1))
+		return NULL;
+	head = c->head;
+	if (head - *(volatile __u64 *)&c->tail + size > lane_mask + 1) {
+		c->busy = 0;
+		return NULL;
+	}
+	*out = c;
+	return (void *)c + sizeof(*c) + (head & lane_mask);
+}
+
+/* Publish the record lane_reserve gave: its bytes before the new head (x86
+ * keeps stores in order; the barrier keeps the compiler from moving them). */
+static __always_inline void lane_commit(struct mt_lane_ctl *c, __u32 size)
+{
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&c->head = c->head + size;
+	*(volatile __u64 *)&c->busy = 0;
+}
+
 static __always_inline void emit_free(__u32 slot, __u32 tid, __u64 ptr)
 {
-	void *ring = cpu_ring(slot);
-	struct mt_free_event *ev;
+	struct mt_lane_ctl *lane = NULL;
+	struct mt_free_event *ev = lane_reserve(slot, sizeof(*ev), &lane);
+	void *ring = NULL;
 
-	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-		count_drop(slot);
-		return;
+	if (!ev) {
+		ring = cpu_ring(slot);
+		if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+			count_drop(slot);
+			return;
+		}
 	}
 	ev->hdr.type = MT_EVENT_FREE;
 	ev->hdr.size = sizeof(*ev);
 	ev->hdr.tid = tid;
 	ev->hdr.ts = bpf_ktime_get_ns();
 	ev->ptr = ptr;
-	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	if (lane)
+		lane_commit(lane, sizeof(*ev));
+	else
+		bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
 }
 
 static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 old_ptr,
 				       const struct thread_state *st)
 {
-	void *ring = cpu_ring(st->slot);
-	struct mt_alloc_event *ev;
+	struct mt_lane_ctl *lane = NULL;
+	struct mt_alloc_event *ev = lane_reserve(st->slot, sizeof(*ev), &lane);
+	void *ring = NULL;
 
-	if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-		count_drop(st->slot);
-		return;
+	if (!ev) {
+		ring = cpu_ring(st->slot);
+		if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
+			count_drop(st->slot);
+			return;
+		}
 	}
 	ev->hdr.type = type;
 	ev->hdr.size = sizeof(*ev);
@@ -433,7 +502,10 @@ static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 o
 	ev->size = st->size;
 	ev->old_ptr = old_ptr;
 	ev->stack_id = st->stack_id;
-	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	if (lane)
+		lane_commit(lane, sizeof(*ev));
+	else
+		bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
 }
 
 struct sample_state {

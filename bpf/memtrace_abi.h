@@ -153,6 +153,29 @@ struct mt_stack_event {
 	__u64 frames[MT_MAX_STACK_DEPTH];          /* return addresses, innermost (the site) first */
 };
 
+/*
+ * A lane: one CPU's ring for the allocation and free records of one target,
+ * written by the probes with plain stores and read by the recorder through
+ * mmap. A BPF ring buffer costs a probe a locked reservation and a commit
+ * per record (about 200 ns on a VM, measured); a lane costs a few stores. A
+ * lane's value is this header, then lane_bytes of records (a power of two),
+ * then MT_LANE_SLACK bytes: a record that starts near the end goes on into
+ * them rather than wrapping, so every record is whole where it starts.
+ * Stacks, marks and the rest go through the ring buffer, as does a record
+ * that finds its lane full or being written (a probe preempted mid-record
+ * on that CPU); the recorder puts both in time order.
+ */
+struct mt_lane_ctl {
+	__u64 head;    /* bytes written, the probes' (published after the record) */
+	__u64 busy;    /* a probe is writing: 1 (64 bits: BPF's exchange) */
+	__u64 pad1[6]; /* head and tail on lines of their own */
+	__u64 tail;    /* bytes read, the recorder's */
+	__u64 pad2[7];
+};
+
+#define MT_LANE_DATA sizeof(struct mt_lane_ctl) /* where records start in a lane */
+#define MT_LANE_SLACK 64                       /* >= the largest lane record, 8-byte aligned */
+
 struct mt_mark_event {
 	struct mt_event_header hdr; /* type MARK */
 	__u32 kind;                 /* enum mt_mark_kind */

@@ -37,6 +37,42 @@ if [ "$sampled_size" -lt $((exact_size / 10)) ]; then
 else
 	not_ok "sampled trace is $sampled_size bytes, the exact one $exact_size"
 fi
+# Lanes (bpf/memtrace_abi.h): allocation and free records go through a
+# per-CPU lane the recorder maps, and through the ring buffer when the lane is
+# full. The same exact figures with lanes of the default size, with 4 KiB
+# lanes that overflow all the time (records of one CPU split between the two,
+# put back in time order), and with none.
+for lane in default 4096 0; do
+	if [ "$lane" = default ]; then
+		timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/lane-$lane.mtrace" -- "$PROGS/heap_workload" \
+			>/dev/null 2>"$TMP/lane.err"
+	else
+		MEMTRACE_LANE_BYTES=$lane timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/lane-$lane.mtrace" \
+			-- "$PROGS/heap_workload" >/dev/null 2>"$TMP/lane.err"
+	fi
+	expect_eq "lanes $lane: record exit status" $? 0
+	report_json "$TMP/lane-$lane.mtrace" "$TMP/lane-$lane.json"
+	expect_eq "lanes $lane: allocations" "$(jqr "$TMP/lane-$lane.json" .totals.allocations)" 200000
+	expect_eq "lanes $lane: allocated bytes" "$(jqr "$TMP/lane-$lane.json" .totals.allocated_bytes)" 40683789
+	expect_eq "lanes $lane: peak bytes" "$(jqr "$TMP/lane-$lane.json" .totals.peak_bytes)" 27117795
+	expect_eq "lanes $lane: frees" "$(jqr "$TMP/lane-$lane.json" .totals.frees)" 200000
+	expect_eq "lanes $lane: nothing leaked" "$(jqr "$TMP/lane-$lane.json" .totals.leaked_bytes)" 0
+	expect_eq "lanes $lane: nothing dropped" "$(jqr "$TMP/lane-$lane.json" .totals.dropped_events)" 0
+	split=$(sed -n 's/^memtrace: \([0-9]*\) allocation and free records by the lanes, \([0-9]*\) by the ring buffers$/\1 \2/p' \
+		"$TMP/lane.err")
+	read -r by_lane by_ring <<<"${split:-x x}"
+	expect_eq "lanes $lane: -v counts every record once" "$((by_lane + by_ring))" 400000
+	case $lane in
+	# a record goes by the ring when its CPU's lane is in use by a preempted probe: rare
+	default)
+		if [ "$by_lane" -ge 390000 ]; then ok "lanes: $by_lane of 400000 records by the lanes"; else
+			not_ok "lanes: $by_lane of 400000 records by the lanes"; fi ;;
+	4096)
+		if [ "$by_lane" -gt 0 ] && [ "$by_ring" -gt 0 ]; then ok "lanes 4096: records by both ($by_lane, $by_ring)"; else
+			not_ok "lanes 4096: records by both ($by_lane, $by_ring)"; fi ;;
+	0) expect_eq "lanes $lane: every record by the ring buffers" "$by_ring" 400000 ;;
+	esac
+done
 # --sample=1 samples every block with probability ~1 (weight 1 for any block
 # of 8 bytes or more): the sampled path, with its nesting rules for operator
 # new/delete and realloc, must then give the exact figures.

@@ -66,7 +66,10 @@ struct loader {
 	struct loader_opts opts;
 	struct ring_buffer *rb;
 	int nr_cpus;
-	int *ring_fds;
+	int *ring_fds;           /* a ring buffer per CPU, then a lane per CPU (-1: none) */
+	uint64_t lane_bytes;     /* a lane's records (a power of two); 0: no lanes */
+	void **lanes;            /* each CPU's lane, mapped (loader__poll reads them) */
+	uint64_t by_lane, by_ring; /* allocation and free records taken from each */
 	enum loader_mode mode;
 	struct bpf_link **links; /* classic: one perf-event link per probe */
 	size_t nr_links;
@@ -80,7 +83,7 @@ struct loader {
 	int closing;             /* link closes in flight (closer threads), atomic */
 	uint64_t closer_cpu_ns;  /* CPU time the closer threads used, atomic */
 	bool said_inline_close;  /* a closer thread could not start: said once */
-	int *spare_fds;          /* rings made ahead for the next added target (a CPU each), or NULL */
+	int *spare_fds;          /* rings made ahead for the next added target (as ring_fds), or NULL */
 	uint64_t spare_bytes;    /* ... of this size each */
 	uint32_t spare_slot;     /* ... already in the array of rings for this slot */
 	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
@@ -137,6 +140,28 @@ static void fill_sample_gaps(struct memtrace_bpf *s, uint64_t mean)
 
 		s->rodata->sample_gaps[i] = (int64_t)(-log(u) * (double)mean) + 1;
 	}
+}
+
+/* A lane's whole value: its header, its records, the slack past them. */
+static uint32_t lane_value_size(uint64_t lane_bytes)
+{
+	return (uint32_t)(MT_LANE_DATA + lane_bytes + MT_LANE_SLACK);
+}
+
+/* A lane a quarter of the ring buffer, from 4 KiB to 2 MiB (an array's
+ * value is at most 4 MiB): it holds a drain period of records at a million a
+ * second, and what does not fit goes by the ring buffer. MEMTRACE_LANE_BYTES
+ * sets it (tests, bench: 0 for none). */
+static uint64_t lane_bytes(uint64_t ring_bytes)
+{
+	const char *want = getenv("MEMTRACE_LANE_BYTES");
+	uint64_t want_bytes = want && *want ? strtoull(want, NULL, 0) : ring_bytes / 4, b = 4096;
+
+	if (!want_bytes)
+		return 0;
+	while (b * 2 <= want_bytes && b < (2u << 20))
+		b *= 2;
+	return b;
 }
 
 static int open_skel(struct loader *l, enum loader_mode mode)
@@ -196,6 +221,12 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_cache,
 				     l->opts.unwind_rows ? (uint32_t)l->nr_cpus << MT_UNWIND_CACHE_BITS : 1))
 		return -EINVAL;
+	l->lane_bytes = lane_bytes(l->opts.ring_bytes);
+	l->skel->rodata->lane_mask = l->lane_bytes ? l->lane_bytes - 1 : 0;
+	if (bpf_map__set_value_size(bpf_map__inner_map(l->skel->maps.lanes),
+				    lane_value_size(l->lane_bytes ? l->lane_bytes : 4096)) ||
+	    bpf_map__set_max_entries(l->skel->maps.lanes, l->nr_cpus * l->opts.max_targets))
+		return -EINVAL;
 	return bpf_map__set_max_entries(l->skel->maps.events, l->nr_cpus * l->opts.max_targets);
 }
 
@@ -242,7 +273,9 @@ int loader__open(struct loader **out, const struct loader_opts *opts)
 static int ring_cb(void *ctx, void *data, size_t size)
 {
 	struct loader *l = ctx;
+	uint16_t type = ((const struct mt_event_header *)data)->type;
 
+	l->by_ring += type == MT_EVENT_ALLOC || type == MT_EVENT_FREE || type == MT_EVENT_REALLOC;
 	return l->opts.on_record(l->opts.ctx, data, size);
 }
 
@@ -250,15 +283,39 @@ static int ring_cb(void *ctx, void *data, size_t size)
  * slot of the outer map and in one epoll set. */
 static int map_rings(struct loader *l);
 
-/* A ring of BYTES per CPU, into FDS (NR_CPUS of them, -1 where none). */
-static int make_rings(int nr_cpus, uint64_t bytes, int *fds)
+/* A ring buffer of BYTES per CPU, then a lane of LANE_BYTES per CPU (none
+ * if 0), into FDS (2 * NR_CPUS of them, -1 where none). */
+static int make_rings(int nr_cpus, uint64_t bytes, uint64_t lane_bytes, int *fds)
 {
-	for (int cpu = 0; cpu < nr_cpus; cpu++)
-		fds[cpu] = -1;
+	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
+
+	for (int i = 0; i < 2 * nr_cpus; i++)
+		fds[i] = -1;
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		fds[cpu] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mt_ring", 0, 0, bytes, NULL);
 		if (fds[cpu] < 0)
 			return fds[cpu];
+		if (!lane_bytes)
+			continue;
+		fds[nr_cpus + cpu] = bpf_map_create(BPF_MAP_TYPE_ARRAY, "mt_lane", sizeof(uint32_t),
+						    lane_value_size(lane_bytes), 1, &mmapable);
+		if (fds[nr_cpus + cpu] < 0)
+			return fds[nr_cpus + cpu];
+	}
+	return 0;
+}
+
+/* FDS (make_rings') where SLOT's probes find them: the arrays of rings and of lanes. */
+static int place_rings(struct memtrace_bpf *skel, int nr_cpus, uint32_t slot, const int *fds)
+{
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		uint32_t idx = slot * nr_cpus + cpu;
+
+		if (bpf_map_update_elem(bpf_map__fd(skel->maps.events), &idx, &fds[cpu], BPF_ANY))
+			return -errno;
+		if (fds[nr_cpus + cpu] >= 0 &&
+		    bpf_map_update_elem(bpf_map__fd(skel->maps.lanes), &idx, &fds[nr_cpus + cpu], BPF_ANY))
+			return -errno;
 	}
 	return 0;
 }
@@ -267,7 +324,6 @@ static int make_rings(int nr_cpus, uint64_t bytes, int *fds)
  * when they are of its size, else new ones. */
 static int create_rings(struct loader *l, struct loader *base)
 {
-	int outer = bpf_map__fd(l->skel->maps.events);
 	int err;
 
 	if (base && base->spare_fds && base->spare_bytes == l->opts.ring_bytes && base->spare_slot == l->slot) {
@@ -277,20 +333,16 @@ static int create_rings(struct loader *l, struct loader *base)
 		base->spare_fds = NULL;
 		return l->opts.on_record ? map_rings(l) : 0;
 	} else {
-		l->ring_fds = calloc(l->nr_cpus, sizeof(int));
+		l->ring_fds = calloc(2 * l->nr_cpus, sizeof(int));
 		if (!l->ring_fds)
 			return -ENOMEM;
-		err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->ring_fds);
+		err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->lane_bytes, l->ring_fds);
 		if (err)
 			return err;
 	}
-	for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
-		int fd = l->ring_fds[cpu];
-		uint32_t idx = l->slot * l->nr_cpus + cpu;
-
-		if (bpf_map_update_elem(outer, &idx, &fd, BPF_ANY))
-			return -errno;
-	}
+	err = place_rings(l->skel, l->nr_cpus, l->slot, l->ring_fds);
+	if (err)
+		return err;
 	return l->opts.on_record ? map_rings(l) : 0;
 }
 
@@ -299,6 +351,19 @@ static int map_rings(struct loader *l)
 {
 	if (l->rb)
 		return 0;
+	if (l->lane_bytes && !l->lanes) {
+		l->lanes = calloc(l->nr_cpus, sizeof(void *));
+		if (!l->lanes)
+			return -ENOMEM;
+		for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
+			void *p = mmap(NULL, lane_value_size(l->lane_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
+				       l->ring_fds[l->nr_cpus + cpu], 0);
+
+			if (p == MAP_FAILED)
+				return -errno;
+			l->lanes[cpu] = p;
+		}
+	}
 	for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
 		int fd = l->ring_fds[cpu];
 		int err = l->rb ? ring_buffer__add(l->rb, fd, ring_cb, l) : 0;
@@ -480,6 +545,7 @@ static void remove_target(struct loader *l)
 		uint32_t idx = l->slot * l->nr_cpus + cpu;
 
 		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.events), &idx);
+		bpf_map_delete_elem(bpf_map__fd(l->skel->maps.lanes), &idx);
 	}
 }
 
@@ -499,6 +565,7 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 		.shared = base->shared,
 		.opts = base->opts,
 		.nr_cpus = base->nr_cpus,
+		.lane_bytes = base->lane_bytes,
 		.mode = base->mode,
 		.unwind_rows = base->unwind_rows,
 		.unwind_maps = base->unwind_maps,
@@ -523,7 +590,6 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 
 int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot)
 {
-	int outer = bpf_map__fd(base->skel->maps.events);
 	int err;
 
 	if (base->spare_fds && base->spare_bytes == ring_bytes && base->spare_slot == slot)
@@ -531,18 +597,14 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot)
 	if (slot >= base->opts.max_targets)
 		return -ENOSPC;
 	loader__spare_close(base);
-	base->spare_fds = calloc(base->nr_cpus, sizeof(int));
+	base->spare_fds = calloc(2 * base->nr_cpus, sizeof(int));
 	if (!base->spare_fds)
 		return -ENOMEM;
 	base->spare_bytes = ring_bytes;
 	base->spare_slot = slot;
-	err = make_rings(base->nr_cpus, ring_bytes, base->spare_fds);
-	for (int cpu = 0; !err && cpu < base->nr_cpus; cpu++) {
-		uint32_t idx = slot * base->nr_cpus + cpu;
-
-		if (bpf_map_update_elem(outer, &idx, &base->spare_fds[cpu], BPF_ANY))
-			err = -errno;
-	}
+	err = make_rings(base->nr_cpus, ring_bytes, base->lane_bytes, base->spare_fds);
+	if (!err)
+		err = place_rings(base->skel, base->nr_cpus, slot, base->spare_fds);
 	if (err)
 		loader__spare_close(base);
 	return err;
@@ -550,9 +612,9 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot)
 
 void loader__spare_close(struct loader *base)
 {
-	for (int cpu = 0; base->spare_fds && cpu < base->nr_cpus; cpu++)
-		if (base->spare_fds[cpu] >= 0)
-			close(base->spare_fds[cpu]);
+	for (int i = 0; base->spare_fds && i < 2 * base->nr_cpus; i++)
+		if (base->spare_fds[i] >= 0)
+			close(base->spare_fds[i]);
 	free(base->spare_fds);
 	base->spare_fds = NULL;
 }
@@ -571,9 +633,13 @@ static void fd_list__close_to(struct fd_list *f, size_t keep);
 static void release_handle(struct loader *l)
 {
 	ring_buffer__free(l->rb);
-	for (int cpu = 0; l->ring_fds && cpu < l->nr_cpus; cpu++)
-		if (l->ring_fds[cpu] > 0)
-			close(l->ring_fds[cpu]);
+	for (int cpu = 0; l->lanes && cpu < l->nr_cpus; cpu++)
+		if (l->lanes[cpu])
+			munmap(l->lanes[cpu], lane_value_size(l->lane_bytes));
+	free(l->lanes);
+	for (int i = 0; l->ring_fds && i < 2 * l->nr_cpus; i++)
+		if (l->ring_fds[i] > 0)
+			close(l->ring_fds[i]);
 	free(l->ring_fds);
 	free(l->links);
 	free(l->fds.v);
@@ -1359,12 +1425,43 @@ void loader__set_recording(struct loader *l, bool on)
 	__atomic_store_n(&l->skel->bss->recording[l->slot], on ? 1 : 0, __ATOMIC_SEQ_CST);
 }
 
-/* Every CPU's ring drained: 0 or -errno. */
+/* The records in CPU's lane, in order; its tail moved past those taken.
+ * The probes publish a record's bytes before its head (x86 keeps stores in
+ * order), so everything below the head read here is whole. */
+static int consume_lane(struct loader *l, int cpu)
+{
+	struct mt_lane_ctl *c = l->lanes[cpu];
+	uint64_t head = __atomic_load_n(&c->head, __ATOMIC_ACQUIRE), tail = c->tail;
+	int err = 0;
+
+	if (head - tail > l->lane_bytes)
+		return -EIO; /* a head no probe wrote */
+	while (tail != head && !err) {
+		const struct mt_event_header *h = (const void *)((char *)c + MT_LANE_DATA + (tail & (l->lane_bytes - 1)));
+
+		if (h->size < sizeof(*h) || h->size > MT_LANE_SLACK || (h->size & 7) || h->size > head - tail)
+			return -EIO;
+		err = l->opts.on_record(l->opts.ctx, h, h->size);
+		tail += h->size;
+		l->by_lane++;
+	}
+	__atomic_store_n(&c->tail, tail, __ATOMIC_RELEASE);
+	return err;
+}
+
+/* Every CPU's ring and lane drained: 0 or -errno. The ring buffer first: a
+ * record that fell back to it (its lane full) is older than what the lane
+ * took after, and the drain sorts by time either way. */
 static int consume(struct loader *l)
 {
 	int n = ring_buffer__consume(l->rb);
 
-	return n < 0 && n != -EINTR ? n : 0;
+	if (n < 0 && n != -EINTR)
+		return n;
+	for (int cpu = 0; l->lanes && cpu < l->nr_cpus; cpu++)
+		if ((n = consume_lane(l, cpu)))
+			return n;
+	return 0;
 }
 
 int loader__poll(struct loader *l, int timeout_ms)
@@ -1399,6 +1496,12 @@ void loader__detach(struct loader *l)
 	fd_list__close_to(&l->win[1], 0);
 	closer_join(l);
 	fd_list__close_to(&l->fds, 0);
+}
+
+void loader__lane_counts(const struct loader *l, uint64_t *by_lane, uint64_t *by_ring)
+{
+	*by_lane = l->by_lane;
+	*by_ring = l->by_ring;
 }
 
 uint64_t loader__drops(struct loader *l, int cpu)

@@ -164,6 +164,9 @@ int loader__prog_ns(struct loader *l, uint64_t *run_ns, uint64_t *runs);
  * PATH, entry only or entry and return; FDS get the links (-1: none), for
  * the caller to close. 0 or -errno. */
 int loader__calibration_attach(struct loader *l, const char *path, uint64_t offset, bool with_return, int fds[2]);
+/* Allocation and free records taken so far from the lanes and from the ring
+ * buffers (a lane full, in use, or none: MEMTRACE_LANE_BYTES=0). */
+void loader__lane_counts(const struct loader *l, uint64_t *by_lane, uint64_t *by_ring);
 
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);

@@ -1530,6 +1530,13 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
+	if (r->o.verbose) {
+		uint64_t by_lane, by_ring;
+
+		loader__lane_counts(r->loader, &by_lane, &by_ring);
+		fprintf(stderr, "memtrace: %llu allocation and free records by the lanes, %llu by the ring buffers\n",
+			(unsigned long long)by_lane, (unsigned long long)by_ring);
+	}
 	if (r->windows)
 		announce_windows(r);
 	if (!r->o.discard_output)
