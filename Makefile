@@ -158,6 +158,9 @@ $(BUILD)/progs/nofp/unwind_levels: tests/progs/unwind_levels.cpp $(BUILD)/progs/
 $(BUILD)/progs/nofp/deep_frames: tests/progs/deep_frames.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(NOFP_FLAGS) -o $@ $<
+$(BUILD)/progs/nofp/same_depth: tests/progs/same_depth.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(NOFP_FLAGS) -o $@ $<
 
 # ... and once more with call frame information only in .debug_frame (no
 # .eh_frame for our code): what some C builds with -g and no unwind tables give.
@@ -181,7 +184,8 @@ $(BUILD)/progs/no_allocator: tests/progs/noalloc/no_allocator.c | $(BUILD)
 
 progs: $(PROG_BIN) $(BUILD)/progs/no_allocator $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
 	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static \
-	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels $(BUILD)/progs/nofp/deep_frames
+	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels $(BUILD)/progs/nofp/deep_frames \
+	$(BUILD)/progs/nofp/same_depth
 unit: $(UNIT_BIN)
 
 $(BUILD):

@@ -136,9 +136,20 @@ struct {
  * reads its frames from (bpf/unwind.bpf.h). */
 #define STACK_WINDOW 2048 /* bytes, a power of two */
 
+#define WALK_WORDS 64 /* stack words a walk that makes a template may read (a power of two) */
+
 struct stack_scratch {
 	struct mt_stack_event ev;
 	__u64 window[STACK_WINDOW / 8];
+	/* The stack words the table walk read, in order (bpf/unwind.bpf.h's
+	 * unwind_read): what a template of its stack is checked against.
+	 * words > WALK_WORDS: too many, or read some other way (a signal frame). */
+	__u32 words;
+	__u32 bp_used; /* the walk used rbp as it was at its start */
+	__u64 word_addr[WALK_WORDS];
+	__u64 word_val[WALK_WORDS];
+	__u64 from_template; /* allocation stacks this CPU took from a template (record -v) */
+	__u64 walked;        /* ... and by walking the unwind tables */
 };
 
 struct {
@@ -266,6 +277,17 @@ static __always_inline __u32 walk_frames(__u64 sp, __u64 fp, __u64 *frames, __u3
 
 #include "unwind.bpf.h"
 
+/* This CPU has sent the stack ID for SLOT already. */
+static __always_inline bool stack_seen(__u64 id, __u32 slot)
+{
+	__u64 seen_key = id ^ seen_mix(slot);
+	struct stacks_seen *seen;
+	__u32 zero = 0;
+
+	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
+	return seen && seen->hash[seen_key & (SEEN_SLOTS - 1)] == seen_key;
+}
+
 /* The id of the NR frames walked into EV (this CPU's scratch), the stack
  * sent to user space first unless this CPU sent it for SLOT already. */
 static __always_inline __u64 stack_sent(struct mt_stack_event *ev, __u32 nr, __u32 slot, __u32 tid, __u64 ts)
@@ -289,12 +311,134 @@ static __always_inline __u64 stack_sent(struct mt_stack_event *ev, __u32 nr, __u
 	return ev->stack_id;
 }
 
+/*
+ * Stack templates. A table walk is a function of where it starts (pc, sp,
+ * bp, if a frame's rule used it), of the tables (unwind_gen) and of the stack words it reads: a call
+ * made from the same place, with the same words at the addresses its walk
+ * read, has the same frames. A loop that allocates, a server's path through
+ * a request, call the allocator again and again at the same depth, and
+ * checking the few words a template noted costs less than walking the
+ * frames again (a table lookup each) and hashing them. Per CPU, one
+ * template per (pc, sp, bp) hash.
+ */
+struct stack_template {
+	__u64 key;   /* template_key; 0 while being written */
+	__u64 pc, sp, bp;
+	__u64 stack_id;
+	__u32 gen;   /* the slot's unwind_gen when it was walked */
+	__u32 slot;
+	__u32 words; /* in word_addr and word_val, <= WALK_WORDS */
+	__u32 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
+	__u64 word_addr[WALK_WORDS];
+	__u64 word_val[WALK_WORDS];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1); /* CPUs << MT_TEMPLATE_BITS, set before load (1: no stacks or tables) */
+	__type(key, __u32);
+	__type(value, struct stack_template);
+} stack_templates SEC(".maps");
+
+static __always_inline __u64 template_key(__u64 pc, __u64 sp, __u32 slot)
+{
+	return ((((pc * 0x9e3779b97f4a7c15ULL) ^ sp) * 0xff51afd7ed558ccdULL) ^ ((__u64)SLOT(slot) << 48)) | 1;
+}
+
+static __always_inline struct stack_template *template_for(__u64 key)
+{
+	__u32 idx = (bpf_get_smp_processor_id() << MT_TEMPLATE_BITS) | (__u32)(key >> (64 - MT_TEMPLATE_BITS));
+
+	return bpf_map_lookup_elem(&stack_templates, &idx);
+}
+
+/* The stack id of this CPU's template for a walk from PC, SP, BP in SLOT
+ * if every word it noted is still there; else 0, or 1 with the window read
+ * (the walk then need not read it again). A stack whose id is 1 (a hash of 0
+ * or 1: hash_frames) is never taken from a template. Reads the top of the stack into
+ * the scratch window, as the walk would. A global function: the verifier
+ * checks its loop once. */
+__noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
+{
+	__u64 key = template_key(pc, sp, slot), id, val, off, addr, miss;
+	struct stack_template *t = template_for(key);
+	struct stack_scratch *s;
+	__u32 zero = 0, n;
+	bool win;
+
+	if (!t || t->key != key || t->pc != pc || t->sp != sp || (t->bp_used && t->bp != bp) ||
+	    t->slot != SLOT(slot) || t->gen != unwind_gen[SLOT(slot)])
+		return 0;
+	s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	n = t->words;
+	if (!s || n > WALK_WORDS)
+		return 0;
+	/* A stack whose top is closer than the window to the end of its
+	 * mapping (main's, near the environment) is read a word at a time. */
+	win = !bpf_probe_read_user(s->window, sizeof(s->window), (void *)sp);
+	miss = win ? 1 : 0;
+	for (__u32 i = 0; i < WALK_WORDS; i++) {
+		if (i >= n)
+			break;
+		addr = t->word_addr[i];
+		off = addr - sp;
+		if (win && off <= STACK_WINDOW - 8 && !(off & 7))
+			val = s->window[(off / 8) & (STACK_WINDOW / 8 - 1)];
+		else if (bpf_probe_read_user(&val, sizeof(val), (void *)addr))
+			return miss;
+		if (val != t->word_val[i])
+			return miss;
+	}
+	id = t->stack_id;
+	barrier();
+	return t->key == key ? id : miss; /* not rewritten meanwhile (a preempting walk on this CPU) */
+}
+
+/* A template of the table walk just made from PC, SP, BP in SLOT_GEN's slot
+ * (its high half) with the tables of its gen (the low half), whose stack is
+ * ID: the words it read are in the scratch. 1: saved. */
+__noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64 id)
+{
+	__u32 slot = slot_gen >> 32, gen = (__u32)slot_gen;
+	__u64 key = template_key(pc, sp, slot);
+	struct stack_template *t = template_for(key);
+	struct stack_scratch *s;
+	__u32 zero = 0, n;
+
+	s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!t || !s || !id)
+		return 0;
+	n = s->words;
+	if (n > WALK_WORDS)
+		return 0;
+	t->key = 0;
+	barrier();
+	t->pc = pc;
+	t->sp = sp;
+	t->bp = bp;
+	t->bp_used = s->bp_used;
+	t->slot = SLOT(slot);
+	t->gen = gen;
+	t->stack_id = id;
+	t->words = n;
+	for (__u32 i = 0; i < WALK_WORDS; i++) {
+		if (i >= n)
+			break;
+		t->word_addr[i] = s->word_addr[i];
+		t->word_val[i] = s->word_val[i];
+	}
+	barrier();
+	t->key = key;
+	return 1;
+}
+
 static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 tid, __u64 ts)
 {
 	__u32 zero = 0;
 	struct stack_scratch *scratch;
 	struct mt_stack_event *ev;
-	__u32 depth = stack_depth;
+	__u32 depth = stack_depth, gen;
+	__u64 id;
 	__u32 nr;
 
 	if (depth == 0)
@@ -303,11 +447,23 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 t
 	if (!scratch)
 		return 0;
 	ev = &scratch->ev;
+	/* The same stack as this CPU's template of it, already sent: done. */
+	id = template_check(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), slot);
+	if (id > 1 && stack_seen(id, slot)) {
+		scratch->from_template++;
+		return id;
+	}
 	/* Unwind tables where user space gave the allocator's module one,
 	 * else frame pointers. */
-	nr = walk_tables(ctx, scratch, slot, depth);
-	if (!nr)
-		nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
+	gen = unwind_gen[SLOT(slot)];
+	nr = walk_tables(ctx, scratch, slot, depth, id != 0);
+	if (nr) {
+		scratch->walked++;
+		id = stack_sent(ev, nr, slot, tid, ts);
+		template_save(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), (__u64)slot << 32 | gen, id);
+		return id;
+	}
+	nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
 	return nr ? stack_sent(ev, nr, slot, tid, ts) : 0;
 }
 

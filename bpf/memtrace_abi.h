@@ -250,6 +250,9 @@ struct mt_unwind_map {
 	__u32 pad;       /* zero */
 };
 
+/* Stack templates (bpf/memtrace.bpf.c): 2^MT_TEMPLATE_BITS per CPU. */
+#define MT_TEMPLATE_BITS 7
+
 /* The walker's lookup cache: 2^MT_UNWIND_CACHE_BITS slots per CPU. */
 #define MT_UNWIND_CACHE_BITS 12
 

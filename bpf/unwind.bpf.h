@@ -86,6 +86,7 @@ struct unwind_walk {
 	__u32 gen;
 	__u32 target;   /* the process's slot */
 	bool exact_pc;  /* pc is not a return address (the first frame, after a signal) */
+	bool bp_read;   /* bp is no longer the register's at the start: read from the stack */
 	__u64 cut;      /* MT_STACK_TRUNCATED or MT_STACK_DEPTH_CUT: the stack is not whole */
 };
 
@@ -204,15 +205,26 @@ __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 {
 	struct stack_scratch *s;
 	__u64 off = addr - win;
-	__u32 zero = 0;
+	__u32 zero = 0, i;
+	long err = 0;
 
-	if (!val)
+	s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!val || !s)
 		return -1;
-	if (win && off <= STACK_WINDOW - 8 && !(off & 7) && (s = bpf_map_lookup_elem(&stack_scratch, &zero))) {
+	if (win && off <= STACK_WINDOW - 8 && !(off & 7))
 		*val = s->window[(off / 8) & (STACK_WINDOW / 8 - 1)];
-		return 0;
+	else
+		err = bpf_probe_read_user(val, sizeof(*val), (void *)addr);
+	if (err)
+		return err;
+	/* noted for the walk's template (stack_template in memtrace.bpf.c) */
+	i = s->words;
+	if (i < WALK_WORDS) {
+		s->word_addr[i & (WALK_WORDS - 1)] = addr;
+		s->word_val[i & (WALK_WORDS - 1)] = *val;
 	}
-	return bpf_probe_read_user(val, sizeof(*val), (void *)addr);
+	s->words = i + 1;
+	return 0;
 }
 
 /* One frame: 0 to go on, 1 to stop. A global function, checked once with
@@ -260,7 +272,10 @@ __noinline int unwind_frame(struct unwind_walk *w)
 			return 1;
 		w->bp = bp;
 		w->bp_at = 0;
+		w->bp_read = true;
 	}
+	if (mt_unwind_needs_bp(row) && !w->bp_read)
+		s->bp_used = 1; /* the walk depends on the starting rbp: so does its template */
 	switch (mt_unwind_cfa(row, w->pc, w->sp, w->bp, &cfa)) {
 	case MT_NEXT_CALLER:
 		break;
@@ -272,10 +287,12 @@ __noinline int unwind_frame(struct unwind_walk *w)
 			return 1;
 		if (!sig[2])
 			return 1;
+		s->words = WALK_WORDS + 1; /* words read here are not noted: no template */
 		ev->frames[nr] = sig[2];
 		ev->nr = nr + 1;
 		w->bp = sig[0];
 		w->bp_at = 0;
+		w->bp_read = true;
 		w->sp = sig[1];
 		w->pc = sig[2];
 		w->exact_pc = true;
@@ -317,7 +334,7 @@ static int unwind_step(__u32 i, void *ctx)
  * event's frames: the caller first. Frames taken, 0 if the allocator's own
  * code has no table (the caller then walks by frame pointers). */
 static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, struct stack_scratch *s, __u32 slot,
-					       __u32 depth, __u32 first)
+					       __u32 depth, __u32 first, bool have_window)
 {
 	struct mt_stack_event *ev = &s->ev;
 	struct unwind_walk w = {
@@ -334,9 +351,12 @@ static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, stru
 
 	/* A stack whose top is closer than the window to the end of its
 	 * mapping is read a word at a time. */
-	if (unwind_nr[SLOT(slot)][w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp))
+	if (have_window ||
+	    (unwind_nr[SLOT(slot)][w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp)))
 		w.win = w.sp;
 	ev->nr = first;
+	s->words = 0;
+	s->bp_used = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
 	nr = ev->nr;
 	if (nr <= first)
@@ -349,9 +369,11 @@ static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, stru
 	return nr & MT_STACK_DEPTH_MASK;
 }
 
-static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth)
+/* HAVE_WINDOW: the scratch window holds the stack from the entry's rsp already. */
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth,
+					 bool have_window)
 {
-	return walk_tables_from(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), s, slot, depth, 0);
+	return walk_tables_from(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), s, slot, depth, 0, have_window);
 }
 
 #endif /* MEMTRACE_UNWIND_BPF_H */

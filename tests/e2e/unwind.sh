@@ -85,4 +85,32 @@ expect_eq "frame pointers alone: stacks recorded for the three paths" \
 	"$(jq "$NESTED"' | [.sites[].stacks[]] | length >= 3' "$TMP/fponly.json")" true
 reached=$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | index("main") != null] | map(select(.)) | length' "$TMP/fponly.json")
 if [ "$reached" -lt 3 ]; then ok "frame pointers alone: only $reached of 3 paths reach main"; else not_ok "frame pointers alone reached main on every path: the test proves nothing"; fi
+# Stack templates (bpf/memtrace.bpf.c): a walk that starts where the last one
+# did is skipped when the stack words that walk read are unchanged.
+# tests/progs/same_depth reaches malloc through via_a or via_b at the same
+# stack and frame pointer, in rounds of a, b, b: only the return address into
+# via_a or via_b differs, so a template must be refused at every change of
+# path and used for the second b. Both builds; the counts are exact.
+for build in fp nofp; do
+	prog=$PROGS/same_depth
+	[ "$build" = nofp ] && prog=$PROGS/nofp/same_depth
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record -v -o "$TMP/sd-$build.mtrace" -- "$prog" >/dev/null 2>"$TMP/sd.err"
+	expect_eq "same_depth $build: exit status" $? 0
+	report_json "$TMP/sd-$build.mtrace" "$TMP/sd-$build.json"
+	for via in via_a:3000:48000 via_b:6000:288000; do
+		IFS=: read -r fn n bytes <<<"$via"
+		expect_eq "same_depth $build: allocations and bytes through $fn" \
+			"$(jq -r '. as $r | [.stacks[] | select([.frames[] | $r.stack_frames[.].function | sub("\\.constprop.*"; "")] | index("'"$fn"'"))
+				| "\(.allocations) \(.allocated_bytes)"] | join(",")' "$TMP/sd-$build.json")" "$n $bytes"
+	done
+	counts=$(sed -n 's/^memtrace: \([0-9]*\) stacks from templates, \([0-9]*\) walked by unwind tables$/\1 \2/p' "$TMP/sd.err")
+	read -r from_template walked <<<"${counts:-x x}"
+	expect_eq "same_depth $build: every stack from a template or a walk" "$((from_template + walked))" 9001
+	# the second b of each round, unless the thread moved to another CPU (templates are per CPU)
+	if [ "$from_template" -gt 0 ] && [ "$from_template" -le 3000 ]; then
+		ok "same_depth $build: $from_template of at most 3000 stacks from templates"
+	else
+		not_ok "same_depth $build: $from_template stacks from templates, expected 1 to 3000"
+	fi
+done
 finish

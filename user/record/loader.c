@@ -217,6 +217,10 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	 * hash of a million entries costs 140 ms of launch for nothing. */
 	if (!l->opts.sample_mean && bpf_map__set_max_entries(l->skel->maps.sampled, 1))
 		return -EINVAL;
+	/* Stack templates per CPU (take_stack); none without stacks walked by tables. */
+	if (bpf_map__set_max_entries(l->skel->maps.stack_templates,
+				     l->opts.unwind_rows && l->opts.stack_depth ? (uint32_t)l->nr_cpus << MT_TEMPLATE_BITS : 1))
+		return -EINVAL;
 	/* A lookup cache per CPU for the walker (bpf/unwind.bpf.h); none without tables. */
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_cache,
 				     l->opts.unwind_rows ? (uint32_t)l->nr_cpus << MT_UNWIND_CACHE_BITS : 1))
@@ -1496,6 +1500,26 @@ void loader__detach(struct loader *l)
 	fd_list__close_to(&l->win[1], 0);
 	closer_join(l);
 	fd_list__close_to(&l->fds, 0);
+}
+
+void loader__stack_counts(struct loader *l, uint64_t *from_template, uint64_t *walked)
+{
+	size_t size = bpf_map__value_size(l->skel->maps.stack_scratch);
+	char *vals = calloc(l->nr_cpus, size);
+	uint32_t zero = 0;
+
+	*from_template = *walked = 0;
+	if (!vals)
+		return;
+	if (!bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.stack_scratch), &zero, vals))
+		for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
+			/* struct stack_scratch (bpf/memtrace.bpf.c) ends with the two counters */
+			const uint64_t *tail = (const uint64_t *)(vals + (size_t)cpu * size + size) - 2;
+
+			*from_template += tail[0];
+			*walked += tail[1];
+		}
+	free(vals);
 }
 
 void loader__lane_counts(const struct loader *l, uint64_t *by_lane, uint64_t *by_ring)

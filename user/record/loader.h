@@ -167,6 +167,10 @@ int loader__calibration_attach(struct loader *l, const char *path, uint64_t offs
 /* Allocation and free records taken so far from the lanes and from the ring
  * buffers (a lane full, in use, or none: MEMTRACE_LANE_BYTES=0). */
 void loader__lane_counts(const struct loader *l, uint64_t *by_lane, uint64_t *by_ring);
+/* Allocation stacks the probes took from a stack template, and by walking
+ * the unwind tables, on every CPU so far (the counters of all the object's
+ * targets; frame-pointer walks are in neither). */
+void loader__stack_counts(struct loader *l, uint64_t *from_template, uint64_t *walked);
 
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);

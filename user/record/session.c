@@ -1531,11 +1531,14 @@ static int finish(struct recording *r)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
 	if (r->o.verbose) {
-		uint64_t by_lane, by_ring;
+		uint64_t by_lane, by_ring, from_template, walked;
 
 		loader__lane_counts(r->loader, &by_lane, &by_ring);
 		fprintf(stderr, "memtrace: %llu allocation and free records by the lanes, %llu by the ring buffers\n",
 			(unsigned long long)by_lane, (unsigned long long)by_ring);
+		loader__stack_counts(r->loader, &from_template, &walked);
+		fprintf(stderr, "memtrace: %llu stacks from templates, %llu walked by unwind tables\n",
+			(unsigned long long)from_template, (unsigned long long)walked);
 	}
 	if (r->windows)
 		announce_windows(r);
