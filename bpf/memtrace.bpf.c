@@ -612,44 +612,54 @@ static __always_inline void lane_commit(struct mt_lane_ctl *c, __u32 size)
 	*(volatile __u64 *)&c->busy = 0;
 }
 
+/* Room for a record of SIZE (a constant) for SLOT: in this CPU's lane, else
+ * in its ring buffer; NULL, counted as a drop, if neither has room. *LANE:
+ * the lane it is in, NULL for the ring buffer. */
+static __always_inline void *record_reserve(__u32 slot, __u32 size, struct mt_lane_ctl **lane)
+{
+	void *ev = lane_reserve(slot, size, lane), *ring;
+
+	if (ev)
+		return ev;
+	ring = cpu_ring(slot);
+	if (ring && (ev = bpf_ringbuf_reserve(ring, size, 0)))
+		return ev;
+	count_drop(slot);
+	return NULL;
+}
+
+/* Hand over the record EV that record_reserve gave (in LANE, or the ring). */
+static __always_inline void record_commit(void *ev, struct mt_lane_ctl *lane, __u32 size)
+{
+	if (lane)
+		lane_commit(lane, size);
+	else
+		bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+}
+
 static __always_inline void emit_free(__u32 slot, __u32 tid, __u64 ptr)
 {
 	struct mt_lane_ctl *lane = NULL;
-	struct mt_free_event *ev = lane_reserve(slot, sizeof(*ev), &lane);
-	void *ring = NULL;
+	struct mt_free_event *ev = record_reserve(slot, sizeof(*ev), &lane);
 
-	if (!ev) {
-		ring = cpu_ring(slot);
-		if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-			count_drop(slot);
-			return;
-		}
-	}
+	if (!ev)
+		return;
 	ev->hdr.type = MT_EVENT_FREE;
 	ev->hdr.size = sizeof(*ev);
 	ev->hdr.tid = tid;
 	ev->hdr.ts = bpf_ktime_get_ns();
 	ev->ptr = ptr;
-	if (lane)
-		lane_commit(lane, sizeof(*ev));
-	else
-		bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	record_commit(ev, lane, sizeof(*ev));
 }
 
 static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 old_ptr,
 				       const struct thread_state *st)
 {
 	struct mt_lane_ctl *lane = NULL;
-	struct mt_alloc_event *ev = lane_reserve(st->slot, sizeof(*ev), &lane);
-	void *ring = NULL;
+	struct mt_alloc_event *ev = record_reserve(st->slot, sizeof(*ev), &lane);
 
-	if (!ev) {
-		ring = cpu_ring(st->slot);
-		if (!ring || !(ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0))) {
-			count_drop(st->slot);
-			return;
-		}
-	}
+	if (!ev)
+		return;
 	ev->hdr.type = type;
 	ev->hdr.size = sizeof(*ev);
 	ev->hdr.tid = tid;
@@ -658,10 +668,7 @@ static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 o
 	ev->size = st->size;
 	ev->old_ptr = old_ptr;
 	ev->stack_id = st->stack_id;
-	if (lane)
-		lane_commit(lane, sizeof(*ev));
-	else
-		bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+	record_commit(ev, lane, sizeof(*ev));
 }
 
 struct sample_state {
