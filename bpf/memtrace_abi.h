@@ -250,6 +250,9 @@ struct mt_unwind_map {
 	__u32 pad;       /* zero */
 };
 
+/* Entries of the direct-mapped copy of the target map (targets_fast), a power of two. */
+#define MT_TARGETS_FAST 4096
+
 /* Stack templates (bpf/memtrace.bpf.c): 2^MT_TEMPLATE_BITS per CPU. */
 #define MT_TEMPLATE_BITS 7
 

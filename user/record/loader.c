@@ -90,6 +90,8 @@ struct loader {
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
 	size_t unwind_maps_len;
+	uint64_t *targets_fast;  /* the BPF array targets_fast, mapped (tgid | slot << 32 by tgid) */
+	size_t targets_fast_len;
 	char verifier_log[LOADER_MAX_PROGS][VERIFIER_LOG_BYTES]; /* each program's stats */
 	uint64_t verify_usec;    /* the kernel's verification time, all programs */
 	uint32_t verified_insns; /* instructions the verifier processed, all programs */
@@ -397,7 +399,8 @@ static int map_unwind(struct loader *l)
 {
 	l->unwind_rows = map_array(l->skel->maps.unwind_rows, &l->unwind_rows_len);
 	l->unwind_maps = map_array(l->skel->maps.unwind_maps, &l->unwind_maps_len);
-	return l->unwind_rows && l->unwind_maps ? 0 : -errno;
+	l->targets_fast = map_array(l->skel->maps.targets_fast, &l->targets_fast_len);
+	return l->unwind_rows && l->unwind_maps && l->targets_fast ? 0 : -errno;
 }
 
 struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap)
@@ -533,6 +536,16 @@ static int add_target(struct loader *l)
 	free(zeros);
 	if (!err && l->opts.pid > 0 && bpf_map_update_elem(bpf_map__fd(l->skel->maps.targets), &tgid, &l->slot, BPF_ANY))
 		err = -errno;
+	if (!err && l->opts.pid > 0) {
+		/* the fast copy too, unless another process holds the entry (this
+		 * one's, in an earlier slot, is replaced as the hash's was) */
+		uint64_t *e = &l->targets_fast[tgid & (MT_TARGETS_FAST - 1)], old = __atomic_load_n(e, __ATOMIC_SEQ_CST);
+
+		while ((!old || (uint32_t)old == tgid) &&
+		       !__atomic_compare_exchange_n(e, &old, tgid | (uint64_t)l->slot << 32, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST))
+			;
+	}
 	return err;
 }
 
@@ -543,6 +556,12 @@ static void remove_target(struct loader *l)
 	uint32_t tgid = (uint32_t)l->opts.pid, slot;
 	int targets = bpf_map__fd(l->skel->maps.targets);
 
+	if (l->opts.pid > 0) {
+		uint64_t mine = tgid | (uint64_t)l->slot << 32;
+
+		__atomic_compare_exchange_n(&l->targets_fast[tgid & (MT_TARGETS_FAST - 1)], &mine, 0, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
 	if (l->opts.pid > 0 && !bpf_map_lookup_elem(targets, &tgid, &slot) && slot == l->slot)
 		bpf_map_delete_elem(targets, &tgid);
 	for (int cpu = 0; l->ring_fds && cpu < l->nr_cpus; cpu++) {
@@ -573,6 +592,7 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 		.mode = base->mode,
 		.unwind_rows = base->unwind_rows,
 		.unwind_maps = base->unwind_maps,
+		.targets_fast = base->targets_fast,
 		.verify_usec = base->verify_usec,
 		.verified_insns = base->verified_insns,
 	};
@@ -1560,6 +1580,8 @@ void loader__close(struct loader *l)
 			munmap(l->unwind_rows, l->unwind_rows_len);
 		if (l->unwind_maps)
 			munmap(l->unwind_maps, l->unwind_maps_len);
+		if (l->targets_fast)
+			munmap(l->targets_fast, l->targets_fast_len);
 		if (l->shared)
 			munmap(l->shared, sizeof(*l->shared));
 		memtrace_bpf__destroy(l->skel);
