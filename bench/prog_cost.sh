@@ -95,13 +95,12 @@ for _ in $(seq "$REPS"); do
 	retried >>"$WORK/stacks"
 	retried --stack-depth 0 >>"$WORK/nostack"
 done
-FLOOR=$(awk '{ print $1 }' "$WORK/floor" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+FLOOR=$(awk '{ print $1 }' "$WORK/floor" | median)
 echo "  empty program (the statistics' own cost a run): $(med 1 "$WORK/floor") ns/run"
 for mode in stacks nostack; do
 	label="exact, stacks (fp)"
 	[ $mode = nostack ] && label="exact, --stack-depth 0"
-	net=$(awk -v f="$FLOOR" '{ print $1 - $2 * f }' "$WORK/$mode" | sort -g |
-		awk '{ v[NR] = $1 } END { printf "%.0f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+	net=$(calc "$(awk -v f="$FLOOR" '{ print $1 - $2 * f }' "$WORK/$mode" | median)" 0)
 	printf "  %-24s malloc's program %s ns/run (it runs at entry and return), free's %s ns/run\n" "$label" \
 		"$(med 3 "$WORK/$mode")" "$(med 4 "$WORK/$mode")"
 	printf "  %-24s all programs: %s ns per malloc+free pair, %s net of the statistics\n" "" \

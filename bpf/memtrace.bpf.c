@@ -277,36 +277,39 @@ static __always_inline __u32 walk_frames(__u64 sp, __u64 fp, __u64 *frames, __u3
 
 #include "unwind.bpf.h"
 
-/* This CPU has sent the stack ID for SLOT already. */
-static __always_inline bool stack_seen(__u64 id, __u32 slot)
+/* Where this CPU notes that it sent the stack ID for SLOT, and in *KEY what
+ * the note says then (seen per target: each trace must get every stack it
+ * uses); NULL without the map. */
+static __always_inline __u64 *seen_note(__u64 id, __u32 slot, __u64 *key)
 {
-	__u64 seen_key = id ^ seen_mix(slot);
 	struct stacks_seen *seen;
 	__u32 zero = 0;
 
+	*key = id ^ seen_mix(slot);
 	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
-	return seen && seen->hash[seen_key & (SEEN_SLOTS - 1)] == seen_key;
+	return seen ? &seen->hash[*key & (SEEN_SLOTS - 1)] : NULL;
+}
+
+/* This CPU has sent the stack ID for SLOT already. */
+static __always_inline bool stack_seen(__u64 id, __u32 slot)
+{
+	__u64 key, *note = seen_note(id, slot, &key);
+
+	return note && *note == key;
 }
 
 /* The id of the NR frames walked into EV (this CPU's scratch), the stack
  * sent to user space first unless this CPU sent it for SLOT already. */
 static __always_inline __u64 stack_sent(struct mt_stack_event *ev, __u32 nr, __u32 slot, __u32 tid, __u64 ts)
 {
-	struct stacks_seen *seen;
-	__u64 *seen_slot, seen_key;
-	__u32 zero = 0;
+	__u64 key, *note;
 
 	ev->stack_id = hash_frames(nr);
-	seen = bpf_map_lookup_elem(&stacks_seen, &zero);
-	if (!seen)
-		return ev->stack_id;
-	/* Seen per target: each trace must get every stack it uses. */
-	seen_key = ev->stack_id ^ seen_mix(slot);
-	seen_slot = &seen->hash[seen_key & (SEEN_SLOTS - 1)];
-	if (*seen_slot != seen_key) {
+	note = seen_note(ev->stack_id, slot, &key);
+	if (note && *note != key) {
 		ev->hdr.tid = tid;
 		ev->hdr.ts = ts;
-		send_stack(slot, ev, nr, seen_slot, seen_key);
+		send_stack(slot, ev, nr, note, key);
 	}
 	return ev->stack_id;
 }

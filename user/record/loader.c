@@ -154,7 +154,7 @@ static uint32_t lane_value_size(uint64_t lane_bytes)
  * value is at most 4 MiB): it holds a drain period of records at a million a
  * second, and what does not fit goes by the ring buffer. MEMTRACE_LANE_BYTES
  * sets it (tests, bench: 0 for none). */
-static uint64_t lane_bytes(uint64_t ring_bytes)
+static uint64_t lane_size_for(uint64_t ring_bytes)
 {
 	const char *want = getenv("MEMTRACE_LANE_BYTES");
 	uint64_t want_bytes = want && *want ? strtoull(want, NULL, 0) : ring_bytes / 4, b = 4096;
@@ -227,7 +227,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_cache,
 				     l->opts.unwind_rows ? (uint32_t)l->nr_cpus << MT_UNWIND_CACHE_BITS : 1))
 		return -EINVAL;
-	l->lane_bytes = lane_bytes(l->opts.ring_bytes);
+	l->lane_bytes = lane_size_for(l->opts.ring_bytes);
 	l->skel->rodata->lane_mask = l->lane_bytes ? l->lane_bytes - 1 : 0;
 	if (bpf_map__set_value_size(bpf_map__inner_map(l->skel->maps.lanes),
 				    lane_value_size(l->lane_bytes ? l->lane_bytes : 4096)) ||
