@@ -7,17 +7,20 @@
 #      the three modes back to back, each rep's own ratios, their median and
 #      quartiles (targets 0.95 x and 0.99 x);
 #   2. accuracy: every site holding >= 0.5% of an exact recording's allocated
-#      bytes (sites past redis' zmalloc family, --alloc-fn) is in a --budget 5
-#      recording of the same workload (ten times over), its share within +-25%
-#      of the exact one;
+#      bytes (sites past redis' zmalloc family, --alloc-fn) of one
+#      redis-benchmark command is in a --budget 5 recording of the same command
+#      (three times over), its share within +-25% of the exact one; beside it,
+#      with no target, the same requests in runs a tenth as long (connections
+#      opened ten times as often);
 #   3. a burst: tests/progs/proportions at 10 k allocations/s, then as fast as it
 #      goes (about 1 M/s): its rounds after the switch, traced with --budget 5 and
 #      untraced; the slowdown should stay within the budget + 2 points;
 #   4. totals: the allocations a --budget 5 recording of proportions estimates,
 #      over the count the program printed (no target: the issue asks for shares).
 # A benchmark, not a test: figures and PASS/MISS, non-zero only when something
-# could not run. Knobs: BUDGET_REPS (3), BUDGET_TP_REPS (7), BUDGET_REQUESTS
-# (1000000 per test; the throughput reps run half of it).
+# could not run. Knobs: BUDGET_REPS (3), BUDGET_TP_REPS (11), BUDGET_REQUESTS
+# (1000000 per test; the throughput reps run half of it), BUDGET_ACC_REQUESTS
+# (300000 per test, the accuracy rows).
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
@@ -25,7 +28,7 @@ ROOT=$PWD
 BUILD=$ROOT/build
 MEMTRACE=$BUILD/memtrace
 REPS=${BUDGET_REPS:-3}
-TP_REPS=${BUDGET_TP_REPS:-7}
+TP_REPS=${BUDGET_TP_REPS:-11}
 N=${BUDGET_REQUESTS:-1000000}
 PORT=16410
 
@@ -116,24 +119,45 @@ shares() { # TRACE: "site share" lines, share of allocated bytes
 		jq -r '.totals.allocated_bytes as $t | .sites[] |
 			"\(.function // .name)|\(.file // "")|\(.line)|\(.module // "") \(.allocated_bytes / $t)"'
 }
-# The same workload for both: the exact recording of one run of N/10
-# requests per test (exact tracing is slow), the --budget one of ten such
-# runs back to back, so connections and requests come in the same mix.
-EXACT_N=$((N / 10))
-record_server "$WORK/exact.mtrace"
-rps "$EXACT_N" >/dev/null
-stop_recording "$WORK/exact.mtrace"
-record_server "$WORK/b5.mtrace" --budget 5
-for _ in $(seq 10); do rps "$EXACT_N" >/dev/null; done
-stop_recording "$WORK/b5.mtrace"
-shares "$WORK/exact.mtrace" >"$WORK/exact.shares"
-shares "$WORK/b5.mtrace" >"$WORK/b5.shares"
-ACC=$(awk 'NR == FNR { b[$1] = $2; next }
-	$2 >= 0.005 { n++; e = ($1 in b) ? (b[$1] / $2 - 1) : -1; if (e < 0) e = -e
-		if (e > worst) { worst = e; site = $1 } if (e > 0.25) bad++ }
-	END { printf "%d %d %.3f %s\n", n, bad, worst, site }' "$WORK/b5.shares" "$WORK/exact.shares")
-read -r ACC_N ACC_BAD ACC_WORST ACC_SITE <<<"$ACC"
-WINDOWS=$("$MEMTRACE" report --json "$WORK/b5.mtrace" | jq -r '"\(.trace.budget.windows) windows, allocations traced \(100 * .trace.budget.live_ns / .trace.duration_ns * 100 | round / 100)% of the time"')
+# accuracy NAME PER TIMES: an exact recording of one redis-benchmark command
+# (PER requests per test), a --budget 5 one of TIMES such commands back to
+# back (the same mix of connections and requests, long enough for windows);
+# prints "sites bad worst site windows-and-coverage" for the sites holding
+# >= 0.5% of the exact bytes
+accuracy() {
+	local name=$1 per=$2 times=$3
+	record_server "$WORK/$name.exact.mtrace"
+	rps "$per" >/dev/null
+	stop_recording "$WORK/$name.exact.mtrace"
+	record_server "$WORK/$name.b5.mtrace" --budget 5
+	for _ in $(seq "$times"); do rps "$per" >/dev/null; done
+	stop_recording "$WORK/$name.b5.mtrace"
+	shares "$WORK/$name.exact.mtrace" >"$WORK/$name.exact.shares"
+	shares "$WORK/$name.b5.mtrace" >"$WORK/$name.b5.shares"
+	awk 'NR == FNR { b[$1] = $2; next }
+		$2 >= 0.005 { n++; e = ($1 in b) ? (b[$1] / $2 - 1) : -1; if (e < 0) e = -e
+			if (e > worst) { worst = e; site = $1 } if (e > 0.25) bad++ }
+		END { printf "%d %d %.3f %s ", n, bad, worst, site }' "$WORK/$name.b5.shares" "$WORK/$name.exact.shares"
+	"$MEMTRACE" report --json "$WORK/$name.b5.mtrace" |
+		jq -r '"\(.trace.budget.windows) windows, allocations traced \(100 * .trace.budget.live_ns / .trace.duration_ns * 100 | round / 100)% of the time"'
+	rm -f "$WORK/$name".*.mtrace
+}
+accuracy_row() { # LABEL NAME PER TIMES TARGET(yes|no)
+	local n bad worst site windows
+	read -r n bad worst site windows <<<"$(accuracy "$2" "$3" "$4")"
+	printf "  %-62s %10s  %s\n" "$1 ($windows)" "$((n - bad))/$n" \
+		"$(if [ "$5" = no ]; then echo "(no target; worst $worst: $site)"
+		elif [ "$bad" = 0 ] && [ "$n" -gt 0 ]; then echo PASS
+		else echo "MISS (worst $worst: $site)"; fi)"
+}
+# The issue's workload: one redis-benchmark command, ACC_N requests per test;
+# the --budget recording takes three. Beside it, the same requests in runs
+# of a tenth as many: every test's 50 connections open ten times as often,
+# and the sites that allocate only then (createClient) rise over 0.5% of the
+# bytes, in bursts of a few ms that windows live ~1% of the time catch by luck.
+ACC_N=${BUDGET_ACC_REQUESTS:-300000}
+ACC_ROW=$(accuracy_row "sites >= 0.5% of exact bytes, share within 25%" long "$ACC_N" 3 yes)
+CHURN_ROW=$(accuracy_row "the same in runs of $((ACC_N / 10)) requests a test" churn $((ACC_N / 10)) 30 no)
 
 # --- 3. a burst: 10 k allocations/s for 4 s, then as fast as the program goes
 PROP=$BUILD/progs/proportions
@@ -161,8 +185,8 @@ echo "--budget (throughput: median of $TP_REPS reps' own ratios, quartiles besid
 printf "  %-62s %10s  %s\n" "redis-benchmark -P 16 untraced, requests/s (runs $U_LO to $U_HI)" "$U" ""
 printf "  %-62s %10s  %s\n" "--budget 5: requests/s x untraced, quartiles $R5_Q1-$R5_Q3 (>= 0.95)" "$R5" "$(verdict_min "$R5" 0.95)"
 printf "  %-62s %10s  %s\n" "--budget 1: requests/s x untraced, quartiles $R1_Q1-$R1_Q3 (>= 0.99)" "$R1" "$(verdict_min "$R1" 0.99)"
-printf "  %-62s %10s  %s\n" "sites >= 0.5% of exact bytes, share within 25% ($WINDOWS)" "$((ACC_N - ACC_BAD))/$ACC_N" \
-	"$([ "$ACC_BAD" = 0 ] && [ "$ACC_N" -gt 0 ] && echo PASS || echo "MISS (worst $ACC_WORST: $ACC_SITE)")"
+echo "$ACC_ROW"
+echo "$CHURN_ROW"
 printf "  %-62s %10s  %s\n" "burst 10 k -> ~1 M allocs/s, --budget 5 slowdown % (<= 7)" "$SLOW" "$(verdict "$SLOW" 7)"
 printf "  %-62s %10s  %s\n" "estimated / true allocations, proportions at ~1 M/s, --budget 5" "$TOT" "(no target)"
-echo "  (worst share error $ACC_WORST at $ACC_SITE; burst rounds untraced $BU, traced $BB)"
+echo "  (burst rounds untraced $BU, traced $BB)"
