@@ -25,6 +25,7 @@ die() {
 }
 [ "$(id -u)" = 0 ] || die "attaches uprobes: run it as root"
 command -v bpftool >/dev/null || die "needs bpftool (apt-get install bpftool)"
+mkdir -p "$BUILD/bench" || die "cannot make $BUILD/bench"
 [ -x "$MB" ] || ${CC:-gcc} -O2 -g -fno-omit-frame-pointer -pthread -o "$MB" bench/malloc_bench.c ||
 	die "failed to build $MB"
 WORK=$(mktemp -d "$BUILD/bench/progcost.XXXXXX") || die "no work directory"

@@ -188,7 +188,7 @@ B=${NS[B]} F=${NS[F]} E=${NS[E]}
 
 # Drops seen in any exact or sampled run; the per-pair figures of a run with drops flatter it.
 drops_of() {
-	cat "$WORK"/$1.*.drops 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+	cat "$WORK"/$1.*.drops 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 
 declare -A RATIO
@@ -245,9 +245,9 @@ record_for() {
 		sleep "$(calc "${length%s} / 4" 2)"
 		rec=$(pgrep -f -x "$MEMTRACE record -o $out.mtrace .*" | head -1)
 		if [ -n "$rec" ]; then
-			c1=$(cat /proc/"$rec"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }') t1=$(date +%s%N)
+			c1=$(cat /proc/"$rec"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }') t1=$(date +%s%N)
 			sleep "$(calc "${length%s} / 2" 2)"
-			c2=$(cat /proc/"$rec"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }') t2=$(date +%s%N)
+			c2=$(cat /proc/"$rec"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }') t2=$(date +%s%N)
 			echo "$((c2 - c1)) $((t2 - t1))" >"$out.steady"
 		fi
 	fi
