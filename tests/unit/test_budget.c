@@ -280,7 +280,7 @@ static struct model_window model_window(const struct budget *b, double w, double
 	m.s = (struct window_span){ .begin = t0, .end = t0 + live, .tail_end = t0 + 2 * live,
 				    .run_begin = base, .run_end = base + live, .run_tail = base + 2 * live,
 				    .cost_live = n_live / 2 * (pa + pf), .cost_tail = n_tail / 2 * pf,
-				    .frees_live = n_live / 2, .frees_tail = n_tail / 2 };
+				    .frees_live = n_live / 2, .frees_tail = n_tail / 2, .allocs_live = n_live / 2 };
 	m.truth = (n_live * w + n_tail * w + (double)off) / (n_live * w);
 	return m;
 }
@@ -341,6 +341,29 @@ static void test_weight_by_frees(void **state)
 	}
 }
 
+/* A window that caught a burst of allocations (clients connecting, each
+ * given its buffers: ten allocations a free) did the work of its calls, not
+ * of its frees alone, and weighs less than a window of the same frees in a
+ * steady state; one that freed more than it allocated (a flush) weighs as
+ * its frees say, as before. */
+static void test_weight_allocation_burst(void **state)
+{
+	struct model_window x;
+	double steady, burst, flush;
+	struct sim m;
+
+	sim_init(&m, 5, 0);
+	x = model_window(&m.b, 600, 1.0, 2 * MS, 200 * MS);
+	steady = budget__window_weight(&m.b, &x.s, x.next, x.run_next);
+	x.s.allocs_live = 10 * x.s.frees_live;
+	burst = budget__window_weight(&m.b, &x.s, x.next, x.run_next);
+	x.s.allocs_live = x.s.frees_live / 10;
+	flush = budget__window_weight(&m.b, &x.s, x.next, x.run_next);
+	print_message("weight steady %.1f, burst of allocations %.1f, flush %.1f\n", steady, burst, flush);
+	assert_true(burst < steady / 4);
+	assert_true(fabs(flush / steady - 1) < 1e-9);
+}
+
 /* A window of an idle target (0.3 ms run in 2 ms live: connections
  * arriving) followed by its busiest time (190 ms run in 200): the window
  * stands for its time at its own run rate, not for the load that came
@@ -392,6 +415,7 @@ int main(void)
 		cmocka_unit_test(test_scale_fitted),
 		cmocka_unit_test(test_weight_by_frees),
 		cmocka_unit_test(test_weight_busier_after),
+		cmocka_unit_test(test_weight_allocation_burst),
 		cmocka_unit_test(test_weight_without_frees),
 	};
 

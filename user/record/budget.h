@@ -47,6 +47,7 @@ struct window_span {
 	uint64_t run_begin, run_end, run_tail; /* the target's run time then (0: unknown) */
 	double cost_live, cost_tail;        /* what the probes cost it, priced at calibration */
 	double frees_live, frees_tail;      /* free calls counted */
+	double allocs_live;                 /* allocation calls counted in the window (their returns) */
 };
 
 /* What one probe hit costs the target on this host, calibrated. */

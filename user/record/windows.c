@@ -281,6 +281,7 @@ static void close_window(struct windows *w, const struct budget_sample *s)
 	w->cur.run_end = w->at_end.target_cpu_ns;
 	w->cur.cost_live = budget__raw_price(&w->ctl, &w->at_begin, &w->at_end);
 	w->cur.frees_live = budget__frees(&w->at_begin, &w->at_end);
+	w->cur.allocs_live = (double)(w->at_end.returns - w->at_begin.returns);
 	loader__window_detach(w->l, LOADER_ALLOCS);
 }
 
