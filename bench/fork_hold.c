@@ -4,9 +4,13 @@
  * after fork() returns in the parent: N children (default 40), one at a
  * time, each writing CLOCK_MONOTONIC from its first line back to the
  * parent, which took the clock just before fork(). Prints the median and
- * the largest wait in microseconds: "fork_hold median_us max_us". Under
- * `memtrace record --follow-children` that is how long memtrace holds a new
- * process (bench/attach.sh); each child allocates once, so it is traced.
+ * the largest wait in microseconds, and the mean of the whole cycle, fork
+ * to the parent's waitpid returning on the child's exit (the mean: a cost
+ * paid for every few forks at once counts):
+ * "fork_hold median_us max_us cycle_us". Under `memtrace record
+ * --follow-children` the first is how long memtrace holds a new process, the
+ * last what a server forking a process per connection waits for each
+ * (bench/attach.sh); each child allocates once, so it is traced.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -35,10 +39,10 @@ void *volatile sink;
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 40;
-	uint64_t *wait = calloc((size_t)n, sizeof(*wait));
+	uint64_t *wait = calloc((size_t)n, sizeof(*wait)), *cycle = calloc((size_t)n, sizeof(*cycle));
 	int fds[2];
 
-	if (!wait || n <= 0 || pipe(fds))
+	if (!wait || !cycle || n <= 0 || pipe(fds))
 		return 1;
 	for (int i = 0; i < n; i++) {
 		uint64_t t0 = now_ns(), t1;
@@ -55,8 +59,11 @@ int main(int argc, char **argv)
 			return 1;
 		waitpid(pid, NULL, 0);
 		wait[i] = t1 - t0;
+		cycle[i] = now_ns() - t0;
 	}
 	qsort(wait, (size_t)n, sizeof(*wait), cmp);
-	printf("fork_hold %.0f %.0f\n", wait[n / 2] / 1e3, wait[n - 1] / 1e3);
+	for (int i = 1; i < n; i++)
+		cycle[0] += cycle[i];
+	printf("fork_hold %.0f %.0f %.0f\n", wait[n / 2] / 1e3, wait[n - 1] / 1e3, cycle[0] / 1e3 / n);
 	return 0;
 }

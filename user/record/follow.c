@@ -56,6 +56,10 @@ struct finishing {
 	uint32_t slot;
 };
 
+/* Slots whose rings are made ahead, together: putting rings in place waits
+ * for the kernel (an RCU grace period, 9 ms here), once for any number. */
+#define FOLLOW_SPARES LOADER_MAX_SPARES
+
 struct follow {
 	const struct record_opts *o;
 	pid_t supervisor;         /* our pid: recorders watch it */
@@ -72,7 +76,8 @@ struct follow {
 	double hit_entry_ns, hit_return_ns; /* --budget: a probe hit, timed once for every recorder */
 	struct record_binding **bindings; /* one per program seen: a forked child shares its parent's */
 	size_t nr_bindings;
-	uint32_t spare;        /* a slot taken ahead, its rings in place (loader__spare_rings); 0: none */
+	uint32_t spares[FOLLOW_SPARES]; /* slots taken ahead, their rings in place (loader__spare_rings) */
+	int nr_spares;
 	struct finishing *fin; /* recorders whose process has ended, still writing their traces */
 	size_t nr_fin, cap_fin;
 };
@@ -220,17 +225,38 @@ static void *recorder_main(void *arg)
 	return NULL;
 }
 
-/* Take a slot for the next process and make its rings of RING_BYTES now,
- * while no process waits for them. */
-static void spare_slot(struct follow *f, uint64_t ring_bytes)
+/* Take slots for the next processes and make their rings of RING_BYTES now,
+ * all at once, when none are left: a server forking a process per
+ * connection (PostgreSQL) then waits for the kernel once per FOLLOW_SPARES
+ * connections, not twice for each (its child's exit reaches it only once we
+ * have seen it, and we are not seeing anything while we wait). */
+static void spare_slots(struct follow *f, uint64_t ring_bytes)
 {
-	if (f->spare)
+	int n = 0;
+
+	if (f->nr_spares)
 		return;
-	f->spare = take_slot(f);
-	if (f->spare && loader__spare_rings(f->loader, ring_bytes, f->spare)) {
-		f->slot_used[f->spare] = false;
-		f->spare = 0;
+	while (n < FOLLOW_SPARES && (f->spares[n] = take_slot(f)))
+		n++;
+	if (n && loader__spare_rings(f->loader, ring_bytes, f->spares, n) == 0) {
+		f->nr_spares = n;
+		return;
 	}
+	while (n)
+		f->slot_used[f->spares[--n]] = false;
+}
+
+/* The slot for a new process: a spare one if any is left, else a new one. */
+static uint32_t next_slot(struct follow *f)
+{
+	while (f->nr_spares) {
+		uint32_t slot = f->spares[--f->nr_spares];
+
+		if (loader__spare_has(f->loader, slot))
+			return slot;
+		f->slot_used[slot] = false; /* its rings went (another size) */
+	}
+	return take_slot(f);
 }
 
 /* The recorder of T, in this forked process: record_run as `memtrace
@@ -289,8 +315,7 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	char c;
 
 	output_name(f, t, out, sizeof(out));
-	t->slot = f->spare ? f->spare : take_slot(f);
-	f->spare = 0;
+	t->slot = next_slot(f);
 	if (!t->slot)
 		return fail("not recording PID %d: %u processes are recorded already, the most one memtrace follows at once",
 			    t->tgid, f->max_slots - 1);
@@ -313,6 +338,7 @@ static int start_recorder(struct follow *f, struct tracee *t)
 		released = !ptrace(PTRACE_CONT, t->tid, NULL, NULL); /* on its way: its probes are live */
 	else if (pipe2(fds, O_CLOEXEC))
 		goto failed;
+	loader__spare_drop(f->loader, t->slot); /* unless taken above, its recorder makes its own */
 	/* the recorder starts with every signal blocked (run_recorder) */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &mask);
@@ -328,7 +354,7 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	/* the recorder has its own copy of what was prepared; ours goes (all
 	 * of it, detached, if there is no recorder to take it) */
 	record_prepared_release(&o, t->recorder < 0);
-	spare_slot(f, o.ring_bytes); /* the next process's, made while none waits */
+	spare_slots(f, o.ring_bytes); /* the next processes', made while none waits */
 	if (t->recorder < 0) {
 		if (fds[0] >= 0)
 			close(fds[0]);

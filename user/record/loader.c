@@ -83,9 +83,14 @@ struct loader {
 	int closing;             /* link closes in flight (closer threads), atomic */
 	uint64_t closer_cpu_ns;  /* CPU time the closer threads used, atomic */
 	bool said_inline_close;  /* a closer thread could not start: said once */
-	int *spare_fds;          /* rings made ahead for the next added target (as ring_fds), or NULL */
-	uint64_t spare_bytes;    /* ... of this size each */
-	uint32_t spare_slot;     /* ... already in the array of rings for this slot */
+	/* rings made ahead for the next added targets (each as ring_fds), of
+	 * spare_bytes each, already in the arrays of rings for their slots */
+	struct {
+		uint32_t slot;
+		int *fds;
+	} spares[LOADER_MAX_SPARES];
+	int nr_spares;
+	uint64_t spare_bytes;
 	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
@@ -331,21 +336,39 @@ static int update_maps(int map_fd, const uint32_t *keys, const int *fds, uint32_
 	return 0;
 }
 
-/* FDS (make_rings') where SLOT's probes find them: the arrays of rings and of lanes. */
-static int place_rings(struct memtrace_bpf *skel, int nr_cpus, uint32_t slot, const int *fds)
+/* The rings and lanes of N slots (FDS[i] as make_rings' for SLOTS[i]) where
+ * their probes find them: one batch for each array of maps, whatever N. */
+static int place_rings(struct memtrace_bpf *skel, int nr_cpus, const uint32_t *slots, int *const *fds, int n)
 {
-	uint32_t *keys = calloc(nr_cpus, sizeof(*keys));
-	int err;
+	uint32_t *keys = calloc((size_t)n * nr_cpus, sizeof(*keys));
+	int *vals = calloc((size_t)n * nr_cpus, sizeof(*vals));
+	bool lanes = n > 0 && fds[0][nr_cpus] >= 0;
+	int err = keys && vals ? 0 : -ENOMEM;
 
-	if (!keys)
-		return -ENOMEM;
-	for (int cpu = 0; cpu < nr_cpus; cpu++)
-		keys[cpu] = slot * nr_cpus + cpu;
-	err = update_maps(bpf_map__fd(skel->maps.events), keys, fds, nr_cpus);
-	if (!err && fds[nr_cpus] >= 0)
-		err = update_maps(bpf_map__fd(skel->maps.lanes), keys, fds + nr_cpus, nr_cpus);
+	for (int i = 0; !err && i < n; i++) {
+		for (int cpu = 0; cpu < nr_cpus; cpu++) {
+			keys[i * nr_cpus + cpu] = slots[i] * nr_cpus + cpu;
+			vals[i * nr_cpus + cpu] = fds[i][cpu];
+		}
+	}
+	if (!err)
+		err = update_maps(bpf_map__fd(skel->maps.events), keys, vals, (uint32_t)(n * nr_cpus));
+	for (int i = 0; !err && lanes && i < n; i++)
+		for (int cpu = 0; cpu < nr_cpus; cpu++)
+			vals[i * nr_cpus + cpu] = fds[i][nr_cpus + cpu];
+	if (!err && lanes)
+		err = update_maps(bpf_map__fd(skel->maps.lanes), keys, vals, (uint32_t)(n * nr_cpus));
 	free(keys);
+	free(vals);
 	return err;
+}
+
+static void close_rings(int nr_cpus, int *fds)
+{
+	for (int i = 0; fds && i < 2 * nr_cpus; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
 }
 
 /* The handle's rings: the spare ones BASE made ahead (loader__spare_rings)
@@ -354,13 +377,16 @@ static int create_rings(struct loader *l, struct loader *base)
 {
 	int err;
 
-	if (base && base->spare_fds && base->spare_bytes == l->opts.ring_bytes && base->spare_slot == l->slot) {
+	for (int i = 0; base && base->spare_bytes == l->opts.ring_bytes && i < base->nr_spares; i++) {
+		if (base->spares[i].slot != l->slot)
+			continue;
 		/* made and put in place ahead: updating the array of rings
 		 * waits for an RCU grace period, milliseconds here */
-		l->ring_fds = base->spare_fds;
-		base->spare_fds = NULL;
+		l->ring_fds = base->spares[i].fds;
+		base->spares[i] = base->spares[--base->nr_spares];
 		return l->opts.on_record ? map_rings(l) : 0;
-	} else {
+	}
+	{
 		l->ring_fds = calloc(2 * l->nr_cpus, sizeof(int));
 		if (!l->ring_fds)
 			return -ENOMEM;
@@ -368,7 +394,7 @@ static int create_rings(struct loader *l, struct loader *base)
 		if (err)
 			return err;
 	}
-	err = place_rings(l->skel, l->nr_cpus, l->slot, l->ring_fds);
+	err = place_rings(l->skel, l->nr_cpus, &l->slot, &l->ring_fds, 1);
 	if (err)
 		return err;
 	return l->opts.on_record ? map_rings(l) : 0;
@@ -634,35 +660,69 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 	return 0;
 }
 
-int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot)
+int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t *slots, int n)
 {
-	int err;
+	uint32_t fresh[LOADER_MAX_SPARES];
+	int *fds[LOADER_MAX_SPARES];
+	int nr = 0, err = 0;
 
-	if (base->spare_fds && base->spare_bytes == ring_bytes && base->spare_slot == slot)
-		return 0;
-	if (slot >= base->opts.max_targets)
-		return -ENOSPC;
-	loader__spare_close(base);
-	base->spare_fds = calloc(2 * base->nr_cpus, sizeof(int));
-	if (!base->spare_fds)
-		return -ENOMEM;
-	base->spare_bytes = ring_bytes;
-	base->spare_slot = slot;
-	err = make_rings(base->nr_cpus, ring_bytes, base->lane_bytes, base->spare_fds);
-	if (!err)
-		err = place_rings(base->skel, base->nr_cpus, slot, base->spare_fds);
-	if (err)
+	if (base->nr_spares && base->spare_bytes != ring_bytes)
 		loader__spare_close(base);
+	base->spare_bytes = ring_bytes;
+	for (int i = 0; i < n && base->nr_spares + nr < LOADER_MAX_SPARES; i++) {
+		bool have = slots[i] >= base->opts.max_targets;
+
+		for (int k = 0; k < base->nr_spares && !have; k++)
+			have = base->spares[k].slot == slots[i];
+		if (have)
+			continue;
+		fds[nr] = calloc(2 * base->nr_cpus, sizeof(int));
+		if (!fds[nr]) {
+			err = -ENOMEM;
+			break;
+		}
+		fresh[nr] = slots[i];
+		err = make_rings(base->nr_cpus, ring_bytes, base->lane_bytes, fds[nr++]);
+		if (err)
+			break;
+	}
+	if (!err)
+		err = place_rings(base->skel, base->nr_cpus, fresh, fds, nr);
+	for (int i = 0; i < nr; i++) {
+		if (err) {
+			close_rings(base->nr_cpus, fds[i]);
+			continue;
+		}
+		base->spares[base->nr_spares].slot = fresh[i];
+		base->spares[base->nr_spares++].fds = fds[i];
+	}
 	return err;
+}
+
+bool loader__spare_has(const struct loader *base, uint32_t slot)
+{
+	for (int i = 0; i < base->nr_spares; i++)
+		if (base->spares[i].slot == slot)
+			return true;
+	return false;
+}
+
+void loader__spare_drop(struct loader *base, uint32_t slot)
+{
+	for (int i = 0; i < base->nr_spares; i++) {
+		if (base->spares[i].slot != slot)
+			continue;
+		close_rings(base->nr_cpus, base->spares[i].fds);
+		base->spares[i] = base->spares[--base->nr_spares];
+		return;
+	}
 }
 
 void loader__spare_close(struct loader *base)
 {
-	for (int i = 0; base->spare_fds && i < 2 * base->nr_cpus; i++)
-		if (base->spare_fds[i] >= 0)
-			close(base->spare_fds[i]);
-	free(base->spare_fds);
-	base->spare_fds = NULL;
+	for (int i = 0; i < base->nr_spares; i++)
+		close_rings(base->nr_cpus, base->spares[i].fds);
+	base->nr_spares = 0;
 }
 
 int loader__set_sink(struct loader *l, int (*on_record)(void *ctx, const void *data, size_t size), void *ctx)

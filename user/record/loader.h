@@ -50,10 +50,18 @@ int loader__load(struct loader *l);
  * Valid in a process forked from BASE's too (the recorders of
  * --follow-children). Closing it frees the slot. 0 or -errno. */
 int loader__add_target(struct loader *base, const struct loader_opts *opts, uint32_t slot, struct loader **out);
-/* Make the rings of the next loader__add_target on BASE, in SLOT, now
- * (RING_BYTES a CPU) and put them in place, so that adding it does not wait
- * for that. 0 or -errno. */
-int loader__spare_rings(struct loader *base, uint64_t ring_bytes, uint32_t slot);
+/* Make the rings of the next loader__add_target calls on BASE, in SLOTS (N
+ * of them; those spare already are kept), now (RING_BYTES a CPU) and put
+ * them in place, all with one wait for the kernel, so that adding them does
+ * not wait for that. At most LOADER_MAX_SPARES are kept. 0 or -errno. */
+#define LOADER_MAX_SPARES 8
+int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t *slots, int n);
+/* SLOT's rings are made ahead (loader__spare_rings) and not taken yet. */
+bool loader__spare_has(const struct loader *base, uint32_t slot);
+/* Forget SLOT's spare rings, if any, where SLOT went to a process that made
+ * its own (its recorder adds it): spare, they would be taken for a later
+ * process in SLOT after that recorder took its rings out of the arrays. */
+void loader__spare_drop(struct loader *base, uint32_t slot);
 /* Close the spare rings (in a forked process that will add none). */
 void loader__spare_close(struct loader *base);
 /* A handle prepared here (no on_record in OPTS: its rings made, not
