@@ -666,10 +666,19 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t
 	int *fds[LOADER_MAX_SPARES];
 	int nr = 0, err = 0;
 
+	/* at most LOADER_SPARE_MEMORY of them: a host of many CPUs makes one
+	 * at a time, as it did, rather than hold rings for 8 processes to come */
+	uint64_t each = (uint64_t)base->nr_cpus * (ring_bytes + base->lane_bytes);
+	int most = each ? (int)(LOADER_SPARE_MEMORY / each) : LOADER_MAX_SPARES;
+
+	if (most < 1)
+		most = 1;
+	if (most > LOADER_MAX_SPARES)
+		most = LOADER_MAX_SPARES;
 	if (base->nr_spares && base->spare_bytes != ring_bytes)
 		loader__spare_close(base);
 	base->spare_bytes = ring_bytes;
-	for (int i = 0; i < n && base->nr_spares + nr < LOADER_MAX_SPARES; i++) {
+	for (int i = 0; i < n && base->nr_spares + nr < most; i++) {
 		bool have = slots[i] >= base->opts.max_targets;
 
 		for (int k = 0; k < base->nr_spares && !have; k++)

@@ -53,8 +53,10 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 /* Make the rings of the next loader__add_target calls on BASE, in SLOTS (N
  * of them; those spare already are kept), now (RING_BYTES a CPU) and put
  * them in place, all with one wait for the kernel, so that adding them does
- * not wait for that. At most LOADER_MAX_SPARES are kept. 0 or -errno. */
+ * not wait for that. At most LOADER_MAX_SPARES are kept, and as many as fit
+ * in LOADER_SPARE_MEMORY (one at least). 0 or -errno. */
 #define LOADER_MAX_SPARES 8
+#define LOADER_SPARE_MEMORY (32ull << 20) /* bytes of rings and lanes kept spare, at most (one process's at least) */
 int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t *slots, int n);
 /* SLOT's rings are made ahead (loader__spare_rings) and not taken yet. */
 bool loader__spare_has(const struct loader *base, uint32_t slot);
