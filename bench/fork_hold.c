@@ -40,6 +40,7 @@ int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 40;
 	uint64_t *wait = calloc((size_t)n, sizeof(*wait)), *cycle = calloc((size_t)n, sizeof(*cycle));
+	double cycles_ns = 0;
 	int fds[2];
 
 	if (!wait || !cycle || n <= 0 || pipe(fds))
@@ -62,8 +63,8 @@ int main(int argc, char **argv)
 		cycle[i] = now_ns() - t0;
 	}
 	qsort(wait, (size_t)n, sizeof(*wait), cmp);
-	for (int i = 1; i < n; i++)
-		cycle[0] += cycle[i];
-	printf("fork_hold %.0f %.0f %.0f\n", wait[n / 2] / 1e3, wait[n - 1] / 1e3, cycle[0] / 1e3 / n);
+	for (int i = 0; i < n; i++)
+		cycles_ns += cycle[i];
+	printf("fork_hold %.0f %.0f %.0f\n", wait[n / 2] / 1e3, wait[n - 1] / 1e3, cycles_ns / 1e3 / n);
 	return 0;
 }

@@ -232,18 +232,22 @@ static void *recorder_main(void *arg)
  * have seen it, and we are not seeing anything while we wait). */
 static void spare_slots(struct follow *f, uint64_t ring_bytes)
 {
-	int n = 0;
+	int taken = 0;
+	bool made;
 
 	if (f->nr_spares)
 		return;
-	while (n < FOLLOW_SPARES && (f->spares[n] = take_slot(f)))
-		n++;
-	if (n && loader__spare_rings(f->loader, ring_bytes, f->spares, n) == 0) {
-		f->nr_spares = n;
-		return;
+	while (taken < FOLLOW_SPARES && (f->spares[taken] = take_slot(f)))
+		taken++;
+	made = taken && !loader__spare_rings(f->loader, ring_bytes, f->spares, taken);
+	/* keep the slots whose rings were made (as many as the loader's
+	 * memory cap allows), free the rest */
+	for (int i = 0; i < taken; i++) {
+		if (made && loader__spare_has(f->loader, f->spares[i]))
+			f->spares[f->nr_spares++] = f->spares[i];
+		else
+			f->slot_used[f->spares[i]] = false;
 	}
-	while (n)
-		f->slot_used[f->spares[--n]] = false;
 }
 
 /* The slot for a new process: a spare one if any is left, else a new one. */
@@ -254,7 +258,7 @@ static uint32_t next_slot(struct follow *f)
 
 		if (loader__spare_has(f->loader, slot))
 			return slot;
-		f->slot_used[slot] = false; /* its rings went (another size) */
+		f->slot_used[slot] = false; /* its rings went (made for another size) */
 	}
 	return take_slot(f);
 }

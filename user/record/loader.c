@@ -371,29 +371,42 @@ static void close_rings(int nr_cpus, int *fds)
 	free(fds);
 }
 
+/* Where SLOT's spare rings are in BASE's spares, or -1. */
+static int spare_index(const struct loader *base, uint32_t slot)
+{
+	for (int i = 0; i < base->nr_spares; i++)
+		if (base->spares[i].slot == slot)
+			return i;
+	return -1;
+}
+
+/* Take spare I out of BASE's spares: its fds, now the caller's. */
+static int *spare_take(struct loader *base, int i)
+{
+	int *fds = base->spares[i].fds;
+
+	base->spares[i] = base->spares[--base->nr_spares];
+	return fds;
+}
+
 /* The handle's rings: the spare ones BASE made ahead (loader__spare_rings)
  * when they are of its size, else new ones. */
 static int create_rings(struct loader *l, struct loader *base)
 {
-	int err;
+	int i = base && base->spare_bytes == l->opts.ring_bytes ? spare_index(base, l->slot) : -1, err;
 
-	for (int i = 0; base && base->spare_bytes == l->opts.ring_bytes && i < base->nr_spares; i++) {
-		if (base->spares[i].slot != l->slot)
-			continue;
+	if (i >= 0) {
 		/* made and put in place ahead: updating the array of rings
 		 * waits for an RCU grace period, milliseconds here */
-		l->ring_fds = base->spares[i].fds;
-		base->spares[i] = base->spares[--base->nr_spares];
+		l->ring_fds = spare_take(base, i);
 		return l->opts.on_record ? map_rings(l) : 0;
 	}
-	{
-		l->ring_fds = calloc(2 * l->nr_cpus, sizeof(int));
-		if (!l->ring_fds)
-			return -ENOMEM;
-		err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->lane_bytes, l->ring_fds);
-		if (err)
-			return err;
-	}
+	l->ring_fds = calloc(2 * l->nr_cpus, sizeof(int));
+	if (!l->ring_fds)
+		return -ENOMEM;
+	err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->lane_bytes, l->ring_fds);
+	if (err)
+		return err;
 	err = place_rings(l->skel, l->nr_cpus, &l->slot, &l->ring_fds, 1);
 	if (err)
 		return err;
@@ -679,11 +692,7 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t
 		loader__spare_close(base);
 	base->spare_bytes = ring_bytes;
 	for (int i = 0; i < n && base->nr_spares + nr < most; i++) {
-		bool have = slots[i] >= base->opts.max_targets;
-
-		for (int k = 0; k < base->nr_spares && !have; k++)
-			have = base->spares[k].slot == slots[i];
-		if (have)
+		if (slots[i] >= base->opts.max_targets || spare_index(base, slots[i]) >= 0)
 			continue;
 		fds[nr] = calloc(2 * base->nr_cpus, sizeof(int));
 		if (!fds[nr]) {
@@ -710,21 +719,15 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t
 
 bool loader__spare_has(const struct loader *base, uint32_t slot)
 {
-	for (int i = 0; i < base->nr_spares; i++)
-		if (base->spares[i].slot == slot)
-			return true;
-	return false;
+	return spare_index(base, slot) >= 0;
 }
 
 void loader__spare_drop(struct loader *base, uint32_t slot)
 {
-	for (int i = 0; i < base->nr_spares; i++) {
-		if (base->spares[i].slot != slot)
-			continue;
-		close_rings(base->nr_cpus, base->spares[i].fds);
-		base->spares[i] = base->spares[--base->nr_spares];
-		return;
-	}
+	int i = spare_index(base, slot);
+
+	if (i >= 0)
+		close_rings(base->nr_cpus, spare_take(base, i));
 }
 
 void loader__spare_close(struct loader *base)
