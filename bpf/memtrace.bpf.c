@@ -24,11 +24,20 @@ const volatile bool session_mode = false; /* entry programs attached as uprobe s
 const volatile __s64 sample_gaps[MT_SAMPLE_GAPS];
 
 extern bool bpf_session_is_return(void) __ksym __weak;
+extern __u64 *bpf_session_cookie(void) __ksym __weak;
+
+/* A session's cookie when its entry kept no thread state: the call's size
+ * and slot (on_alloc_enter). 0, the kernel's initial value, is not one. */
+#define MT_FAST (1ULL << 63)
+#define MT_FAST_SLOT_SHIFT 48
+#define MT_FAST_SIZE ((1ULL << MT_FAST_SLOT_SHIFT) - 1)
 
 /* Set by user space once every probe is attached and cleared before any is
  * detached: attaching and detaching take time per link, and a window with
  * malloc traced but free not would invent leaks. One per target slot. */
 volatile __u32 recording[MT_MAX_TARGETS];
+
+
 
 #define SLOT(s) ((s) & (MT_MAX_TARGETS - 1))
 
@@ -435,7 +444,8 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	return 1;
 }
 
-static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 tid, __u64 ts)
+/* TS: the stack event's time (0: none); its thread is looked up only if it is sent. */
+static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 ts)
 {
 	__u32 zero = 0;
 	struct stack_scratch *scratch;
@@ -462,12 +472,12 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u32 t
 	nr = walk_tables(ctx, scratch, slot, depth, id != 0);
 	if (nr) {
 		scratch->walked++;
-		id = stack_sent(ev, nr, slot, tid, ts);
+		id = stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts);
 		template_save(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), (__u64)slot << 32 | gen, id);
 		return id;
 	}
 	nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
-	return nr ? stack_sent(ev, nr, slot, tid, ts) : 0;
+	return nr ? stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts) : 0;
 }
 
 static __always_inline struct thread_state *thread_state(bool create)
@@ -576,11 +586,11 @@ static __always_inline __u32 target_slot(__u32 tgid)
  * thread group), so a recording of one process needs no lookup; the
  * processes of a followed tree share the programs, and the map tells them
  * apart. */
-static __always_inline __u32 probe_slot(__u32 tgid)
+static __always_inline __u32 probe_slot(__u64 pid_tgid)
 {
 	if (max_targets == 1)
 		return recording[0] && creds_traceable(0) ? 0 : NO_TARGET;
-	return target_slot(tgid);
+	return target_slot(pid_tgid >> 32);
 }
 
 /* Lanes (struct mt_lane_ctl): one per target and CPU, index slot * nr_cpus + cpu. */
@@ -602,6 +612,36 @@ struct {
 	__array(values, struct lane_inner);
 } lanes SEC(".maps");
 
+/*
+ * A lane has one writer at a time: its CPU's probe. A probe preempted
+ * mid-record must not let another probe on that CPU write over it. Where the
+ * programs run as uprobe sessions (kernel 6.13 or later, so bpf_preempt_disable
+ * of 6.10 is there) the probe turns preemption off while it holds the lane:
+ * two per-CPU counter updates. Elsewhere it takes the lane's busy flag with an
+ * atomic exchange, whose locked instruction cost about 10 ns a record in
+ * profiles on a fast-trap host. Probes never run in interrupt context, so
+ * nothing else can write the lane while preemption is off.
+ */
+extern void bpf_preempt_disable(void) __ksym __weak;
+extern void bpf_preempt_enable(void) __ksym __weak;
+
+static __always_inline bool lane_take(struct mt_lane_ctl *c)
+{
+	if (session_mode) {
+		bpf_preempt_disable();
+		return true;
+	}
+	return !__sync_lock_test_and_set(&c->busy, 1);
+}
+
+static __always_inline void lane_give(struct mt_lane_ctl *c)
+{
+	if (session_mode)
+		bpf_preempt_enable();
+	else
+		*(volatile __u64 *)&c->busy = 0;
+}
+
 /* Room for SIZE bytes (8-byte aligned, <= MT_LANE_SLACK) in this CPU's lane
  * of SLOT, which the caller then owns: it writes the record and gives it
  * with lane_commit. NULL: no lane, full, or in use on this CPU by a probe
@@ -621,11 +661,11 @@ static __always_inline void *lane_reserve(__u32 slot, __u32 size, struct mt_lane
 	c = bpf_map_lookup_elem(lane, &zero);
 	if (!c)
 		return NULL;
-	if (__sync_lock_test_and_set(&c->busy, 1))
+	if (!lane_take(c))
 		return NULL;
 	head = c->head;
 	if (head - *(volatile __u64 *)&c->tail + size > lane_mask + 1) {
-		c->busy = 0;
+		lane_give(c);
 		return NULL;
 	}
 	*out = c;
@@ -638,7 +678,7 @@ static __always_inline void lane_commit(struct mt_lane_ctl *c, __u32 size)
 {
 	asm volatile("" ::: "memory");
 	*(volatile __u64 *)&c->head = c->head + size;
-	*(volatile __u64 *)&c->busy = 0;
+	lane_give(c);
 }
 
 /* Room for a record of SIZE (a constant) for SLOT: in this CPU's lane, else
@@ -681,11 +721,11 @@ static __always_inline void emit_free(__u32 slot, __u32 tid, __u64 ptr)
 	record_commit(ev, lane, sizeof(*ev));
 }
 
-static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 old_ptr,
-				       const struct thread_state *st)
+static __always_inline void emit_alloc(__u32 slot, __u32 tid, __u16 type, __u64 ptr, __u64 old_ptr, __u64 size,
+				       __u64 stack_id)
 {
 	struct mt_lane_ctl *lane = NULL;
-	struct mt_alloc_event *ev = record_reserve(st->slot, sizeof(*ev), &lane);
+	struct mt_alloc_event *ev = record_reserve(slot, sizeof(*ev), &lane);
 
 	if (!ev)
 		return;
@@ -694,9 +734,9 @@ static __always_inline void emit_alloc(__u32 tid, __u16 type, __u64 ptr, __u64 o
 	ev->hdr.tid = tid;
 	ev->hdr.ts = bpf_ktime_get_ns();
 	ev->ptr = ptr;
-	ev->size = st->size;
+	ev->size = size;
 	ev->old_ptr = old_ptr;
-	ev->stack_id = st->stack_id;
+	ev->stack_id = stack_id;
 	record_commit(ev, lane, sizeof(*ev));
 }
 
@@ -798,10 +838,11 @@ static __always_inline bool remember_sampled(__u32 slot, __u64 ptr)
 	return false;
 }
 
-/* SLOT: the caller's target_slot, looked up once per hit. */
-static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32 kind, __u64 size, __u64 arg)
+/* SLOT: the caller's target_slot, looked up once per hit; COOKIE: the
+ * probe's attach cookie, read once per hit (a helper call each time). */
+static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32 kind, __u64 size, __u64 arg,
+					  __u64 cookie)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u64 sp = PT_REGS_SP(ctx);
 	struct thread_state *st;
 	bool sampled;
@@ -809,12 +850,29 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 	if (slot == NO_TARGET)
 		return 0;
 	count_hit(slot, false);
-	sampled = kind == MT_KIND_FREE || (allocs_open[slot] && pick_sample(size));
+	/* allocs_open is read only under --budget: exact mode keeps it open, and
+	 * the load of a line no other probe touches showed in profiles. */
+	sampled = kind == MT_KIND_FREE || ((!count_hits || allocs_open[slot]) && pick_sample(size));
 	/* Nothing to learn from the return of an unsampled call that cannot nest:
 	 * a session cancels it. A realloc's return may still free a sampled block. */
-	if (!sampled && session_mode && !(bpf_get_attach_cookie(ctx) & MT_COOKIE_MAY_NEST) &&
+	if (!sampled && session_mode && !(cookie & MT_COOKIE_MAY_NEST) &&
 	    kind != MT_KIND_REALLOC && kind != MT_KIND_REALLOCARRAY)
 		return 1;
+	/*
+	 * A call that cannot call another probed function, outside any open
+	 * allocator call, needs no thread state: no call can nest in it. Where
+	 * no stack is taken, its return needs only its size, which the session's
+	 * cookie carries. The thread's state is looked up, not made, to tell
+	 * whether the call is nested.
+	 */
+	if (session_mode && !stack_depth && sampled && !(cookie & MT_COOKIE_MAY_NEST) && size <= MT_FAST_SIZE &&
+	    (kind == MT_KIND_MALLOC || kind == MT_KIND_CALLOC || kind == MT_KIND_MEMALIGN)) {
+		st = thread_state(false);
+		if (!st || !(nested(st, sp) && (!count_hits || st->window == window_gen[slot]))) {
+			*bpf_session_cookie() = MT_FAST | (__u64)SLOT(slot) << MT_FAST_SLOT_SHIFT | size;
+			return 0;
+		}
+	}
 	st = thread_state(true);
 	if (!st)
 		return 0;
@@ -833,7 +891,7 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 	st->kind = kind;
 	st->size = size;
 	st->arg = arg;
-	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, slot, tid, 0) : 0;
+	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, slot, 0) : 0;
 	return 0;
 }
 
@@ -841,7 +899,7 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid >> 32);
+	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid);
 	struct thread_state *st;
 
 	if (slot == NO_TARGET || !ptr)
@@ -861,10 +919,10 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 
 /* operator delete: emits the free, and stays open so the free inside is not
  * counted a second time. */
-static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
+static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr, __u64 cookie)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid >> 32);
+	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid);
 	struct thread_state *st;
 
 	if (slot == NO_TARGET)
@@ -873,7 +931,7 @@ static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr)
 	st = thread_state(true);
 	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(slot, ptr))
 		emit_free(slot, tid, ptr);
-	return on_alloc_enter(ctx, slot, MT_KIND_FREE, 0, 0);
+	return on_alloc_enter(ctx, slot, MT_KIND_FREE, 0, 0, cookie);
 }
 
 static __always_inline void finish_realloc(__u32 tid, struct thread_state *st, __u64 ret)
@@ -882,18 +940,40 @@ static __always_inline void finish_realloc(__u32 tid, struct thread_state *st, _
 	__u64 old = st->arg && forget_sampled(st->slot, st->arg) ? st->arg : 0;
 
 	if (ret && st->sampled && remember_sampled(st->slot, ret))
-		emit_alloc(tid, old ? MT_EVENT_REALLOC : MT_EVENT_ALLOC, ret, old, st);
+		emit_alloc(st->slot, tid, old ? MT_EVENT_REALLOC : MT_EVENT_ALLOC, ret, old, st->size, st->stack_id);
 	else if (old && (ret || st->size == 0))
 		emit_free(st->slot, tid, old); /* moved unsampled, or glibc's realloc(p, 0) */
 }
 
-static __always_inline int on_exit(struct pt_regs *ctx)
+/* The return of a call whose entry took the cookie's way (on_alloc_enter). */
+static __always_inline int on_fast_exit(struct pt_regs *ctx, __u64 cookie)
 {
-	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct thread_state *st = thread_state(false);
+	__u32 slot = SLOT(cookie >> MT_FAST_SLOT_SHIFT);
 	__u64 ret = PT_REGS_RC(ctx);
+
+	count_hit(slot, true);
+	if (!recording[slot] || !creds_traceable(slot))
+		return 0;
+	if (ret && remember_sampled(slot, ret))
+		emit_alloc(slot, (__u32)bpf_get_current_pid_tgid(), MT_EVENT_ALLOC, ret, 0, cookie & MT_FAST_SIZE, 0);
+	return 0;
+}
+
+/* SESSION: run as a session's return (the entry program), not as a uretprobe. */
+static __always_inline int on_exit(struct pt_regs *ctx, bool session)
+{
+	__u32 tid;
+	struct thread_state *st;
+	__u64 ret = PT_REGS_RC(ctx), cookie;
 	__u64 ptr = 0;
 
+	if (session && !stack_depth) {
+		cookie = *bpf_session_cookie();
+		if (cookie & MT_FAST)
+			return on_fast_exit(ctx, cookie);
+	}
+	tid = (__u32)bpf_get_current_pid_tgid();
+	st = thread_state(false);
 	if (!st || !st->depth)
 		return 0;
 	count_hit(st->slot, true);
@@ -914,7 +994,7 @@ static __always_inline int on_exit(struct pt_regs *ctx)
 		/* fall through */
 	default:
 		if (ret && st->sampled && remember_sampled(st->slot, ret))
-			emit_alloc(tid, MT_EVENT_ALLOC, ret, 0, st);
+			emit_alloc(st->slot, tid, MT_EVENT_ALLOC, ret, 0, st->size, st->stack_id);
 	}
 	return 0;
 }
@@ -947,9 +1027,9 @@ static __always_inline bool session_return(void)
 		__v;                                                                 \
 	})
 
-static __always_inline __u64 probe_arg(struct pt_regs *ctx, int i, __u64 dflt)
+static __always_inline __u64 probe_arg(struct pt_regs *ctx, __u64 cookie, int i, __u64 dflt)
 {
-	switch ((bpf_get_attach_cookie(ctx) >> (MT_COOKIE_ARG_SHIFT + 4 * i)) & 15) {
+	switch ((cookie >> (MT_COOKIE_ARG_SHIFT + 4 * i)) & 15) {
 	case MT_ARG_RAX: return CTX_REG(ctx, ax);
 	case MT_ARG_RBX: return CTX_REG(ctx, bx);
 	case MT_ARG_RCX: return CTX_REG(ctx, cx);
@@ -976,49 +1056,58 @@ static __always_inline __u64 probe_arg(struct pt_regs *ctx, int i, __u64 dflt)
 SEC("uprobe")
 int BPF_KPROBE(alloc_enter, __u64 a0, __u64 a1, __u64 a2)
 {
-	__u32 kind = (bpf_get_attach_cookie(ctx) >> MT_COOKIE_KIND_SHIFT) & MT_COOKIE_KIND_MASK;
-	__u64 size, arg = 0;
+	__u64 cookie, size, arg = 0;
+	__u32 kind;
 
 	if (session_return())
-		return on_exit(ctx);
+		return on_exit(ctx, true);
+	cookie = bpf_get_attach_cookie(ctx);
+	kind = (cookie >> MT_COOKIE_KIND_SHIFT) & MT_COOKIE_KIND_MASK;
 	/* The arguments only: the walk below must stay one inlined copy. */
 	switch (kind) {
 	case MT_KIND_CALLOC:
-		size = probe_arg(ctx, 0, a0) * probe_arg(ctx, 1, a1);
+		size = probe_arg(ctx, cookie, 0, a0) * probe_arg(ctx, cookie, 1, a1);
 		break;
 	case MT_KIND_REALLOC:
-		size = probe_arg(ctx, 1, a1);
-		arg = probe_arg(ctx, 0, a0);
+		size = probe_arg(ctx, cookie, 1, a1);
+		arg = probe_arg(ctx, cookie, 0, a0);
 		break;
 	case MT_KIND_REALLOCARRAY:
-		size = probe_arg(ctx, 1, a1) * probe_arg(ctx, 2, a2);
-		arg = probe_arg(ctx, 0, a0);
+		size = probe_arg(ctx, cookie, 1, a1) * probe_arg(ctx, cookie, 2, a2);
+		arg = probe_arg(ctx, cookie, 0, a0);
 		break;
 	case MT_KIND_MEMALIGN:
-		size = probe_arg(ctx, 1, a1);
+		size = probe_arg(ctx, cookie, 1, a1);
 		break;
 	case MT_KIND_POSIX_MEMALIGN:
-		size = probe_arg(ctx, 2, a2);
-		arg = probe_arg(ctx, 0, a0);
+		size = probe_arg(ctx, cookie, 2, a2);
+		arg = probe_arg(ctx, cookie, 0, a0);
 		break;
 	default:
 		kind = MT_KIND_MALLOC;
-		size = probe_arg(ctx, 0, a0);
+		size = probe_arg(ctx, cookie, 0, a0);
 	}
-	return on_alloc_enter(ctx, probe_slot(bpf_get_current_pid_tgid() >> 32), kind, size, arg);
+	/* No helper call for the thread where one process is recorded: entry needs no tid. */
+	return on_alloc_enter(ctx, probe_slot(max_targets == 1 ? 0 : bpf_get_current_pid_tgid()), kind, size, arg,
+			      cookie);
 }
 
 SEC("uprobe")
-int BPF_KPROBE(free_enter, __u64 ptr) { return on_free_enter(ctx, probe_arg(ctx, 0, ptr)); }
+int BPF_KPROBE(free_enter, __u64 ptr) { return on_free_enter(ctx, probe_arg(ctx, bpf_get_attach_cookie(ctx), 0, ptr)); }
 
 SEC("uprobe")
 int BPF_KPROBE(delete_enter, __u64 ptr)
 {
-	return session_return() ? on_exit(ctx) : on_delete_enter(ctx, probe_arg(ctx, 0, ptr));
+	__u64 cookie;
+
+	if (session_return())
+		return on_exit(ctx, true);
+	cookie = bpf_get_attach_cookie(ctx);
+	return on_delete_enter(ctx, probe_arg(ctx, cookie, 0, ptr), cookie);
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(alloc_exit) { return on_exit(ctx); }
+int BPF_KRETPROBE(alloc_exit) { return on_exit(ctx, false); }
 
 /* Empty programs at the same sites: the floor `make bench` measures against. */
 SEC("uprobe")

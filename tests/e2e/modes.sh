@@ -86,4 +86,28 @@ for prog in cxx_new_delete alloc_patterns; do
 			"$(jqr "$TMP/exact-$prog.json" .totals.$f)"
 	done
 done
+# --stack-depth 0: an outermost malloc, calloc or memalign that cannot call
+# another probed function carries its size to its return in the session's
+# cookie, with no thread state (bpf/memtrace.bpf.c); calls nested in realloc,
+# calloc or operator new must still count once. The same totals in every mode
+# as with stacks, on alloc_patterns (every allocation function), cxx_new_delete
+# (new calling malloc) and threads (4 threads at once; its peak depends on
+# how the threads interleave, so not compared).
+totals='"\(.allocations) \(.frees) \(.allocated_bytes) \(.leaked_allocations) \(.leaked_bytes) \(.temporary_allocations) \(.unmatched_frees) \(.dropped_events)"'
+record_cmd "$TMP/exact-threads.mtrace" "$PROGS/threads"
+report_json "$TMP/exact-threads.mtrace" "$TMP/exact-threads.json"
+for mode in session multi classic; do
+	for prog in alloc_patterns cxx_new_delete threads; do
+		MEMTRACE_ATTACH=$mode timeout -k 5 "$LIMIT" "$MEMTRACE" record --stack-depth 0 -o "$TMP/d0-$mode-$prog.mtrace" \
+			-- "$PROGS/$prog" >/dev/null 2>&1
+		expect_eq "$mode --stack-depth 0 $prog: record exit status" $? 0
+		report_json "$TMP/d0-$mode-$prog.mtrace" "$TMP/d0-$mode-$prog.json"
+		expect_eq "$mode --stack-depth 0 $prog: totals as with stacks" \
+			"$(jq -r ".totals | $totals" "$TMP/d0-$mode-$prog.json")" \
+			"$(jq -r ".totals | $totals" "$TMP/exact-$prog.json")"
+		[ "$prog" = threads ] ||
+			expect_eq "$mode --stack-depth 0 $prog: peak as with stacks" "$(jqr "$TMP/d0-$mode-$prog.json" .totals.peak_bytes)" \
+				"$(jqr "$TMP/exact-$prog.json" .totals.peak_bytes)"
+	done
+done
 finish
