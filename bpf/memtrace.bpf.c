@@ -480,10 +480,17 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 	return nr ? stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts) : 0;
 }
 
+/* TASK's state (the current thread's: bpf_get_current_task_btf). A probe
+ * that needs the thread's ids too reads them from the task (task->pid,
+ * task->tgid) rather than pay bpf_get_current_pid_tgid's call as well. */
+static __always_inline struct thread_state *task_state(struct task_struct *task, bool create)
+{
+	return bpf_task_storage_get(&threads, task, 0, create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+}
+
 static __always_inline struct thread_state *thread_state(bool create)
 {
-	return bpf_task_storage_get(&threads, bpf_get_current_task_btf(), 0,
-				    create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	return task_state(bpf_get_current_task_btf(), create);
 }
 
 /* True for a call made from inside an allocator call still open on this
@@ -898,8 +905,8 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 /* free has no return probe: it never calls back into a probed function. */
 static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 tid = task->pid, slot = probe_slot((__u64)task->tgid << 32);
 	struct thread_state *st;
 
 	if (slot == NO_TARGET || !ptr)
@@ -907,7 +914,7 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 	count_hit(slot, false);
 	if (sample_mean && !maybe_sampled(slot, ptr))
 		return 0; /* never sampled: nothing to say, whatever the nesting */
-	st = thread_state(false);
+	st = task_state(task, false);
 	if (st && nested(st, PT_REGS_SP(ctx)))
 		return 0;
 	if (st)
@@ -962,6 +969,7 @@ static __always_inline int on_fast_exit(struct pt_regs *ctx, __u64 cookie)
 /* SESSION: run as a session's return (the entry program), not as a uretprobe. */
 static __always_inline int on_exit(struct pt_regs *ctx, bool session)
 {
+	struct task_struct *task;
 	__u32 tid;
 	struct thread_state *st;
 	__u64 ret = PT_REGS_RC(ctx), cookie;
@@ -972,8 +980,9 @@ static __always_inline int on_exit(struct pt_regs *ctx, bool session)
 		if (cookie & MT_FAST)
 			return on_fast_exit(ctx, cookie);
 	}
-	tid = (__u32)bpf_get_current_pid_tgid();
-	st = thread_state(false);
+	task = bpf_get_current_task_btf();
+	tid = task->pid;
+	st = task_state(task, false);
 	if (!st || !st->depth)
 		return 0;
 	count_hit(st->slot, true);
