@@ -341,6 +341,8 @@ struct stack_template {
 	__u32 slot;
 	__u32 words; /* in word_addr and word_val, <= WALK_WORDS */
 	__u32 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
+	__u32 span;    /* bytes from sp that hold every noted word within STACK_WINDOW (8-aligned) */
+	__u32 pad;
 	__u64 word_addr[WALK_WORDS];
 	__u64 word_val[WALK_WORDS];
 };
@@ -375,7 +377,7 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 	__u64 key = template_key(pc, sp, slot), id, val, off, addr, miss;
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
-	__u32 zero = 0, n;
+	__u32 zero = 0, n, span;
 	bool win;
 
 	if (!t || t->key != key || t->pc != pc || t->sp != sp || (t->bp_used && t->bp != bp) ||
@@ -383,18 +385,26 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 		return 0;
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	n = t->words;
+	span = t->span;
 	if (!s || n > WALK_WORDS)
 		return 0;
-	/* A stack whose top is closer than the window to the end of its
+	/* Only the bytes the noted words are in: a walk of a few frames notes
+	 * words within a few hundred bytes of sp, and the copy costs by its
+	 * length. A stack whose top is closer than that to the end of its
 	 * mapping (main's, near the environment) is read a word at a time. */
-	win = !bpf_probe_read_user(s->window, sizeof(s->window), (void *)sp);
-	miss = win ? 1 : 0;
+	if (span > 8 && span <= STACK_WINDOW)
+		/* the mask only shows the verifier the bound: 1..STACK_WINDOW */
+		win = !bpf_probe_read_user(s->window, ((span - 1) & (STACK_WINDOW - 1)) + 1, (void *)sp);
+	else
+		win = false;
+	/* The whole window read: a walk after a miss need not read it again. */
+	miss = win && span == STACK_WINDOW ? 1 : 0;
 	for (__u32 i = 0; i < WALK_WORDS; i++) {
 		if (i >= n)
 			break;
 		addr = t->word_addr[i];
 		off = addr - sp;
-		if (win && off <= STACK_WINDOW - 8 && !(off & 7))
+		if (win && off <= span - 8 && !(off & 7))
 			val = s->window[(off / 8) & (STACK_WINDOW / 8 - 1)];
 		else if (bpf_probe_read_user(&val, sizeof(val), (void *)addr))
 			return miss;
@@ -412,10 +422,10 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64 id)
 {
 	__u32 slot = slot_gen >> 32, gen = (__u32)slot_gen;
-	__u64 key = template_key(pc, sp, slot);
+	__u64 key = template_key(pc, sp, slot), off;
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
-	__u32 zero = 0, n;
+	__u32 zero = 0, n, span;
 
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!t || !s || !id)
@@ -425,6 +435,15 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 		return 0;
 	t->key = 0;
 	barrier();
+	span = 8;
+	for (__u32 i = 0; i < WALK_WORDS; i++) {
+		if (i >= n)
+			break;
+		off = s->word_addr[i] - sp;
+		if (off <= STACK_WINDOW - 8 && !(off & 7) && off + 8 > span)
+			span = off + 8;
+	}
+	t->span = span;
 	t->pc = pc;
 	t->sp = sp;
 	t->bp = bp;
