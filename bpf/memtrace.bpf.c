@@ -342,10 +342,16 @@ struct stack_template {
 	__u32 words; /* in word_addr and word_val, <= WALK_WORDS */
 	__u32 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
 	__u32 span;    /* bytes from sp that hold every noted word within STACK_WINDOW (8-aligned) */
-	__u32 pad;
+	__u32 outside; /* some noted word is not in the window: read from the target */
 	__u64 word_addr[WALK_WORDS];
 	__u64 word_val[WALK_WORDS];
+	/* Each word's index in the window copied from sp, WORD_OUTSIDE if none:
+	 * the template is keyed by sp, so where a word lies in the window is
+	 * known when it is saved. */
+	__u16 word_idx[WALK_WORDS];
 };
+
+#define WORD_OUTSIDE 0xffff
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -374,10 +380,10 @@ static __always_inline struct stack_template *template_for(__u64 key)
  * checks its loop once. */
 __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 {
-	__u64 key = template_key(pc, sp, slot), id, val, off, addr, miss;
+	__u64 key = template_key(pc, sp, slot), id, val, miss;
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
-	__u32 zero = 0, n, span;
+	__u32 zero = 0, n, span, idx;
 	bool win;
 
 	if (!t || t->key != key || t->pc != pc || t->sp != sp || (t->bp_used && t->bp != bp) ||
@@ -399,17 +405,25 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 		win = false;
 	/* The whole window read: a walk after a miss need not read it again. */
 	miss = win && span == STACK_WINDOW ? 1 : 0;
-	for (__u32 i = 0; i < WALK_WORDS; i++) {
-		if (i >= n)
-			break;
-		addr = t->word_addr[i];
-		off = addr - sp;
-		if (win && off <= span - 8 && !(off & 7))
-			val = s->window[(off / 8) & (STACK_WINDOW / 8 - 1)];
-		else if (bpf_probe_read_user(&val, sizeof(val), (void *)addr))
-			return miss;
-		if (val != t->word_val[i])
-			return miss;
+	/* The words in the copy first, with no call in the loop. */
+	if (win) {
+		for (__u32 i = 0; i < WALK_WORDS; i++) {
+			if (i >= n)
+				break;
+			idx = t->word_idx[i];
+			if (idx < STACK_WINDOW / 8 && s->window[idx] != t->word_val[i])
+				return miss;
+		}
+	}
+	if (!win || t->outside) {
+		for (__u32 i = 0; i < WALK_WORDS; i++) {
+			if (i >= n)
+				break;
+			if (win && t->word_idx[i] < STACK_WINDOW / 8)
+				continue;
+			if (bpf_probe_read_user(&val, sizeof(val), (void *)t->word_addr[i]) || val != t->word_val[i])
+				return miss;
+		}
 	}
 	id = t->stack_id;
 	barrier();
@@ -436,12 +450,19 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	t->key = 0;
 	barrier();
 	span = 8;
+	t->outside = 0;
 	for (__u32 i = 0; i < WALK_WORDS; i++) {
 		if (i >= n)
 			break;
 		off = s->word_addr[i] - sp;
-		if (off <= STACK_WINDOW - 8 && !(off & 7) && off + 8 > span)
-			span = off + 8;
+		if (off <= STACK_WINDOW - 8 && !(off & 7)) {
+			t->word_idx[i] = off / 8;
+			if (off + 8 > span)
+				span = off + 8;
+		} else {
+			t->word_idx[i] = WORD_OUTSIDE;
+			t->outside = 1;
+		}
 	}
 	t->span = span;
 	t->pc = pc;
