@@ -157,6 +157,8 @@ struct stack_scratch {
 	__u32 bp_used; /* the walk used rbp as it was at its start */
 	__u64 word_addr[WALK_WORDS];
 	__u64 word_val[WALK_WORDS];
+	__u32 epoch;         /* the slot's target_epoch when the walk began (template_save) */
+	__u32 pad;
 	__u64 from_template; /* allocation stacks this CPU took from a template (record -v) */
 	__u64 walked;        /* ... and by walking the unwind tables */
 };
@@ -343,6 +345,8 @@ struct stack_template {
 	__u32 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
 	__u32 span;    /* bytes from sp that hold every noted word within STACK_WINDOW (8-aligned) */
 	__u32 outside; /* some noted word is not in the window: read from the target */
+	__u32 epoch;   /* the slot's target_epoch: its stack was sent to that trace */
+	__u32 pad;
 	__u64 word_addr[WALK_WORDS];
 	__u64 word_val[WALK_WORDS];
 	/* Each word's index in the window copied from sp, WORD_OUTSIDE if none:
@@ -387,7 +391,7 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 	bool win;
 
 	if (!t || t->key != key || t->pc != pc || t->sp != sp || (t->bp_used && t->bp != bp) ||
-	    t->slot != SLOT(slot) || t->gen != unwind_gen[SLOT(slot)])
+	    t->slot != SLOT(slot) || t->gen != unwind_gen[SLOT(slot)] || t->epoch != target_epoch[SLOT(slot)])
 		return 0;
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	n = t->words;
@@ -471,6 +475,7 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	t->bp_used = s->bp_used;
 	t->slot = SLOT(slot);
 	t->gen = gen;
+	t->epoch = s->epoch;
 	t->stack_id = id;
 	t->words = n;
 	for (__u32 i = 0; i < WALK_WORDS; i++) {
@@ -500,20 +505,25 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 	if (!scratch)
 		return 0;
 	ev = &scratch->ev;
-	/* The same stack as this CPU's template of it, already sent: done. */
+	/* The same stack as this CPU's template of it: done. A template is
+	 * saved only once its stack has reached this trace (its epoch), so
+	 * that need not be looked up again. */
 	id = template_check(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), slot);
-	if (id > 1 && stack_seen(id, slot)) {
+	if (id > 1) {
 		scratch->from_template++;
 		return id;
 	}
 	/* Unwind tables where user space gave the allocator's module one,
 	 * else frame pointers. */
 	gen = unwind_gen[SLOT(slot)];
+	scratch->epoch = target_epoch[SLOT(slot)];
 	nr = walk_tables(ctx, scratch, slot, depth, id != 0);
 	if (nr) {
 		scratch->walked++;
 		id = stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts);
-		template_save(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), (__u64)slot << 32 | gen, id);
+		/* not if the ring had no room for the stack: the next call sends it */
+		if (stack_seen(id, slot))
+			template_save(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), (__u64)slot << 32 | gen, id);
 		return id;
 	}
 	nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
@@ -945,22 +955,32 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 /* free has no return probe: it never calls back into a probed function. */
 static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tid = task->pid, slot = probe_slot((__u64)task->tgid << 32);
+	struct task_struct *task = NULL;
 	struct thread_state *st;
+	__u32 slot;
 
+	/* The task only where it is needed: in sampled mode most frees are of
+	 * blocks never sampled, and a recording of one process needs no tgid. */
+	if (max_targets == 1) {
+		slot = probe_slot(0);
+	} else {
+		task = bpf_get_current_task_btf();
+		slot = probe_slot((__u64)task->tgid << 32);
+	}
 	if (slot == NO_TARGET || !ptr)
 		return 0;
 	count_hit(slot, false);
 	if (sample_mean && !maybe_sampled(slot, ptr))
 		return 0; /* never sampled: nothing to say, whatever the nesting */
+	if (!task)
+		task = bpf_get_current_task_btf();
 	st = task_state(task, false);
 	if (st && nested(st, PT_REGS_SP(ctx)))
 		return 0;
 	if (st)
 		st->depth = 0; /* whatever was open is gone */
 	if (forget_sampled(slot, ptr))
-		emit_free(slot, tid, ptr);
+		emit_free(slot, task->pid, ptr);
 	return 0;
 }
 
