@@ -146,6 +146,7 @@ struct {
 #define STACK_WINDOW 2048 /* bytes, a power of two */
 
 #define WALK_WORDS 64 /* stack words a walk that makes a template may read (a power of two) */
+#define WORD_OUTSIDE 0xffff /* a noted word not in the window copied from the walk's rsp */
 
 struct stack_scratch {
 	struct mt_stack_event ev;
@@ -157,6 +158,14 @@ struct stack_scratch {
 	__u32 bp_used; /* the walk used rbp as it was at its start */
 	__u64 word_addr[WALK_WORDS];
 	__u64 word_val[WALK_WORDS];
+	/* Where each word lies in a window copied from the walk's first rsp
+	 * (walk_sp), WORD_OUTSIDE if not in one; span: the bytes from walk_sp
+	 * that hold the words that do (at least 8); outside: some word does
+	 * not. A template keeps these (struct stack_template). */
+	__u64 walk_sp;
+	__u32 span;
+	__u32 outside;
+	__u16 word_idx[WALK_WORDS];
 	__u32 epoch;         /* the slot's target_epoch when the walk began (template_save) */
 	__u32 pad;
 	__u64 from_template; /* allocation stacks this CPU took from a template (record -v) */
@@ -355,7 +364,6 @@ struct stack_template {
 	__u16 word_idx[WALK_WORDS];
 };
 
-#define WORD_OUTSIDE 0xffff
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -377,14 +385,15 @@ static __always_inline struct stack_template *template_for(__u64 key)
 }
 
 /* The stack id of this CPU's template for a walk from PC, SP, BP in SLOT
- * if every word it noted is still there; else 0, or 1 with the window read
- * (the walk then need not read it again). A stack whose id is 1 (a hash of 0
- * or 1: hash_frames) is never taken from a template. Reads the top of the stack into
- * the scratch window, as the walk would. A global function: the verifier
- * checks its loop once. */
+ * if every word it noted is still there; else 0. A stack whose id is 1 (a
+ * hash of 0 or 1: hash_frames) is never taken from a template. Copies the
+ * part of the stack's top the words lie in into the scratch window; a walk
+ * after a miss reads the window itself (misses are rare, and one more state
+ * per word made the verifier's work of the loop several times larger). A
+ * global function: the verifier checks its loop once. */
 __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 {
-	__u64 key = template_key(pc, sp, slot), id, val, miss;
+	__u64 key = template_key(pc, sp, slot), id, val;
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
 	__u32 zero = 0, n, span, idx;
@@ -407,31 +416,20 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 		win = !bpf_probe_read_user(s->window, ((span - 1) & (STACK_WINDOW - 1)) + 1, (void *)sp);
 	else
 		win = false;
-	/* The whole window read: a walk after a miss need not read it again. */
-	miss = win && span == STACK_WINDOW ? 1 : 0;
-	/* The words in the copy first, with no call in the loop. */
-	if (win) {
-		for (__u32 i = 0; i < WALK_WORDS; i++) {
-			if (i >= n)
-				break;
-			idx = t->word_idx[i];
-			if (idx < STACK_WINDOW / 8 && s->window[idx] != t->word_val[i])
-				return miss;
-		}
-	}
-	if (!win || t->outside) {
-		for (__u32 i = 0; i < WALK_WORDS; i++) {
-			if (i >= n)
-				break;
-			if (win && t->word_idx[i] < STACK_WINDOW / 8)
-				continue;
-			if (bpf_probe_read_user(&val, sizeof(val), (void *)t->word_addr[i]) || val != t->word_val[i])
-				return miss;
-		}
+	for (__u32 i = 0; i < WALK_WORDS; i++) {
+		if (i >= n)
+			break;
+		idx = t->word_idx[i];
+		if (win && idx < STACK_WINDOW / 8)
+			val = s->window[idx];
+		else if (bpf_probe_read_user(&val, sizeof(val), (void *)t->word_addr[i]))
+			return 0;
+		if (val != t->word_val[i])
+			return 0;
 	}
 	id = t->stack_id;
 	barrier();
-	return t->key == key ? id : miss; /* not rewritten meanwhile (a preempting walk on this CPU) */
+	return t->key == key ? id : 0; /* not rewritten meanwhile (a preempting walk on this CPU) */
 }
 
 /* A template of the table walk just made from PC, SP, BP in SLOT_GEN's slot
@@ -440,10 +438,10 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64 id)
 {
 	__u32 slot = slot_gen >> 32, gen = (__u32)slot_gen;
-	__u64 key = template_key(pc, sp, slot), off;
+	__u64 key = template_key(pc, sp, slot);
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
-	__u32 zero = 0, n, span;
+	__u32 zero = 0, n;
 
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!t || !s || !id)
@@ -453,22 +451,12 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 		return 0;
 	t->key = 0;
 	barrier();
-	span = 8;
-	t->outside = 0;
-	for (__u32 i = 0; i < WALK_WORDS; i++) {
-		if (i >= n)
-			break;
-		off = s->word_addr[i] - sp;
-		if (off <= STACK_WINDOW - 8 && !(off & 7)) {
-			t->word_idx[i] = off / 8;
-			if (off + 8 > span)
-				span = off + 8;
-		} else {
-			t->word_idx[i] = WORD_OUTSIDE;
-			t->outside = 1;
-		}
+	if (s->walk_sp != sp) {
+		t->key = 0; /* a walk from elsewhere noted these words */
+		return 0;
 	}
-	t->span = span;
+	t->span = s->span;
+	t->outside = s->outside;
 	t->pc = pc;
 	t->sp = sp;
 	t->bp = bp;
@@ -483,6 +471,7 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 			break;
 		t->word_addr[i] = s->word_addr[i];
 		t->word_val[i] = s->word_val[i];
+		t->word_idx[i] = s->word_idx[i];
 	}
 	barrier();
 	t->key = key;
@@ -517,7 +506,7 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 	 * else frame pointers. */
 	gen = unwind_gen[SLOT(slot)];
 	scratch->epoch = target_epoch[SLOT(slot)];
-	nr = walk_tables(ctx, scratch, slot, depth, id != 0);
+	nr = walk_tables(ctx, scratch, slot, depth, false);
 	if (nr) {
 		scratch->walked++;
 		id = stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts);

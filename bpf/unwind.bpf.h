@@ -204,7 +204,7 @@ static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct m
 __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 {
 	struct stack_scratch *s;
-	__u64 off = addr - win;
+	__u64 off = addr - win, at;
 	__u32 zero = 0, i;
 	long err = 0;
 
@@ -217,11 +217,21 @@ __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 		err = bpf_probe_read_user(val, sizeof(*val), (void *)addr);
 	if (err)
 		return err;
-	/* noted for the walk's template (stack_template in memtrace.bpf.c) */
+	/* noted for the walk's template (stack_template in memtrace.bpf.c),
+	 * with its place in a window copied from the walk's rsp */
 	i = s->words;
 	if (i < WALK_WORDS) {
 		s->word_addr[i & (WALK_WORDS - 1)] = addr;
 		s->word_val[i & (WALK_WORDS - 1)] = *val;
+		at = addr - s->walk_sp;
+		if (at <= STACK_WINDOW - 8 && !(at & 7)) {
+			s->word_idx[i & (WALK_WORDS - 1)] = at / 8;
+			if (at + 8 > s->span)
+				s->span = at + 8;
+		} else {
+			s->word_idx[i & (WALK_WORDS - 1)] = WORD_OUTSIDE;
+			s->outside = 1;
+		}
 	}
 	s->words = i + 1;
 	return 0;
@@ -357,6 +367,9 @@ static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, stru
 	ev->nr = first;
 	s->words = 0;
 	s->bp_used = 0;
+	s->walk_sp = sp;
+	s->span = 8;
+	s->outside = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
 	nr = ev->nr;
 	if (nr <= first)
