@@ -82,4 +82,18 @@ expect_eq "threads: one trace" "$(ls th*.mtrace | wc -l)" 1
 report_json th.mtrace th.json
 expect_site th.json site_thread_work allocations 4000
 expect_site th.json site_thread_leak leaked_bytes 4000
+# A followed process's lanes are sized for its rings (1 MiB a CPU: 256 KiB
+# lanes), not for the shared load's unused 4 KiB rings: at heap_workload's
+# rate a 4 KiB lane, drained every 10 ms, took about 1% of its 400000 records
+# (the rest paid for the ring buffer); now most. -v prints each followed
+# process's split.
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -v --follow-children -o lanes.mtrace -- "$PROGS/heap_workload" \
+	>/dev/null 2>"$TMP/lanes.err"
+expect_status "followed heap_workload under -v" $? 0 "$TMP/lanes.err"
+split=$(sed -n 's/^memtrace: PID [0-9]*: \([0-9]*\) allocation and free records by the lanes, \([0-9]*\) by the ring buffers$/\1 \2/p' \
+	"$TMP/lanes.err")
+read -r by_lane by_ring <<<"${split:-x x}"
+expect_eq "followed heap_workload: -v counts every record once" "$((by_lane + by_ring))" 400000
+if [ "$by_lane" -ge 100000 ]; then ok "followed heap_workload: $by_lane of 400000 records by the lanes"; else
+	not_ok "followed heap_workload: $by_lane of 400000 records by the lanes (a 4 KiB lane takes about 4000)"; fi
 finish

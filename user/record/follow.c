@@ -85,6 +85,13 @@ struct follow {
 #define FOLLOW_SLOTS 256       /* processes recorded at once */
 #define FOLLOW_RING_BYTES (1 << 20) /* per CPU per process, unless --buffer-size says */
 
+/* A followed process's ring size: a server forks many, so 1 MiB a CPU each
+ * unless --buffer-size asks. */
+static uint64_t follow_ring_bytes(const struct record_opts *o)
+{
+	return !o->ring_bytes_given && o->ring_bytes > FOLLOW_RING_BYTES ? FOLLOW_RING_BYTES : o->ring_bytes;
+}
+
 static volatile sig_atomic_t follow_signal;
 
 static void follow_on_signal(int sig)
@@ -328,6 +335,7 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	o.output = out;
 	o.follow = false;
 	o.verbose = false;
+	o.verbose_counts = f->o->verbose;
 	o.duration = 0; /* the supervisor stops us */
 	o.supervisor = (int)f->supervisor;
 	o.shared_loader = f->loader;
@@ -335,9 +343,7 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	o.binding = t->binding;
 	o.hit_entry_ns = f->hit_entry_ns;
 	o.hit_return_ns = f->hit_return_ns;
-	/* a server forks many: rings of 1 MiB a CPU each unless asked */
-	if (!o.ring_bytes_given && o.ring_bytes > FOLLOW_RING_BYTES)
-		o.ring_bytes = FOLLOW_RING_BYTES;
+	o.ring_bytes = follow_ring_bytes(&o);
 	if (!record_prepare(&o, f->loader, t->slot, parent_slot(f, t), t->binding, t->tgid))
 		released = !ptrace(PTRACE_CONT, t->tid, NULL, NULL); /* on its way: its probes are live */
 	else if (pipe2(fds, O_CLOEXEC))
@@ -402,6 +408,8 @@ static int load_shared(struct follow *f)
 	record_loader_opts(f->o, &lo);
 	lo.pid = 0;          /* no process of its own: slot 0 stays empty */
 	lo.ring_bytes = 4096; /* ... and its rings unused */
+	/* the lanes are a load's: sized for its processes' rings (start_recorder) */
+	lo.lane_ring_bytes = follow_ring_bytes(f->o);
 	lo.max_targets = FOLLOW_SLOTS;
 	f->max_slots = FOLLOW_SLOTS;
 	f->slot_used = calloc(FOLLOW_SLOTS, sizeof(*f->slot_used));

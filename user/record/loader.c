@@ -232,7 +232,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_cache,
 				     l->opts.unwind_rows ? (uint32_t)l->nr_cpus << MT_UNWIND_CACHE_BITS : 1))
 		return -EINVAL;
-	l->lane_bytes = lane_size_for(l->opts.ring_bytes);
+	l->lane_bytes = lane_size_for(l->opts.lane_ring_bytes ? l->opts.lane_ring_bytes : l->opts.ring_bytes);
 	l->skel->rodata->lane_mask = l->lane_bytes ? l->lane_bytes - 1 : 0;
 	if (bpf_map__set_value_size(bpf_map__inner_map(l->skel->maps.lanes),
 				    lane_value_size(l->lane_bytes ? l->lane_bytes : 4096)) ||

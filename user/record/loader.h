@@ -23,6 +23,8 @@ struct loader_opts {
 	int pid;                  /* process to trace */
 	uint32_t stack_depth;     /* frames per stack; 0: none */
 	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
+	uint64_t lane_ring_bytes; /* the ring size the lanes are sized for; 0: ring_bytes (a shared
+				     loader's own rings go unused, its processes' are larger) */
 	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */
 	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return,
 				   * 3 entry and return as one uprobe session where there are */

@@ -26,6 +26,7 @@ struct record_opts {
 	 * recorder: its supervisor's); 0: time it */
 	double hit_entry_ns, hit_return_ns;
 	bool verbose;
+	bool verbose_counts; /* a followed process's recorder under -v: its record counts, by PID */
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */

@@ -1530,6 +1530,13 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
+	if (r->o.verbose_counts) {
+		uint64_t by_lane, by_ring;
+
+		loader__lane_counts(r->loader, &by_lane, &by_ring);
+		fprintf(stderr, "memtrace: PID %d: %llu allocation and free records by the lanes, %llu by the ring buffers\n",
+			r->o.pid, (unsigned long long)by_lane, (unsigned long long)by_ring);
+	}
 	if (r->o.verbose) {
 		uint64_t by_lane, by_ring, from_template, walked;
 
