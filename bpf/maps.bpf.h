@@ -227,7 +227,7 @@ static __always_inline __u64 fault_stack(struct pt_regs *regs, __u32 slot, __u32
 		return stack_sent(&scratch->ev, 1, slot, tid, ts);
 	/* the unwind tables first (the C library's own code, where malloc and
 	 * memset write), then frame pointers */
-	nr = walk_tables_from(ip, sp, BPF_CORE_READ(regs, bp), scratch, slot, stack_depth, 1, false);
+	nr = walk_tables_from(ip, sp, BPF_CORE_READ(regs, bp), scratch, slot, stack_depth, 1);
 	if (nr)
 		return stack_sent(&scratch->ev, nr, slot, tid, ts);
 	scratch->ev.frames[0] = ip + 1;

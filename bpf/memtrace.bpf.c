@@ -37,8 +37,6 @@ extern __u64 *bpf_session_cookie(void) __ksym __weak;
  * malloc traced but free not would invent leaks. One per target slot. */
 volatile __u32 recording[MT_MAX_TARGETS];
 
-
-
 #define SLOT(s) ((s) & (MT_MAX_TARGETS - 1))
 
 /*
@@ -160,14 +158,12 @@ struct stack_scratch {
 	__u64 word_val[WALK_WORDS];
 	/* Where each word lies in a window copied from the walk's first rsp
 	 * (walk_sp), WORD_OUTSIDE if not in one; span: the bytes from walk_sp
-	 * that hold the words that do (at least 8); outside: some word does
-	 * not. A template keeps these (struct stack_template). */
+	 * that hold the words that do (at least 8). A template keeps these
+	 * (struct stack_template). */
 	__u64 walk_sp;
 	__u32 span;
-	__u32 outside;
-	__u16 word_idx[WALK_WORDS];
 	__u32 epoch;         /* the slot's target_epoch when the walk began (template_save) */
-	__u32 pad;
+	__u16 word_idx[WALK_WORDS];
 	__u64 from_template; /* allocation stacks this CPU took from a template (record -v) */
 	__u64 walked;        /* ... and by walking the unwind tables */
 };
@@ -353,9 +349,7 @@ struct stack_template {
 	__u32 words; /* in word_addr and word_val, <= WALK_WORDS */
 	__u32 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
 	__u32 span;    /* bytes from sp that hold every noted word within STACK_WINDOW (8-aligned) */
-	__u32 outside; /* some noted word is not in the window: read from the target */
 	__u32 epoch;   /* the slot's target_epoch: its stack was sent to that trace */
-	__u32 pad;
 	__u64 word_addr[WALK_WORDS];
 	__u64 word_val[WALK_WORDS];
 	/* Each word's index in the window copied from sp, WORD_OUTSIDE if none:
@@ -363,7 +357,6 @@ struct stack_template {
 	 * known when it is saved. */
 	__u16 word_idx[WALK_WORDS];
 };
-
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -449,14 +442,11 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	n = s->words;
 	if (n > WALK_WORDS)
 		return 0;
+	if (s->walk_sp != sp)
+		return 0; /* a walk from elsewhere noted these words */
 	t->key = 0;
 	barrier();
-	if (s->walk_sp != sp) {
-		t->key = 0; /* a walk from elsewhere noted these words */
-		return 0;
-	}
 	t->span = s->span;
-	t->outside = s->outside;
 	t->pc = pc;
 	t->sp = sp;
 	t->bp = bp;
@@ -506,7 +496,7 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 	 * else frame pointers. */
 	gen = unwind_gen[SLOT(slot)];
 	scratch->epoch = target_epoch[SLOT(slot)];
-	nr = walk_tables(ctx, scratch, slot, depth, false);
+	nr = walk_tables(ctx, scratch, slot, depth);
 	if (nr) {
 		scratch->walked++;
 		id = stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts);
@@ -977,16 +967,16 @@ static __always_inline int on_free_enter(struct pt_regs *ctx, __u64 ptr)
  * counted a second time. */
 static __always_inline int on_delete_enter(struct pt_regs *ctx, __u64 ptr, __u64 cookie)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)pid_tgid, slot = probe_slot(pid_tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
+	__u32 slot = probe_slot((__u64)task->tgid << 32);
 	struct thread_state *st;
 
 	if (slot == NO_TARGET)
 		return 0;
 	/* on_alloc_enter below counts the hit */
-	st = thread_state(true);
+	st = task_state(task, true);
 	if (st && !nested(st, PT_REGS_SP(ctx)) && ptr && forget_sampled(slot, ptr))
-		emit_free(slot, tid, ptr);
+		emit_free(slot, task->pid, ptr);
 	return on_alloc_enter(ctx, slot, MT_KIND_FREE, 0, 0, cookie);
 }
 

@@ -230,7 +230,6 @@ __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 				s->span = at + 8;
 		} else {
 			s->word_idx[i & (WALK_WORDS - 1)] = WORD_OUTSIDE;
-			s->outside = 1;
 		}
 	}
 	s->words = i + 1;
@@ -344,7 +343,7 @@ static int unwind_step(__u32 i, void *ctx)
  * event's frames: the caller first. Frames taken, 0 if the allocator's own
  * code has no table (the caller then walks by frame pointers). */
 static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, struct stack_scratch *s, __u32 slot,
-					       __u32 depth, __u32 first, bool have_window)
+					       __u32 depth, __u32 first)
 {
 	struct mt_stack_event *ev = &s->ev;
 	struct unwind_walk w = {
@@ -361,15 +360,13 @@ static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, stru
 
 	/* A stack whose top is closer than the window to the end of its
 	 * mapping is read a word at a time. */
-	if (have_window ||
-	    (unwind_nr[SLOT(slot)][w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp)))
+	if (unwind_nr[SLOT(slot)][w.gen & 1] && !bpf_probe_read_user(s->window, sizeof(s->window), (void *)w.sp))
 		w.win = w.sp;
 	ev->nr = first;
 	s->words = 0;
 	s->bp_used = 0;
 	s->walk_sp = sp;
 	s->span = 8;
-	s->outside = 0;
 	bpf_loop(MT_MAX_STACK_DEPTH, unwind_step, &w, 0);
 	nr = ev->nr;
 	if (nr <= first)
@@ -382,11 +379,9 @@ static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, stru
 	return nr & MT_STACK_DEPTH_MASK;
 }
 
-/* HAVE_WINDOW: the scratch window holds the stack from the entry's rsp already. */
-static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth,
-					 bool have_window)
+static __always_inline __u32 walk_tables(struct pt_regs *ctx, struct stack_scratch *s, __u32 slot, __u32 depth)
 {
-	return walk_tables_from(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), s, slot, depth, 0, have_window);
+	return walk_tables_from(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), s, slot, depth, 0);
 }
 
 #endif /* MEMTRACE_UNWIND_BPF_H */

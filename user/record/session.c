@@ -1530,19 +1530,19 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
-	if (r->o.verbose_counts) {
+	if (r->o.verbose || r->o.verbose_counts) {
 		uint64_t by_lane, by_ring;
+		char who[32] = ""; /* a followed process's line says whose it is */
 
+		if (r->o.verbose_counts)
+			snprintf(who, sizeof(who), "PID %d: ", r->o.pid);
 		loader__lane_counts(r->loader, &by_lane, &by_ring);
-		fprintf(stderr, "memtrace: PID %d: %llu allocation and free records by the lanes, %llu by the ring buffers\n",
-			r->o.pid, (unsigned long long)by_lane, (unsigned long long)by_ring);
+		fprintf(stderr, "memtrace: %s%llu allocation and free records by the lanes, %llu by the ring buffers\n", who,
+			(unsigned long long)by_lane, (unsigned long long)by_ring);
 	}
 	if (r->o.verbose) {
-		uint64_t by_lane, by_ring, from_template, walked;
+		uint64_t from_template, walked;
 
-		loader__lane_counts(r->loader, &by_lane, &by_ring);
-		fprintf(stderr, "memtrace: %llu allocation and free records by the lanes, %llu by the ring buffers\n",
-			(unsigned long long)by_lane, (unsigned long long)by_ring);
 		loader__stack_counts(r->loader, &from_template, &walked);
 		fprintf(stderr, "memtrace: %llu stacks from templates, %llu walked by unwind tables\n",
 			(unsigned long long)from_template, (unsigned long long)walked);
