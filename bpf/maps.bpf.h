@@ -25,8 +25,6 @@ static __always_inline __u64 map_stack(struct pt_regs *regs, __u32 slot, __u32 t
 	return nr ? stack_sent(&scratch->ev, nr, slot, tid, ts) : 0;
 }
 
-const volatile bool trace_maps = false; /* --rss: set before load */
-
 /* MADV_DONTNEED, MADV_FREE, MADV_REMOVE: the pages given back */
 static __always_inline bool madvise_frees(__u64 advice)
 {

@@ -19,6 +19,7 @@ const volatile __u32 max_targets = 1;   /* slots in use at most, <= MT_MAX_TARGE
 const volatile __u32 stack_depth = MT_DEFAULT_STACK_DEPTH; /* 0: no stacks */
 const volatile __u64 sample_mean = 0; /* 0: every allocation; else mean bytes between samples */
 const volatile bool session_mode = false; /* entry programs attached as uprobe sessions */
+const volatile bool trace_maps = false; /* --rss (maps.bpf.h): set before load */
 /* Exponential draws with mean sample_mean, made in user space (no logarithm
  * in BPF); a random pick among them is the gap to the next sample. */
 const volatile __s64 sample_gaps[MT_SAMPLE_GAPS];
@@ -899,9 +900,12 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 	 * allocator call, needs no thread state: no call can nest in it. Where
 	 * no stack is taken, its return needs only its size, which the session's
 	 * cookie carries. The thread's state is looked up, not made, to tell
-	 * whether the call is nested.
+	 * whether the call is nested. Not under --rss: the mappings and first
+	 * writes made inside an allocator call are told apart by the thread's
+	 * open call (maps.bpf.h).
 	 */
-	if (session_mode && !stack_depth && sampled && !(cookie & MT_COOKIE_MAY_NEST) && size <= MT_FAST_SIZE &&
+	if (session_mode && !stack_depth && !trace_maps && sampled && !(cookie & MT_COOKIE_MAY_NEST) &&
+	    size <= MT_FAST_SIZE &&
 	    (kind == MT_KIND_MALLOC || kind == MT_KIND_CALLOC || kind == MT_KIND_MEMALIGN)) {
 		st = thread_state(false);
 		if (!st || !(nested(st, sp) && (!count_hits || st->window == window_gen[slot]))) {

@@ -12,6 +12,22 @@ for mode in session multi classic; do
 	report_json "$trace" "$TMP/$mode.json"
 	expect_alloc_patterns "$TMP/$mode.json" 0 "$mode"
 done
+# Every attach mode gives the same stacks, frame for frame, with the same
+# counts (each frame's function, line and address within its page, which
+# address space randomization keeps).
+stacks_of() {
+	jq -r '.stack_frames as $f | .stacks[] | "\(.allocations) \(.allocated_bytes) \([.frames[] | $f[.] |
+		"\(.function):\(.line):\(.address | ltrimstr("0x") | .[-3:])"] | join(" "))"' "$1" | sort
+}
+n=$(stacks_of "$TMP/session.json" | grep -c ' main:')
+if [ "$n" -ge 10 ]; then ok "session: $n stacks reach main"; else not_ok "session: $n stacks reach main (10 or more expected)"; fi
+for mode in multi classic; do
+	if diff <(stacks_of "$TMP/session.json") <(stacks_of "$TMP/$mode.json") >"$TMP/stacks.diff"; then
+		ok "$mode: the stacks and their counts of a session"
+	else
+		not_ok "$mode: stacks differ from a session's: $(head -c 300 "$TMP/stacks.diff")"
+	fi
+done
 MEMTRACE_ATTACH=classic timeout 60 "$MEMTRACE" record -v -o "$TMP/v.mtrace" -- "$PROGS/alloc_patterns" \
 	>/dev/null 2>"$TMP/v.err"
 expect_eq "classic: -v names the attach mode" "$(grep -c 'attached with uprobes$' "$TMP/v.err")" 1

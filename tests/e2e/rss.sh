@@ -84,6 +84,17 @@ expect_eq "... by one site: main at the mmap line, one mapping" \
 	"$(jq -c '[.rss.maps.sites[] | [.function, .line, .mappings, .bytes]]' "$TMP/m.json")" "[[\"main\",$mline,1,$((32 * MiB))]]"
 a=$(jqr "$TMP/m.json" '.rss.maps.allocator_bytes')
 if [ "${a:-0}" -ge $((64 * MiB)) ] && [ "$a" -le $((64 * MiB + 8192)) ]; then ok "the allocator's own mmap: the 64 MiB block and its header ($a)"; else not_ok "the allocator's mmap'd bytes: got '$a', want 64 MiB and a page"; fi
+# Without stacks the allocator's mappings are told by the allocator call open
+# when they were made: the probes keep the thread's state for every call under --rss.
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss --stack-depth 0 -d 0.6 -o "$TMP/m0.mtrace" -- "$PROGS/rss_known" 3000 \
+	>/dev/null 2>"$TMP/m0.err"
+expect_status "--stack-depth 0 -d 0.6 -- CMD: memtrace exit status" $? 0 "$TMP/m0.err"
+pkill -f "^$PROGS/rss_known 3000\$" 2>/dev/null
+report_json "$TMP/m0.mtrace" "$TMP/m0.json"
+expect_eq "--stack-depth 0: mapped outside malloc and still mapped: the program's 32 MiB" \
+	"$(jqr "$TMP/m0.json" '.rss.maps.outside_bytes')" $((32 * MiB))
+a=$(jqr "$TMP/m0.json" '.rss.maps.allocator_bytes')
+if [ "${a:-0}" -ge $((64 * MiB)) ] && [ "$a" -le $((64 * MiB + 8192)) ]; then ok "--stack-depth 0: the allocator's own mmap, by the open call ($a)"; else not_ok "--stack-depth 0: the allocator's mmap'd bytes: got '$a', want 64 MiB and a page"; fi
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/m.mtrace" >"$TMP/m.txt" 2>&1
 if grep -q "^      32.0 MiB  1 mapping  main  .*rss_known.c:$mline" "$TMP/m.txt"; then ok "text report: the mapping's site"; else not_ok "text report: no mapping site line"; fi
 
