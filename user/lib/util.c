@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -314,4 +315,14 @@ int strcmp_null(const char *x, const char *y)
 	if (!x || !y)
 		return (x != NULL) - (y != NULL);
 	return strcmp(x, y);
+}
+
+void exponential_gaps(int64_t *gaps, int n, uint64_t mean, unsigned short seed[3])
+{
+	for (int i = 0; i < n; i++) {
+		/* u in stratum i, [i/n, (i+1)/n): 1 - u is in (0, 1] */
+		double u = (i + erand48(seed)) / n;
+
+		gaps[i] = (int64_t)(-log(1.0 - u) * (double)mean) + 1;
+	}
 }

@@ -59,6 +59,14 @@ int strings_push(char ***v, size_t *n, const char *s);
  * whose capacity *CAP doubles as needed. 0 or -ENOMEM (*P untouched). */
 int array_reserve(void **p, size_t *cap, size_t need, size_t elem);
 
+/* N gaps of an exponential distribution with mean MEAN (each at least 1)
+ * into GAPS, one from each 1/N of it, drawn with SEED (erand48): what the
+ * probes' sampling picks among at random, so their mean is the recording's
+ * rate. N independent draws would set it 1/sqrt(N) off (3% for 1024), a bias
+ * no length of recording averages out; one per stratum puts it within
+ * about 1/N. */
+void exponential_gaps(int64_t *gaps, int n, uint64_t mean, unsigned short seed[3]);
+
 /* strcmp where NULL sorts before every string. */
 int strcmp_null(const char *x, const char *y);
 

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <math.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <sys/random.h>
@@ -142,11 +141,7 @@ static void fill_sample_gaps(struct memtrace_bpf *s, uint64_t mean)
 
 	if (getrandom(seed, sizeof(seed), 0) != sizeof(seed))
 		seed[0] = getpid(), seed[1] = time(NULL), seed[2] = 0x4d54;
-	for (int i = 0; i < MT_SAMPLE_GAPS; i++) {
-		double u = 1.0 - erand48(seed); /* (0, 1] */
-
-		s->rodata->sample_gaps[i] = (int64_t)(-log(u) * (double)mean) + 1;
-	}
+	exponential_gaps((int64_t *)s->rodata->sample_gaps, MT_SAMPLE_GAPS, mean, seed);
 }
 
 /* A lane's whole value: its header, its records, the slack past them. */
