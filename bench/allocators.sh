@@ -18,7 +18,8 @@
 # Knobs (environment):
 #   BENCH_ALLOC_PAIRS     pairs per run              (default 50000)
 #   BENCH_ALLOC_REPS      runs per row; the median   (default 5)
-#   BENCH_REDIS_REQUESTS  requests per redis test    (default 20000)
+#   BENCH_REDIS_REQUESTS  requests per redis test    (default 50000)
+#   BENCH_REDIS_REPS      redis repetitions (untraced, floor, memtrace; default 7)
 set -u -o pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,7 +27,8 @@ BUILD=$PWD/build
 MEMTRACE=$BUILD/memtrace
 PAIRS=${BENCH_ALLOC_PAIRS:-50000}
 REPS=${BENCH_ALLOC_REPS:-5}
-REDIS_N=${BENCH_REDIS_REQUESTS:-20000}
+REDIS_N=${BENCH_REDIS_REQUESTS:-50000}
+REDIS_REPS=${BENCH_REDIS_REPS:-7}
 LIBDIR=/usr/lib/x86_64-linux-gnu
 RUN_TIMEOUT=120
 
@@ -61,6 +63,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# paired, and the helpers this script defines again below with its own decimals
+MB=$BUILD/bench/malloc_bench
+. bench/common.sh
 median() {
 	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
@@ -151,11 +156,18 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 		sleep 0.1
 	done
 	[ "$(redis-cli -h 127.0.0.1 -p $port ping 2>/dev/null)" = PONG ] || die "redis-server did not start"
-	# rate: requests per second over all four tests (total requests / total time).
+	# server_cpu: ns the server's threads have run, the uprobe traps they take included
+	server_cpu() { cat /proc/"$REDIS_PID"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { printf "%.0f\n", s }'; }
+	# rate: requests per second over all four tests (total requests / total time), and the
+	# server's CPU per request in ns: what the client's scheduling on this 2-CPU host does not move.
 	rate() {
-		timeout $RUN_TIMEOUT redis-benchmark -h 127.0.0.1 -p $port -P 16 -n "$REDIS_N" \
+		local c0 c1 r
+		c0=$(server_cpu)
+		r=$(timeout $RUN_TIMEOUT redis-benchmark -h 127.0.0.1 -p $port -P 16 -n "$REDIS_N" \
 			-t set,get,lpush,lpop --csv 2>/dev/null |
-			awk -F'"' -v n="$REDIS_N" '$4 + 0 > 0 { t += n / $4; k++ } END { if (k) printf "%.0f\n", k * n / t }'
+			awk -F'"' -v n="$REDIS_N" '$4 + 0 > 0 { t += n / $4; k++ } END { if (k) printf "%.0f\n", k * n / t }')
+		c1=$(server_cpu)
+		echo "$r $(((c1 - c0) / (4 * REDIS_N)))"
 	}
 	# traced_rate ARGS: the rate with memtrace record -p attached.
 	traced_rate() {
@@ -170,16 +182,25 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 		rm -f "$WORK/redis.mtrace"
 		echo "$r"
 	}
-	for rep in $(seq 1 "$REPS"); do
-		rate >>"$WORK/redis.B"
-		traced_rate --empty-probes=entry+return >>"$WORK/redis.F"
-		traced_rate >>"$WORK/redis.X"
+	# lines "REP MODE REQUESTS/S CPU-NS-PER-REQUEST": the three modes of a repetition back to back
+	for rep in $(seq 1 "$REDIS_REPS"); do
+		echo "$rep u $(rate)" >>"$WORK/redis.runs"
+		echo "$rep f $(traced_rate --empty-probes=entry+return)" >>"$WORK/redis.runs"
+		echo "$rep x $(traced_rate)" >>"$WORK/redis.runs"
 	done
-	REDIS_RATE=$(median <"$WORK/redis.B") REDIS_FLOOR=$(median <"$WORK/redis.F") REDIS_X=$(median <"$WORK/redis.X")
+	col() { awk -v m="$1" -v c="$2" '$2 == m { print $c }' "$WORK/redis.runs" | median; }
+	REDIS_RATE=$(col u 3) REDIS_FLOOR=$(col f 3) REDIS_X=$(col x 3)
+	# paired: each repetition's memtrace run against its floor run, the median of those ratios;
+	# by CPU, the floor's CPU per request over memtrace's (what throughput the server alone allows)
+	read -r REDIS_PAIRED REDIS_PQ1 REDIS_PQ3 <<<"$(awk '{ print $1, $2, $3 }' "$WORK/redis.runs" | paired /dev/stdin x f)"
+	read -r REDIS_CPU REDIS_CQ1 REDIS_CQ3 <<<"$(awk '{ print $1, $2, $4 }' "$WORK/redis.runs" | paired /dev/stdin f x)"
 	echo
-	echo "redis-server (Debian, jemalloc), redis-benchmark -P 16 -n $REDIS_N -t set,get,lpush,lpop, 127.0.0.1, median of $REPS:"
+	echo "redis-server (Debian, jemalloc), redis-benchmark -P 16 -n $REDIS_N -t set,get,lpush,lpop, 127.0.0.1, median of $REDIS_REPS:"
 	echo "  untraced $REDIS_RATE requests/s   floor $REDIS_FLOOR requests/s   memtrace -p $REDIS_X requests/s" \
-		"($(calc "$REDIS_X / $REDIS_FLOOR") x the floor)"
+		"($(calc "$REDIS_X / $REDIS_FLOOR") x the floor; each repetition against its own floor run: $REDIS_PAIRED," \
+		"quartiles $REDIS_PQ1..$REDIS_PQ3)"
+	echo "  the server's CPU per request: untraced $(col u 4) ns   floor $(col f 4) ns   memtrace -p $(col x 4) ns" \
+		"(floor / memtrace, each repetition's: $REDIS_CPU, quartiles $REDIS_CQ1..$REDIS_CQ3)"
 fi
 
 echo
@@ -191,7 +212,7 @@ gl_fast=$(calc "(${NS[glibc.X.min]} - ${NS[glibc.B.min]}) / (${NS[glibc.F.min]} 
 echo "| new[]+delete[] traced / malloc+free traced | <= 1.15 | $na ($(calc "${NS[newarr.X]}" 0) / $(calc "${NS[glibc.X]}" 0) ns; fastest runs: $na_fast) | $(verdict "$na" 1.15) |"
 echo "| glibc malloc+free traced | <= 1.2 x F | ${RATIO[glibc]} x F (fastest runs: $gl_fast) | $(verdict "${RATIO[glibc]}" 1.2) |"
 if [ -n "$REDIS_X" ]; then
-	rr=$(calc "$REDIS_X / $REDIS_FLOOR")
-	echo "| redis-benchmark -P 16, memtrace -p | >= 0.9 x floor | $rr x floor | $(verdict_min "$rr" 0.9) |"
+	echo "| redis-benchmark -P 16, memtrace -p | >= 0.9 x floor | $(calc "$REDIS_PAIRED") x floor, each repetition's (of medians" \
+		"$(calc "$REDIS_X / $REDIS_FLOOR"); by the server's CPU per request $(calc "$REDIS_CPU")) | $(verdict_min "$REDIS_PAIRED" 0.9) |"
 fi
 exit 0

@@ -18,9 +18,7 @@ verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else 
 paired() {
 	awk -v m="$2" -v b="${3:-u}" '{ v[$1 " " $2] = $3; reps[$1] = 1 }
 		END { for (r in reps) if ((r " " b) in v && (r " " m) in v && v[r " " b] > 0) print v[r " " m] / v[r " " b] }' "$1" |
-		sort -g | awk '{ v[NR] = $1 }
-		function q(p,  i, f) { i = 1 + p * (NR - 1); f = int(i); return v[f] + (i - f) * (v[f + 1] - v[f]) }
-		END { if (NR) printf "%.3f %.3f %.3f\n", q(0.5), q(0.25), q(0.75) }'
+		sort -g | awk -f "$(dirname "${BASH_SOURCE[0]}")/quartiles.awk"
 }
 now_us() { echo $(($(date +%s%N) / 1000)); }
 field() { sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"; }

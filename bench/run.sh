@@ -19,7 +19,7 @@
 #
 # Knobs (environment):
 #   BENCH_ITERATIONS  pairs per run for the per-pair rows    (default 200000)
-#   BENCH_REPS        runs per row; the median is reported   (default 5)
+#   BENCH_REPS        runs per row; the median is reported   (default 9)
 #   BENCH_SECONDS     throughput run length                  (default 20; the target says 60)
 #   BENCH_KEEP=1      keep the traces and logs in build/bench/
 set -u -o pipefail
@@ -31,7 +31,7 @@ MEMTRACE=$BUILD/memtrace
 TARGET=$BUILD/bench/malloc_bench
 
 ITER=${BENCH_ITERATIONS:-200000}
-REPS=${BENCH_REPS:-5}
+REPS=${BENCH_REPS:-9}
 SECONDS_TP=${BENCH_SECONDS:-20}
 SAMPLE=512K
 # Per-run bounds: generous next to the ~3 s a symbol+0 run takes, so only a hang trips them.
@@ -321,11 +321,23 @@ echo "  top --batch -i 1: $TOP_EVENTS events, $TOP_RATE events/s, $TOP_CPU recor
 	"the view's own CPU $TOP_VIEW% of a core"
 
 # --- targets ------------------------------------------------------------------------
-ratio_row() { # ratio_row ROW LIMIT FLOOR
+# paired_ratio ROW BASE FLOOR: one ratio a repetition, (ROW - BASE) / (FLOOR - B) from the runs
+# of that repetition, "median q1 q3". Rows take turns within a repetition, seconds apart, so a
+# host whose speed drifts over minutes (this kind of VM does, by 10 to 20%) moves both sides of
+# each ratio: the ratio of the rows' medians takes its figures from different minutes.
+paired_ratio() {
+	paste "$WORK/$1.ns" "$WORK/$2.ns" "$WORK/$3.ns" "$WORK/B.ns" |
+		awk 'NF == 4 && $3 > $4 { print ($1 - $2) / ($3 - $4) }' | sort -g | awk -f bench/quartiles.awk
+}
+# ratio_row ROW LIMIT FLOOR [BASE]: the verdict on the paired ratio's median, the ratio of the
+# medians beside it
+ratio_row() {
+	local med q1 q3
 	if [ -n "${SKIP[$1]:-}" ]; then
 		echo "n/a|n/a (not available)"
 	else
-		echo "${RATIO[$1]} x $3|$(verdict "${RATIO[$1]}" "$2")"
+		read -r med q1 q3 <<<"$(paired_ratio "$1" "${4:-B}" "$3")"
+		echo "$(calc "$med") x $3 (quartiles $(calc "$q1")..$(calc "$q3"); of medians ${RATIO[$1]})|$(verdict "$med" "$2")"
 	fi
 }
 tp_m=$(calc "$TP_RATE / 1e6")
@@ -349,7 +361,7 @@ IFS='|' read -r m v <<<"$(ratio_row exact0 1.05 F)"
 echo "| exact mode, no stacks | <= 1.05 x F | $m | $v |"
 IFS='|' read -r m v <<<"$(ratio_row stacks 1.15 F)"
 echo "| exact mode, stacks (default depth) | <= 1.15 x F | $m | $v |"
-IFS='|' read -r m v <<<"$(ratio_row nofp 1.15 F)"
+IFS='|' read -r m v <<<"$(ratio_row nofp 1.15 F nofpB)"
 echo "| exact mode, whole stacks, target without frame pointers (unwind tables) | <= 1.15 x F | $m | $v |"
 IFS='|' read -r m v <<<"$(ratio_row sampled 1.05 E)"
 echo "| sampled, --sample=$SAMPLE | <= 1.05 x E | $m | $v |"
@@ -362,8 +374,9 @@ echo "| bytes per event on disk | <= 6 without stacks, <= 8 with | $NS_BPE witho
 echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min "$REP_RATE" 20) |"
 echo "| top's view CPU at -i 1 ($TOP_RATE events/s) | < 5% of a core at 100 k events/s | $TOP_VIEW% | $(verdict "$TOP_VIEW" 5) |"
 echo
-echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B);" \
-	"this host's uprobe hit: $(calc "($E - $B) / 2 / 1000" 2) us, (E - B) / 2.)"
+echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B)," \
+	"each repetition's runs against each other, the median of $REPS and its quartiles; this host's uprobe hit:" \
+	"$(calc "($E - $B) / 2 / 1000" 2) us, (E - B) / 2.)"
 
 # --- per allocator (issue 14) ---------------------------------------------------------
 bash bench/allocators.sh || die "the per-allocator rows failed"
