@@ -170,23 +170,40 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 		echo "$r $(((c1 - c0) / (4 * REDIS_N)))"
 	}
 	# traced_rate ARGS: the rate with memtrace record -p attached.
+	# traced_rate ARGS: the rate with memtrace record -p attached, or 1 with what went wrong on
+	# stderr (it runs in a command substitution, where die would leave only that subshell).
 	traced_rate() {
-		local r rec err=$WORK/redis.rec.err
+		local r rec err=$WORK/redis.rec.err t0 pid
+		rm -f "$WORK/redis.mtrace"
+		t0=$(now_us)
 		timeout -k 5 $RUN_TIMEOUT "$MEMTRACE" record -p $REDIS_PID -o "$WORK/redis.mtrace" "$@" 2>"$err" &
 		rec=$!
-		for ((i = 0; i < 200; i++)); do grep -q '^memtrace: attached' "$err" && break; sleep 0.1; done
-		grep -q '^memtrace: attached' "$err" || die "memtrace -p redis-server never attached: $(tail -1 "$err")"
+		for ((i = 0; i < 600; i++)); do grep -q '^memtrace: attached' "$err" && break; sleep 0.1; done
+		if ! grep -q '^memtrace: attached' "$err"; then
+			# where the recorder waits: its threads' kernel stacks
+			pid=$(pgrep -P $rec -x memtrace)
+			echo "bench: memtrace -p redis-server not attached after 60 s: $(tail -1 "$err")" >&2
+			for t in /proc/${pid:-0}/task/*; do
+				echo "  thread $(cat "$t/comm" 2>/dev/null): $(tr '\n' ' ' <"$t/stack" 2>/dev/null)" >&2
+			done
+			kill -KILL $rec ${pid:-} 2>/dev/null
+			wait $rec
+			return 1
+		fi
+		echo $(($(now_us) - t0)) >>"$WORK/redis.attach_us"
 		r=$(rate)
 		kill -INT $rec
-		wait $rec || die "memtrace -p redis-server failed: $(tail -1 "$err")"
+		wait $rec || { echo "bench: memtrace -p redis-server failed: $(tail -1 "$err")" >&2; return 1; }
 		rm -f "$WORK/redis.mtrace"
 		echo "$r"
 	}
 	# lines "REP MODE REQUESTS/S CPU-NS-PER-REQUEST": the three modes of a repetition back to back
 	for rep in $(seq 1 "$REDIS_REPS"); do
 		echo "$rep u $(rate)" >>"$WORK/redis.runs"
-		echo "$rep f $(traced_rate --empty-probes=entry+return)" >>"$WORK/redis.runs"
-		echo "$rep x $(traced_rate)" >>"$WORK/redis.runs"
+		r=$(traced_rate --empty-probes=entry+return) || die "the redis-server floor run failed"
+		echo "$rep f $r" >>"$WORK/redis.runs"
+		r=$(traced_rate) || die "the redis-server memtrace run failed"
+		echo "$rep x $r" >>"$WORK/redis.runs"
 	done
 	col() { awk -v m="$1" -v c="$2" '$2 == m { print $c }' "$WORK/redis.runs" | median; }
 	REDIS_RATE=$(col u 3) REDIS_FLOOR=$(col f 3) REDIS_X=$(col x 3)
@@ -201,6 +218,8 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 		"quartiles $REDIS_PQ1..$REDIS_PQ3)"
 	echo "  the server's CPU per request: untraced $(col u 4) ns   floor $(col f 4) ns   memtrace -p $(col x 4) ns" \
 		"(floor / memtrace, each repetition's: $REDIS_CPU, quartiles $REDIS_CQ1..$REDIS_CQ3)"
+	echo "  memtrace -p, start to attached: median $(calc "$(median <"$WORK/redis.attach_us") / 1000" 0) ms," \
+		"slowest $(calc "$(sort -g "$WORK/redis.attach_us" | tail -1) / 1000" 0) ms of $((2 * REDIS_REPS))"
 fi
 
 echo
