@@ -390,7 +390,7 @@ echo "unwinding: per frame, (stacks - no stacks) / frames walked"
 [ "$NF" -gt 0 ] && echo "  unwind tables, no frame pointers: $(calc "(${NS[nofp]} - ${NS[nofpB]} - (${NS[exact0]} - $B)) / $NF" 0) ns per frame ($NF frames)"
 [ "$FF" -gt 0 ] && echo "  unwind tables, frame-pointer build: $(calc "(${NS[stacks]} - ${NS[exact0]}) / $FF" 0) ns per frame ($FF frames); frame pointers only: $(calc "(${NS[fponly]} - ${NS[exact0]}) / $FF" 0) ns per frame"
 ${CC:-gcc} -O2 -g $(for d in user/*/; do printf -- "-I%s " "${d%/}"; done) -Ibpf -I"$BUILD" -o "$BUILD/bench/unwind_bench" bench/unwind_bench.c "$BUILD/libmemtrace.a" \
-	-lelf -ldw -lz -lzstd -llzma -lbz2 || die "failed to build bench/unwind_bench.c"
+	-lelf -ldw -lz -lzstd -llzma -lbz2 -lm || die "failed to build bench/unwind_bench.c"
 libs=""
 for f in /lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/libstdc++.so.6 \
 	/usr/lib/x86_64-linux-gnu/libsqlite3.so.0 "$(readlink -f "$(command -v redis-server 2>/dev/null || echo /nonexistent)")"; do
