@@ -31,7 +31,14 @@ struct seen {
 	uint64_t frames[8][MT_MAX_STACK_DEPTH];
 	size_t nstacks;
 	uint64_t total, last_ts, out_of_order; /* every event read, in time order or not */
+	uint64_t last_ptr, ties_reversed;        /* equal times whose pointers fell */
+	uint64_t order_hash;                     /* of every event's pointer, in the order read */
 };
+
+static uint64_t hash_step(uint64_t h, uint64_t v)
+{
+	return (h ^ v) * 0x100000001b3ULL;
+}
 
 static int on_event(void *ctx, const struct trace_event *e)
 {
@@ -40,7 +47,10 @@ static int on_event(void *ctx, const struct trace_event *e)
 	if (s->nevents < MAX_SEEN)
 		s->events[s->nevents++] = *e;
 	s->out_of_order += e->ts < s->last_ts;
+	s->ties_reversed += s->total && e->ts == s->last_ts && e->ptr < s->last_ptr;
+	s->order_hash = hash_step(s->order_hash, e->ptr);
 	s->last_ts = e->ts;
+	s->last_ptr = e->ptr;
 	s->total++;
 	return 0;
 }
@@ -247,6 +257,94 @@ static void test_runs_held_and_ties(void **state)
 		      total);
 }
 
+struct arrival {
+	uint64_t ts, ptr; /* ptr rises with arrival */
+};
+
+static int by_time_then_arrival(const void *a, const void *b)
+{
+	const struct arrival *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->ptr < y->ptr ? -1 : x->ptr > y->ptr;
+}
+
+/* Polls as the recorder makes them, RINGS rings each handing over a chunk of
+ * its records (0 to 60, times rising by 0 to 3, so ties within and across
+ * rings), each poll flushed up to the earliest of the rings' latest times;
+ * every 50th poll one ring stalls for 20 polls and the rest pile up. What is
+ * written: every record, by time, equal times in arrival order, the same
+ * sequence as a stable sort of them all. Records wait across flushes, in
+ * runs the flushes leave where they are (moved when the gaps hold as much as
+ * they do, when the array is full, and before the sort many runs take). */
+static void random_flushes(struct fixture *f, uint32_t rings, uint32_t polls)
+{
+	uint64_t ring_ts[32], ptr = 0x100000, lcg = 0x2545f4914f6cdd1dULL * rings, want = 0; /* the hash seen starts at 0 too */
+	size_t n = 0, cap = 1 << 16;
+	struct arrival *all = malloc(cap * sizeof(*all));
+	uint32_t stalled = UINT32_MAX, stall_left = 0;
+
+	assert_non_null(all);
+	assert_true(rings <= 32);
+	for (uint32_t r = 0; r < rings; r++)
+		ring_ts[r] = 1000;
+	for (uint32_t p = 0; p < polls; p++) {
+		uint64_t wm = UINT64_MAX;
+
+		if (p % 50 == 25) {
+			stalled = p / 50 % rings;
+			stall_left = 20;
+		}
+		for (uint32_t r = 0; r < rings; r++) {
+			uint32_t chunk;
+
+			lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+			chunk = (uint32_t)(lcg >> 33) % 61;
+			if (r == stalled && stall_left)
+				chunk = 0;
+			for (uint32_t i = 0; i < chunk; i++) {
+				lcg = lcg * 6364136223846793005ULL + 1442695040888963407ULL;
+				ring_ts[r] += (lcg >> 40) % 4;
+				if (n == cap) {
+					cap *= 2;
+					all = realloc(all, cap * sizeof(*all));
+					assert_non_null(all);
+				}
+				all[n++] = (struct arrival){ .ts = ring_ts[r], .ptr = ptr * 16 };
+				alloc(f->d, r + 1, ring_ts[r], ptr++ * 16, 0);
+			}
+			if (ring_ts[r] < wm)
+				wm = ring_ts[r];
+		}
+		if (stall_left)
+			stall_left--;
+		assert_int_equal(drain__flush(f->d, wm), 0);
+	}
+	assert_int_equal(drain__flush(f->d, UINT64_MAX), 0);
+	assert_int_equal(drain__events(f->d), n);
+	qsort(all, n, sizeof(*all), by_time_then_arrival);
+	for (size_t i = 0; i < n; i++)
+		want = hash_step(want, all[i].ptr);
+	free(all);
+	read_back(f);
+	assert_int_equal(f->seen.total, n);
+	assert_int_equal(f->seen.out_of_order, 0);
+	assert_int_equal(f->seen.ties_reversed, 0);
+	assert_true(f->seen.order_hash == want);
+	print_message("%u rings, %u polls: %zu events written in the order of a stable sort by time\n", rings, polls, n);
+}
+
+static void test_random_flushes_few_rings(void **state)
+{
+	random_flushes(*state, 4, 600);
+}
+
+static void test_random_flushes_many_rings(void **state)
+{
+	random_flushes(*state, 24, 300);
+}
+
 /* A stack sent once (and again after the kernel's cache forgot it) is one
  * trace stack; events refer to it by a small id. */
 static void test_stacks_interned(void **state)
@@ -417,6 +515,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_merge_order, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_watermark, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_runs_held_and_ties, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_flushes_few_rings, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_random_flushes_many_rings, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bursts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stacks_interned, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_frames_plausible, setup, teardown),

@@ -63,6 +63,7 @@ struct drain {
 	size_t pending_cap;
 	struct pending *sorted;   /* the merge sort's other buffer, pending_cap long */
 	size_t run[MERGE_RUNS];   /* where the runs in time order of pending begin, */
+	size_t run_end[MERGE_RUNS]; /* ... and end (what a flush handed on leaves a gap before each), */
 	size_t nr_runs;           /* ... how many (MERGE_RUNS + 1: too many, sort) */
 	size_t scanned;           /* ... known up to here: later ones are new since the last flush */
 	uint64_t written;
@@ -253,8 +254,44 @@ static int pending_resize(struct drain *d, size_t cap)
 	return p && q ? 0 : -ENOMEM;
 }
 
+/* What waits, moved to the front: the runs, then what came since the last
+ * flush. A flush leaves its runs where they are (moving them at every flush
+ * copied each record two or three times: a record waits two or three
+ * flushes); this runs when the gaps hold as much as the records do, or the
+ * array is full, or before a sort, so a record moves about once. */
+static void pending_compact(struct drain *d)
+{
+	size_t out = 0, n = d->nr_runs < MERGE_RUNS ? d->nr_runs : MERGE_RUNS;
+
+	for (size_t j = 0; j < n; j++) {
+		size_t len = d->run_end[j] - d->run[j];
+
+		if (d->run[j] != out)
+			memmove(d->pending + out, d->pending + d->run[j], len * sizeof(*d->pending));
+		d->run[j] = out;
+		out += len;
+		d->run_end[j] = out;
+	}
+	if (d->scanned != out)
+		memmove(d->pending + out, d->pending + d->scanned, (d->nr_pending - d->scanned) * sizeof(*d->pending));
+	d->nr_pending = out + (d->nr_pending - d->scanned);
+	d->scanned = out;
+}
+
+/* Records that wait: in the runs, and those not yet scanned. */
+static size_t pending_live(const struct drain *d)
+{
+	size_t live = d->nr_pending - d->scanned;
+
+	for (size_t j = 0; j < d->nr_runs && j < MERGE_RUNS; j++)
+		live += d->run_end[j] - d->run[j];
+	return live;
+}
+
 static struct pending *pending_slot(struct drain *d)
 {
+	if (d->nr_pending == d->pending_cap && pending_live(d) < d->nr_pending)
+		pending_compact(d);
 	if (d->nr_pending == d->pending_cap && pending_resize(d, d->pending_cap ? d->pending_cap * 2 : PENDING_MIN))
 		return NULL;
 	return &d->pending[d->nr_pending++];
@@ -632,23 +669,43 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	size_t start[MERGE_RUNS], end[MERGE_RUNS], k, out = 0;
 
 	/* the runs of what came since the last flush (each record looked at
-	 * once here, not at every flush while it waits) */
+	 * once here, not at every flush while it waits): a record in time
+	 * order right after the last run's end goes on with it */
 	for (size_t i = d->scanned; i < d->nr_pending && d->nr_runs <= MERGE_RUNS; i++) {
-		if (i && d->pending[i].ts >= d->pending[i - 1].ts && d->nr_runs)
+		size_t last = d->nr_runs - 1;
+
+		if (d->nr_runs && d->run_end[last] == i && d->pending[i].ts >= d->pending[i - 1].ts) {
+			d->run_end[last] = i + 1;
 			continue;
-		if (d->nr_runs < MERGE_RUNS)
+		}
+		if (d->nr_runs < MERGE_RUNS) {
 			d->run[d->nr_runs] = i;
+			d->run_end[d->nr_runs] = i + 1;
+		}
 		d->nr_runs++;
 	}
 	if (d->nr_runs > MERGE_RUNS) { /* many CPUs: one sort, then one run */
+		size_t scanned = d->scanned;
+
+		/* the runs known before this flush to the front (the last one's
+		 * records from this flush on left to what came since), then what came since */
+		d->nr_runs = 0;
+		for (size_t j = 0; j < MERGE_RUNS && d->run[j] < scanned; j++) {
+			if (d->run_end[j] > scanned)
+				d->run_end[j] = scanned;
+			d->nr_runs++;
+		}
+		pending_compact(d);
 		sort_pending(d);
 		d->run[0] = 0;
+		d->run_end[0] = d->nr_pending;
 		d->nr_runs = d->nr_pending ? 1 : 0;
 	}
+	d->scanned = d->nr_pending;
 	k = d->nr_runs;
 	for (size_t j = 0; j < k; j++) {
 		start[j] = d->run[j];
-		end[j] = j + 1 < k ? d->run[j + 1] : d->nr_pending;
+		end[j] = d->run_end[j];
 	}
 	/* The runs' heads in a binary heap, earliest on top: a record costs a
 	 * sift of log2(runs) steps, not a look at every run (the lanes and the
@@ -667,17 +724,21 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 			heap[0] = heap[--nh];
 		heap_down(d->pending, start, heap, nh);
 	}
+	/* what waits stays a run of its own, where it is */
 	d->nr_runs = 0;
 	for (size_t j = 0; j < k; j++) {
 		if (start[j] == end[j])
 			continue;
-		if (start[j] != out)
-			memmove(d->pending + out, d->pending + start[j], (end[j] - start[j]) * sizeof(*d->pending));
-		d->run[d->nr_runs++] = out; /* what waits stays a run of its own */
+		d->run[d->nr_runs] = start[j];
+		d->run_end[d->nr_runs++] = end[j];
 		out += end[j] - start[j];
 	}
 	d->written += n;
-	d->nr_pending = d->scanned = out;
+	if (!out) {
+		d->nr_pending = d->scanned = 0;
+	} else if (d->nr_pending - out >= out) {
+		pending_compact(d);
+	}
 	/* Past a burst: halve what a quarter would hold (no failure: the
 	 * larger arrays are still whole if realloc says no). */
 	if (d->pending_cap > PENDING_MIN && d->nr_pending < d->pending_cap / 4)
@@ -767,6 +828,7 @@ void drain__free(struct drain *d)
 	free(d->name_texts);
 	free(d->allocator_code);
 	free(d->tap_stacks);
+	pending_compact(d); /* the gaps hold what was handed on, freed then */
 	for (size_t i = 0; i < d->nr_pending; i++)
 		if (d->pending[i].kind == PENDING_RESIDENT)
 			free(d->pending[i].resident);
