@@ -322,22 +322,22 @@ echo "  top --batch -i 1: $TOP_EVENTS events, $TOP_RATE events/s, $TOP_CPU recor
 
 # --- targets ------------------------------------------------------------------------
 # paired_ratio ROW BASE FLOOR: one ratio a repetition, (ROW - BASE) / (FLOOR - B) from the runs
-# of that repetition, "median q1 q3". Rows take turns within a repetition, seconds apart, so a
-# host whose speed drifts over minutes (this kind of VM does, by 10 to 20%) moves both sides of
-# each ratio: the ratio of the rows' medians takes its figures from different minutes.
+# of that repetition, "median q1 q3": how far one run's ratio can be from another's.
 paired_ratio() {
 	paste "$WORK/$1.ns" "$WORK/$2.ns" "$WORK/$3.ns" "$WORK/B.ns" |
 		awk 'NF == 4 && $3 > $4 { print ($1 - $2) / ($3 - $4) }' | sort -g | awk -f bench/quartiles.awk
 }
-# ratio_row ROW LIMIT FLOOR [BASE]: the verdict on the paired ratio's median, the ratio of the
-# medians beside it
+# ratio_row ROW LIMIT FLOOR [BASE]: the verdict on the ratio of the rows' medians (each run's
+# noise on this host is larger than the drift between runs seconds apart, and a median of 9
+# damps it where a ratio of two runs does not); each repetition's own ratio beside it, its median
+# and quartiles, for the spread
 ratio_row() {
 	local med q1 q3
 	if [ -n "${SKIP[$1]:-}" ]; then
 		echo "n/a|n/a (not available)"
 	else
 		read -r med q1 q3 <<<"$(paired_ratio "$1" "${4:-B}" "$3")"
-		echo "$(calc "$med") x $3 (quartiles $(calc "$q1")..$(calc "$q3"); of medians ${RATIO[$1]})|$(verdict "$med" "$2")"
+		echo "${RATIO[$1]} x $3 (each repetition's own: $(calc "$med"), quartiles $(calc "$q1")..$(calc "$q3"))|$(verdict "${RATIO[$1]}" "$2")"
 	fi
 }
 tp_m=$(calc "$TP_RATE / 1e6")
@@ -375,7 +375,7 @@ echo "| report speed | >= 20 M events/s per core | $REP_RATE M/s | $(verdict_min
 echo "| top's view CPU at -i 1 ($TOP_RATE events/s) | < 5% of a core at 100 k events/s | $TOP_VIEW% | $(verdict "$TOP_VIEW" 5) |"
 echo
 echo "(B $(calc "$B" 1) ns, F $(calc "$F" 1) ns, E $(calc "$E" 1) ns per pair; ratios are (t - B) / (F - B) and (t - B) / (E - B)," \
-	"each repetition's runs against each other, the median of $REPS and its quartiles; this host's uprobe hit:" \
+	"of the medians of $REPS runs (each repetition's own: its runs against each other); this host's uprobe hit:" \
 	"$(calc "($E - $B) / 2 / 1000" 2) us, (E - B) / 2.)"
 
 # --- per allocator (issue 14) ---------------------------------------------------------
