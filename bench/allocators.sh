@@ -63,16 +63,11 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-# paired, and the helpers this script defines again below with its own decimals
+# median, verdict, verdict_min, paired, now_us; calc again with this script's two decimals
 MB=$BUILD/bench/malloc_bench
 . bench/common.sh
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 minimum() { sort -g | head -1; }
 calc() { awk "BEGIN { printf \"%.${2:-2}f\", $1 }"; }
-verdict() { awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'; }
-verdict_min() { awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'; }
 
 # --- per-pair rows -------------------------------------------------------------------
 # name|target|LD_PRELOAD (empty: none)|label
@@ -169,7 +164,6 @@ if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null; 
 		c1=$(server_cpu)
 		echo "$r $(((c1 - c0) / (4 * REDIS_N)))"
 	}
-	# traced_rate ARGS: the rate with memtrace record -p attached.
 	# traced_rate ARGS: the rate with memtrace record -p attached, or 1 with what went wrong on
 	# stderr (it runs in a command substitution, where die would leave only that subshell).
 	traced_rate() {

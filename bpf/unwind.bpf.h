@@ -80,7 +80,7 @@ struct {
 struct unwind_walk {
 	__u64 pc, sp, bp;
 	__u64 bp_at;    /* nonzero: bp is not read yet, it is saved here (mt_unwind_needs_bp) */
-	__u64 win;      /* the stack from here on is in the scratch window; 0: not read */
+	__u64 win;      /* nonzero: the stack from walk_sp (stack_scratch) on is in the scratch window */
 	__u32 cache;    /* this CPU's first slot in unwind_cache */
 	__u32 depth;    /* frames wanted */
 	__u32 gen;
@@ -194,43 +194,42 @@ static __always_inline __u32 unwind_lookup(const struct unwind_walk *w, struct m
 
 /*
  * A word of the stack at ADDR into *VAL; 0 or an error. The walk copies the
- * stack's top once (STACK_WINDOW bytes from the entry's rsp, at WIN; 0: not
- * copied) and takes the words it finds there from the copy: one read of
- * 2 KiB costs about what two reads of a word do, and a 13-frame stack needs
- * 13 or more. Anything beyond the window, or not 8-aligned with it, is read
- * from the target. A global function, so the verifier checks it once rather
- * than at each state of each caller.
+ * stack's top once (STACK_WINDOW bytes from its first rsp, walk_sp; WIN: 0
+ * if not copied) and takes the words it finds there from the copy: one read
+ * of 2 KiB costs about what two reads of a word do, and a 13-frame stack
+ * needs 13 or more. Anything beyond the window, or not 8-aligned with it, is
+ * read from the target. A global function, so the verifier checks it once
+ * rather than at each state of each caller.
  */
 __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 {
 	struct stack_scratch *s;
-	__u64 off = addr - win, at;
 	__u32 zero = 0, i;
+	__u64 at;
+	bool near;
 	long err = 0;
 
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!val || !s)
 		return -1;
-	if (win && off <= STACK_WINDOW - 8 && !(off & 7))
-		*val = s->window[(off / 8) & (STACK_WINDOW / 8 - 1)];
+	/* the word's place in a window copied from walk_sp, if it has one */
+	at = addr - s->walk_sp;
+	near = at <= STACK_WINDOW - 8 && !(at & 7);
+	if (win && near)
+		*val = s->window[(at / 8) & (STACK_WINDOW / 8 - 1)];
 	else
 		err = bpf_probe_read_user(val, sizeof(*val), (void *)addr);
 	if (err)
 		return err;
 	/* noted for the walk's template (stack_template in memtrace.bpf.c),
-	 * with its place in a window copied from the walk's rsp */
+	 * with that place */
 	i = s->words;
 	if (i < WALK_WORDS) {
 		s->word_addr[i & (WALK_WORDS - 1)] = addr;
 		s->word_val[i & (WALK_WORDS - 1)] = *val;
-		at = addr - s->walk_sp;
-		if (at <= STACK_WINDOW - 8 && !(at & 7)) {
-			s->word_idx[i & (WALK_WORDS - 1)] = at / 8;
-			if (at + 8 > s->span)
-				s->span = at + 8;
-		} else {
-			s->word_idx[i & (WALK_WORDS - 1)] = WORD_OUTSIDE;
-		}
+		s->word_idx[i & (WALK_WORDS - 1)] = near ? at / 8 : WORD_OUTSIDE;
+		if (near && at + 8 > s->span)
+			s->span = at + 8;
 	}
 	s->words = i + 1;
 	return 0;

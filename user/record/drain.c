@@ -666,7 +666,7 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	 * what is not due yet stays as runs. Sorting it all first copied each
 	 * 80-byte record twice a flush, and a record waits two or three
 	 * flushes (REORDER_NS): 27% of the recorder's CPU under malloc_bench. */
-	size_t start[MERGE_RUNS], end[MERGE_RUNS], k, out = 0;
+	size_t k, out = 0;
 
 	/* the runs of what came since the last flush (each record looked at
 	 * once here, not at every flush while it waits): a record in time
@@ -703,14 +703,11 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	}
 	d->scanned = d->nr_pending;
 	k = d->nr_runs;
-	for (size_t j = 0; j < k; j++) {
-		start[j] = d->run[j];
-		end[j] = d->run_end[j];
-	}
 	/* The runs' heads in a binary heap, earliest on top: a record costs a
 	 * sift of log2(runs) steps, not a look at every run (the lanes and the
-	 * rings of each CPU, and what waits from the last flushes: 6 to 10). */
-	size_t heap[MERGE_RUNS], nh = 0;
+	 * rings of each CPU, and what waits from the last flushes: 6 to 10).
+	 * A run's start moves past what is handed on. */
+	size_t heap[MERGE_RUNS], nh = 0, *start = d->run, *end = d->run_end;
 
 	for (size_t j = 0; j < k; j++)
 		if (start[j] < end[j])
@@ -729,9 +726,9 @@ int drain__flush(struct drain *d, uint64_t watermark_ns)
 	for (size_t j = 0; j < k; j++) {
 		if (start[j] == end[j])
 			continue;
-		d->run[d->nr_runs] = start[j];
-		d->run_end[d->nr_runs++] = end[j];
 		out += end[j] - start[j];
+		start[d->nr_runs] = start[j];
+		end[d->nr_runs++] = end[j];
 	}
 	d->written += n;
 	if (!out) {
