@@ -39,7 +39,8 @@ host_hit
 stats() {
 	bpftool prog show --json 2>/dev/null |
 		jq -r '.[] | select(.name == "alloc_enter" or .name == "alloc_exit" or .name == "free_enter" or .name == "delete_enter" or
-			.name == "empty_session" or .name == "empty_enter" or .name == "empty_exit")
+			.name == "empty_session" or .name == "empty_enter" or .name == "empty_exit" or
+			.name == "least_session" or .name == "least_free")
 			| "\(.name) \(.run_time_ns // 0) \(.run_cnt // 0)"'
 }
 
@@ -63,9 +64,10 @@ sample() {
 	# a pair is one free: the warm-up's pairs count as the timed loop's do
 	awk '{ ns[$1] += $2; n[$1] += $3; total += $2; runs += $3 }
 		END {
-			if (!n["free_enter"]) { printf "%.1f\n", runs ? total / runs : 0; exit }
-			printf "%.1f %.3f %.1f %.1f\n", total / n["free_enter"], runs / n["free_enter"],
-				n["alloc_enter"] ? ns["alloc_enter"] / n["alloc_enter"] : 0, ns["free_enter"] / n["free_enter"]
+			a = "alloc_enter"; f = "free_enter"
+			if (!n[f]) { a = "least_session"; f = "least_free" }
+			if (!n[f]) { printf "%.1f\n", runs ? total / runs : 0; exit }
+			printf "%.1f %.3f %.1f %.1f\n", total / n[f], runs / n[f], n[a] ? ns[a] / n[a] : 0, ns[f] / n[f]
 		}' <<<"$last"
 }
 
@@ -89,18 +91,24 @@ med() {
 
 echo "BPF programs' own time (kernel run-time statistics; host uprobe hit $HIT us, F $(calc "($F - $B) / 1000" 2) us per pair, not included)," \
 	"median of $REPS recordings each, taken in turn:"
+NO_R=
 for _ in $(seq "$REPS"); do
 	# An empty program at the same sites (the bench floor F's): what the
 	# statistics' own clock reads add to every run, whatever the program does.
 	retried --empty-probes=entry+return >>"$WORK/floor"
 	retried >>"$WORK/stacks"
 	retried --stack-depth 0 >>"$WORK/nostack"
+	# the least an exact recorder does (bench row R), where the kernel has uprobe sessions
+	[ -n "$NO_R" ] || (retried --empty-probes=record) >>"$WORK/least" 2>/dev/null || NO_R=1
 done
 FLOOR=$(awk '{ print $1 }' "$WORK/floor" | median)
 echo "  empty program (the statistics' own cost a run): $(med 1 "$WORK/floor") ns/run"
-for mode in stacks nostack; do
+modes="stacks nostack"
+[ -s "$WORK/least" ] && [ -z "$NO_R" ] && modes="$modes least"
+for mode in $modes; do
 	label="exact, stacks (fp)"
 	[ $mode = nostack ] && label="exact, --stack-depth 0"
+	[ $mode = least ] && label="R, the least recorder"
 	net=$(calc "$(awk -v f="$FLOOR" '{ print $1 - $2 * f }' "$WORK/$mode" | median)" 0)
 	printf "  %-24s malloc's program %s ns/run (it runs at entry and return), free's %s ns/run\n" "$label" \
 		"$(med 3 "$WORK/$mode")" "$(med 4 "$WORK/$mode")"

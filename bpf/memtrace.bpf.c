@@ -1172,6 +1172,46 @@ int BPF_KRETPROBE(empty_exit) { return 0; }
 SEC("uprobe")
 int BPF_KPROBE(empty_session) { return 0; }
 
+/*
+ * The least an exact recorder does, the bench's row R: each malloc's return
+ * and each free writes one record with its time, thread, pointer (and size,
+ * carried from the entry in the session's cookie) and nothing else: no
+ * thread state, no nesting, no stack, no sampling, one process. What memtrace
+ * costs above R is its own logic; what R costs above the empty probes is the
+ * clock and the record, which no exact trace can leave out. Sessions only.
+ */
+SEC("uprobe")
+int BPF_KPROBE(least_session, __u64 size)
+{
+	struct mt_lane_ctl *lane = NULL;
+	struct mt_alloc_event *ev;
+
+	if (!bpf_session_is_return()) {
+		*bpf_session_cookie() = size;
+		return 0;
+	}
+	if (!recording[0] || !(ev = record_reserve(0, sizeof(*ev), &lane)))
+		return 0;
+	ev->hdr.type = MT_EVENT_ALLOC;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = (__u32)bpf_get_current_pid_tgid();
+	ev->hdr.ts = bpf_ktime_get_ns();
+	ev->ptr = PT_REGS_RC(ctx);
+	ev->size = *bpf_session_cookie();
+	ev->old_ptr = 0;
+	ev->stack_id = 0;
+	record_commit(ev, lane, sizeof(*ev));
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(least_free, __u64 ptr)
+{
+	if (recording[0] && ptr)
+		emit_free(0, (__u32)bpf_get_current_pid_tgid(), ptr);
+	return 0;
+}
+
 #include "marks.bpf.h"
 #include "threads.bpf.h"
 

@@ -32,6 +32,23 @@ MEMTRACE_ATTACH=classic timeout 60 "$MEMTRACE" record -v -o "$TMP/v.mtrace" -- "
 	>/dev/null 2>"$TMP/v.err"
 expect_eq "classic: -v names the attach mode" "$(grep -c 'attached with uprobes$' "$TMP/v.err")" 1
 
+# make bench's row R (--empty-probes=record), the least an exact recorder
+# does: a record with its time at each malloc's return and each free,
+# nothing else. heap_workload makes 200000 of each, none nested. R is built of
+# uprobe sessions: another attach mode is refused with one line, and no trace.
+timeout 60 "$MEMTRACE" record --empty-probes=record -o "$TMP/least.mtrace" -- "$PROGS/heap_workload" >/dev/null 2>&1
+expect_eq "R: record exit status" $? 0
+report_json "$TMP/least.mtrace" "$TMP/least.json"
+expect_eq "R: allocations" "$(jqr "$TMP/least.json" .totals.allocations)" 200000
+expect_eq "R: frees" "$(jqr "$TMP/least.json" .totals.frees)" 200000
+expect_eq "R: nothing leaked" "$(jqr "$TMP/least.json" .totals.leaked_allocations)" 0
+MEMTRACE_ATTACH=multi timeout 60 "$MEMTRACE" record --empty-probes=record -o "$TMP/least_multi.mtrace" \
+	-- "$PROGS/heap_workload" >/dev/null 2>"$TMP/least_multi.err"
+expect_eq "R, multi-uprobe links: refused" $? 1
+expect_eq "R, multi-uprobe links: one line says why" \
+	"$(grep -c '^memtrace: --empty-probes=record needs uprobe sessions' "$TMP/least_multi.err") $(wc -l <"$TMP/least_multi.err")" "1 1"
+expect_eq "R, multi-uprobe links: no trace" "$(ls "$TMP/least_multi.mtrace" 2>/dev/null | wc -l)" 0
+
 # heap_workload: 200000 allocations, 40683789 bytes, peak 27117795 (exact,
 # see tests/progs/heap_workload.c). A sample every 16 KiB on average keeps
 # about one allocation in 80, and the estimates stay within a few percent.

@@ -164,9 +164,9 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		case 'F': o->follow = true; break;
 		case 'E': /* undocumented: the floor make bench measures */
 			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2
-					: !strcmp(optarg, "session") ? 3 : -1;
+					: !strcmp(optarg, "session") ? 3 : !strcmp(optarg, "record") ? 4 : -1;
 			if (o->empty_probes < 0)
-				return fail("--empty-probes takes entry, entry+return or session");
+				return fail("--empty-probes takes entry, entry+return, session or record");
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -EINVAL;

@@ -129,7 +129,7 @@ static bool is_map_prog(const struct memtrace_bpf *s, const struct bpf_program *
 /* Programs that run at entry and, in a session, at the return too. */
 static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
 {
-	return p != s->progs.free_enter && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
+	return p != s->progs.free_enter && p != s->progs.least_free && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
 	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit &&
 	       p != s->progs.thread_new && p != s->progs.thread_rename && !is_map_prog(s, p);
 }
@@ -206,6 +206,9 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	bpf_object__for_each_program(prog, l->skel->obj)
 		if (is_map_prog(l->skel, prog))
 			bpf_program__set_autoload(prog, l->opts.trace_maps);
+	/* The bench's row R, sessions only: their kfuncs load in no other mode. */
+	bpf_program__set_autoload(l->skel->progs.least_session, l->opts.empty_probes == 4 && mode == LOADER_SESSION);
+	bpf_program__set_autoload(l->skel->progs.least_free, l->opts.empty_probes == 4 && mode == LOADER_SESSION);
 	if (l->opts.sample_mean)
 		fill_sample_gaps(l->skel, l->opts.sample_mean);
 	if (bpf_map__set_max_entries(l->skel->maps.unwind_rows,
@@ -807,6 +810,8 @@ int loader__load(struct loader *l)
 	}
 	if (err)
 		return err;
+	if (l->opts.empty_probes == 4 && l->mode != LOADER_SESSION)
+		return -EOPNOTSUPP; /* row R is made of sessions */
 	verifier_totals(l);
 	l->shared = shared_new();
 	if (!l->shared)
@@ -833,6 +838,8 @@ static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 {
 	struct memtrace_bpf *s = l->skel;
 
+	if (l->opts.empty_probes == 4)
+		return p == PROBE_FREE ? s->progs.least_free : s->progs.least_session;
 	/* The session floor: free has no return probe, so no session either. */
 	if (l->opts.empty_probes == 3 && l->mode == LOADER_SESSION && p != PROBE_FREE)
 		return s->progs.empty_session;
@@ -854,7 +861,8 @@ static struct bpf_program *entry_prog(struct loader *l, enum probe_prog p)
 /* NULL: no return probes (the entry-only bench floor). */
 static struct bpf_program *exit_prog(struct loader *l)
 {
-	if (l->opts.empty_probes == 1 || (l->mode == LOADER_SESSION && l->opts.empty_probes != 2))
+	if (l->opts.empty_probes == 1 || l->opts.empty_probes == 4 ||
+	    (l->mode == LOADER_SESSION && l->opts.empty_probes != 2))
 		return NULL; /* sessions run the entry program at the return */
 	return l->opts.empty_probes ? l->skel->progs.empty_exit : l->skel->progs.alloc_exit;
 }

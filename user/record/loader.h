@@ -27,7 +27,8 @@ struct loader_opts {
 				     loader's own rings go unused, its processes' are larger) */
 	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */
 	int empty_probes;         /* bench floor: 1 empty entry probes, 2 entry and return,
-				   * 3 entry and return as one uprobe session where there are */
+				   * 3 entry and return as one uprobe session where there are,
+				   * 4 the least an exact recorder does (least_session, least_free) */
 	uint32_t unwind_rows;     /* room for unwind table rows (0: none) */
 	uint32_t max_targets;     /* processes the object may record at once (0: 1) */
 	bool check_creds;         /* the recorder lacks CAP_SYS_PTRACE: enforce the rule below */

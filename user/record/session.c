@@ -1046,6 +1046,8 @@ static int load_probes(struct recording *r)
 	err = loader__load(r->loader);
 	if (err == -EPERM || err == -EACCES)
 		return fail("failed to load the BPF programs: %s; run as root or with CAP_BPF and CAP_PERFMON", strerror(-err));
+	if (err == -EOPNOTSUPP && r->o.empty_probes == 4)
+		return fail("--empty-probes=record needs uprobe sessions: a kernel of 6.13 or later, and MEMTRACE_ATTACH unset");
 	if (err)
 		return fail("failed to load the BPF programs: %s", strerror(-err));
 	return 0;
