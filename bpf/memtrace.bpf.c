@@ -348,7 +348,8 @@ struct stack_template {
 	__u32 gen;   /* the slot's unwind_gen when it was walked */
 	__u32 slot;
 	__u32 words; /* in word_addr and word_val, <= WALK_WORDS */
-	__u32 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
+	__u16 bp_used; /* bp is part of it: else code without frame pointers, whose rbp holds data */
+	__u16 in_window; /* every word lies in the window copied from sp (word_idx < STACK_WINDOW / 8) */
 	__u32 span;    /* bytes from sp that hold every noted word within STACK_WINDOW (8-aligned) */
 	__u32 epoch;   /* the slot's target_epoch: its stack was sent to that trace */
 	__u64 word_addr[WALK_WORDS];
@@ -410,16 +411,27 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 		win = !bpf_probe_read_user(s->window, ((span - 1) & (STACK_WINDOW - 1)) + 1, (void *)sp);
 	else
 		win = false;
-	for (__u32 i = 0; i < WALK_WORDS; i++) {
-		if (i >= n)
-			break;
-		idx = t->word_idx[i];
-		if (win && idx < STACK_WINDOW / 8)
-			val = s->window[idx];
-		else if (bpf_probe_read_user(&val, sizeof(val), (void *)t->word_addr[i]))
-			return 0;
-		if (val != t->word_val[i])
-			return 0;
+	if (win && t->in_window) {
+		/* The common case, in a loop that calls nothing and so keeps its
+		 * values in registers (the mask only shows the verifier the bound). */
+		for (__u32 i = 0; i < WALK_WORDS; i++) {
+			if (i >= n)
+				break;
+			if (s->window[t->word_idx[i] & (STACK_WINDOW / 8 - 1)] != t->word_val[i])
+				return 0;
+		}
+	} else {
+		for (__u32 i = 0; i < WALK_WORDS; i++) {
+			if (i >= n)
+				break;
+			idx = t->word_idx[i];
+			if (win && idx < STACK_WINDOW / 8)
+				val = s->window[idx];
+			else if (bpf_probe_read_user(&val, sizeof(val), (void *)t->word_addr[i]))
+				return 0;
+			if (val != t->word_val[i])
+				return 0;
+		}
 	}
 	id = t->stack_id;
 	barrier();
@@ -436,6 +448,7 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
 	__u32 zero = 0, n;
+	__u16 in_window = 1;
 
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!t || !s || !id)
@@ -463,7 +476,10 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 		t->word_addr[i] = s->word_addr[i];
 		t->word_val[i] = s->word_val[i];
 		t->word_idx[i] = s->word_idx[i];
+		if (s->word_idx[i] >= STACK_WINDOW / 8)
+			in_window = 0;
 	}
+	t->in_window = in_window;
 	barrier();
 	t->key = key;
 	return 1;
