@@ -242,8 +242,8 @@ if [ -n "$REDIS_X" ]; then
 		"$(calc "$REDIS_X / $REDIS_FLOOR"); by the server's CPU per request $(calc "$REDIS_CPU")) | $(verdict_min "$REDIS_PAIRED" 0.9) |"
 	if [ -n "${REDIS_R:-}" ]; then
 		case $(verdict_min "$REDIS_R" 0.9) in
-		PASS) v="at or over 0.9: the target is within reach here" ;;
-		*) v="under 0.9: here no recorder that writes each event with its time meets the target" ;;
+		PASS) v="at least 0.9 in this run: the clock and the records leave room for the target" ;;
+		*) v="under 0.9 in this run: the clock and the records alone cost more than the target" ;;
 		esac
 		echo "| redis-benchmark -P 16, R: the least an exact recorder does (reference) | reference | $(calc "$REDIS_R") x floor, each repetition's | $v |"
 	fi

@@ -389,8 +389,8 @@ echo "| exact mode, whole stacks, target without frame pointers (unwind tables) 
 if [ -z "${SKIP[R]:-}" ]; then
 	IFS='|' read -r m v <<<"$(ratio_row R 1.05 F)"
 	case $v in
-	PASS) v="under 1.05 x F: the exact targets are within reach here" ;;
-	*) v="over 1.05 x F: here no recorder that writes each event with its time meets the no-stacks target" ;;
+	PASS) v="at most 1.05 x F in this run: the clock and the record leave room for the no-stacks target" ;;
+	*) v="over 1.05 x F in this run: the clock and the record alone cost more than the no-stacks target" ;;
 	esac
 	echo "| R: the least an exact recorder does (a clock read and a record an event; no thread state, no stack) | reference | $m | $v |"
 fi
