@@ -75,19 +75,12 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- helpers --------------------------------------------------------------------
-
-# field NAME LINE: the value of NAME=value in a malloc_bench result line.
-field() {
-	sed -n "s/.*[[:space:]]$1=\([^[:space:]]*\).*/\1/p" <<<"$2"
-}
+# median, field, verdict, verdict_min (bench/common.sh); calc here prints two decimals unless told
+. bench/common.sh
 
 # total KEY JSONFILE: a number from the "totals" or "trace" object of report --json.
 total() {
 	sed -n "/^  \"\(totals\|trace\)\": {/,/^  }/s/^ *\"$1\": *\([0-9]*\).*/\1/p" "$2" | head -1
-}
-
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 # calc EXPR: floating-point arithmetic with a fixed number of decimals.
@@ -141,16 +134,6 @@ run_once() {
 	fi
 	rm -f "$out.mtrace"
 	field ns_per_pair "$line"
-}
-
-# verdict VALUE LIMIT: PASS when VALUE <= LIMIT, else MISS and by how much.
-verdict() {
-	awk -v v="$1" -v l="$2" 'BEGIN { if (v <= l) print "PASS"; else printf "MISS (+%.0f%%)\n", (v / l - 1) * 100 }'
-}
-
-# verdict_min VALUE LIMIT: PASS when VALUE >= LIMIT.
-verdict_min() {
-	awk -v v="$1" -v l="$2" 'BEGIN { if (v >= l) print "PASS"; else printf "MISS (-%.0f%%)\n", (1 - v / l) * 100 }'
 }
 
 # --- per-pair rows ----------------------------------------------------------------
@@ -475,7 +458,6 @@ echo "  traced by memtrace: $M_TRACED ($M_HOW)   with MEMTRACE_MARK_NOP=1 (int3 
 # beside the untraced run of the same program (exec to exit). Median of 10.
 make -s progs >/dev/null 2>&1 || die "failed to build the test programs (make progs)"
 LPROG=$BUILD/progs/launch_ctor
-now_us() { echo $(($(date +%s%N) / 1000)); }
 launch_us() { # PATH_NAME: one run's microseconds to "attached"
 	local t0 out=$WORK/launch.mtrace
 	rm -f "$out"
