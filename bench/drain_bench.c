@@ -3,10 +3,10 @@
  * drain_bench POLLS TRACE: the recorder's own work an event, apart from the
  * probes and the event rate. The records two CPUs' rings would hold under
  * malloc_bench (one malloc+free pair a microsecond on each, sizes 16..527,
- * a block per size class as glibc's cache gives them back, four stacks) go through user/record/drain.c and the trace writer as
- * record does: a poll every 10 ms of each CPU's records, a flush of what is
- * older than 20 ms (session.c's REORDER_NS), the trace written to TRACE and
- * compressed. Prints its CPU time over the events:
+ * a block per size class as glibc's cache gives them back, four stacks) go
+ * through user/record/drain.c and the trace writer as record does: a poll
+ * every 10 ms of each CPU's records, a flush of what is older than
+ * REORDER_NS (drain.h), the trace written to TRACE and compressed. Prints its CPU time over the events:
  *   drain_bench events=N ns_per_event=X bytes_per_event=Y
  */
 #include "drain.h"
@@ -17,12 +17,10 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 #include <time.h>
 
 #define CPUS 2
 #define PAIRS_PER_POLL 5000 /* a CPU's in 10 ms at a pair a microsecond */
-#define REORDER_NS (20 * 1000 * 1000ULL)
 
 static double cpu_s(void)
 {

@@ -1199,24 +1199,11 @@ int BPF_KPROBE(empty_session) { return 0; }
 SEC("uprobe")
 int BPF_KPROBE(least_session, __u64 size)
 {
-	struct mt_lane_ctl *lane = NULL;
-	struct mt_alloc_event *ev;
-
-	if (!bpf_session_is_return()) {
+	if (!bpf_session_is_return())
 		*bpf_session_cookie() = size;
-		return 0;
-	}
-	if (!recording[0] || !(ev = record_reserve(0, sizeof(*ev), &lane)))
-		return 0;
-	ev->hdr.type = MT_EVENT_ALLOC;
-	ev->hdr.size = sizeof(*ev);
-	ev->hdr.tid = (__u32)bpf_get_current_pid_tgid();
-	ev->hdr.ts = bpf_ktime_get_ns();
-	ev->ptr = PT_REGS_RC(ctx);
-	ev->size = *bpf_session_cookie();
-	ev->old_ptr = 0;
-	ev->stack_id = 0;
-	record_commit(ev, lane, sizeof(*ev));
+	else if (recording[0])
+		emit_alloc(0, (__u32)bpf_get_current_pid_tgid(), MT_EVENT_ALLOC, PT_REGS_RC(ctx), 0,
+			   *bpf_session_cookie(), 0);
 	return 0;
 }
 

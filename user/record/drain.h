@@ -54,6 +54,10 @@ uint64_t drain__folded(const struct drain *d);
 /* A --rss resident snapshot (copied), likewise. 0 or -ENOMEM. */
 int drain__add_resident(struct drain *d, const struct trace_resident *r);
 
+/* How late a CPU's event may reach the drain: record flushes what is older
+ * than this (session.c; bench/drain_bench.c does as it does). */
+#define REORDER_NS (20 * 1000 * 1000ULL)
+
 /* Write, in time order, the pending events stamped before WATERMARK_NS
  * (UINT64_MAX: all of them). 0 or -errno from the writer. */
 int drain__flush(struct drain *d, uint64_t watermark_ns);

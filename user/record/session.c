@@ -48,7 +48,6 @@
 /* --budget between windows: nothing comes, and every wakeup is a context
  * switch taken from a loaded host (100-200 us each under a hypervisor here) */
 #define WINDOWS_POLL_NS (100 * 1000 * 1000ULL)
-#define REORDER_NS (20 * 1000 * 1000ULL) /* how late a CPU's event may reach us */
 /* What a SIGKILL of the recorder can lose: the trace gets what is drained at
  * least this often, from the first interval after attach on (README: the
  * bound is this plus REORDER_NS plus one poll, under 300 ms). */
