@@ -4,15 +4,31 @@
 # the live blocks, the calls that map memory), on programs that print their
 # own accounting: rss_known (a 64 MiB block of which 16 MiB touched, 32 MiB
 # mapped outside malloc), rss_frag frag (half the blocks of the main heap
-# freed among live ones) and rss_frag arenas (four threads' arenas, half
-# freed). Each part within 5% of the program's own figure; the parts add up
-# to the pagemap total exactly, and that to the kernel's RssAnon within 1%.
+# freed among live ones), rss_frag arenas (four threads' arenas, half
+# freed) and rss_merged (its own mmap merged by the kernel with malloc's
+# block, a munmap hole, madvise(MADV_DONTNEED) on part of a live block).
+# Each part against the program's own figure; the pagemap total against
+# the kernel's RssAnon within 1%, and against the program's own; the files'
+# private pages and the stack against the program's smaps.
 . "$(dirname "$0")/lib.sh"
 
 MiB=$((1 << 20))
 
+# smaps_while_held OUT PROGRAM ARG LINE: once PROGRAM ARG (run by memtrace
+# record in the background) printed LINE into OUT, its /proc/PID/smaps, as
+# it holds still, into OUT.smaps: the kernel's own counters to compare with.
+smaps_while_held() {
+	local pid
+	wait_for_line "$1" "$4" 20 || return 1
+	pid=$(pgrep -n -f "^$PROGS/$2 $3\$") || return 1
+	cat "/proc/$pid/smaps" >"$1.smaps"
+}
+
 # --- rss_known: untouched heap, and memory mapped outside malloc
-timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/k.mtrace" -- "$PROGS/rss_known" 1500 >"$TMP/k.out" 2>"$TMP/k.err"
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/k.mtrace" -- "$PROGS/rss_known" 1500 >"$TMP/k.out" 2>"$TMP/k.err" &
+rec=$!
+smaps_while_held "$TMP/k.out" rss_known 1500 "rss_known " || not_ok "rss_known: no smaps read while it held"
+wait "$rec"
 expect_status "rss_known: memtrace exit status" $? 0 "$TMP/k.err"
 report_json "$TMP/k.mtrace" "$TMP/k.json"
 expect_eq "rss_known: resident snapshots taken" "$(jqr "$TMP/k.json" '.rss.resident_snapshots >= 2')" true
@@ -28,7 +44,10 @@ expect_eq "rss_known: ... at main's mmap line" \
 	"$(jq -c '[.rss.reconciled_last.outside_sites[] | [.function, .line, .resident_bytes]]' "$TMP/k.json")" \
 	"[[\"main\",$mline,$((32 * MiB))]]"
 expect_eq "rss_known: no advice (the allocator holds nothing free)" "$(jqr "$TMP/k.json" '.rss.reconciled_last.advice')" null
-rss_adds_up rss_known "$TMP/k.json"
+rss_adds_up rss_known "$TMP/k.json" "$TMP/k.out.smaps"
+expect_within_pct "rss_known: pagemap's total against the program's own RssAnon" \
+	"$(jqr "$TMP/k.json" '.rss.reconciled_last.resident_anon_bytes')" \
+	"$(($(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/k.out") * 1024))" 2
 # pages first written, by the code that wrote them (one write fault in 16 sampled)
 tline=$(grep -n 'heap\[i\] = 1' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
 wline=$(grep -n 'map\[i\] = 1' "$TOP/tests/progs/rss_known.c" | cut -d: -f1)
@@ -119,6 +138,45 @@ expect_eq "arenas: thread stacks (four kept by glibc, and main's)" \
 	"$(jqr "$TMP/arenas.json" '.rss.reconciled_last.thread_stacks_bytes >= 5 * 4096')" true
 expect_eq "arenas: nothing counted outside the allocator (the stacks are not)" \
 	"$(jqr "$TMP/arenas.json" '.rss.reconciled_last.outside_resident_bytes')" 0
+
+# --- rss_merged: the kernel merged the program's own mmap with malloc's
+# block into one mapping, a munmap hole in it, madvise(MADV_DONTNEED) on part
+# of the live block; each line of the report against the program's truth
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/g.mtrace" -- "$PROGS/rss_merged" 1500 >"$TMP/g.out" 2>"$TMP/g.err" &
+rec=$!
+smaps_while_held "$TMP/g.out" rss_merged 1500 "rss_merged " || not_ok "rss_merged: no smaps read while it held"
+wait "$rec"
+expect_status "rss_merged: memtrace exit status" $? 0 "$TMP/g.err"
+truth() { sed -n "s/^rss_merged .*$1=\([0-9]*\).*/\1/p" "$TMP/g.out"; }
+expect_eq "rss_merged: the kernel merged its mapping with malloc's block (what this is about)" "$(truth merged)" 1
+report_json "$TMP/g.mtrace" "$TMP/g.json"
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/g.mtrace" >"$TMP/g.txt" 2>&1
+# a row of the text report, in bytes: its last-snapshot column (KiB, MiB, GiB to one decimal)
+row() {
+	grep -m1 "^ *$1  " "$TMP/g.txt" | sed "s/^ *$1  *//" | awk '{ m = $2 == "GiB" ? 2^30 : $2 == "MiB" ? 2^20 : $2 == "KiB" ? 1024 : 1; printf "%.0f\n", $1 * m }'
+}
+expect_eq "rss_merged: mapped by the program outside the allocator: its own mapping's 48 MiB" \
+	"$(jqr "$TMP/g.json" '.rss.reconciled_last.outside_resident_bytes')" "$(truth outside)"
+expect_within_pct "rss_merged: ... the text report's row" "$(row 'mapped by the program outside the allocator')" "$(truth outside)" 0.2
+expect_eq "rss_merged: ... at main's mmap line, as the map calls have it" \
+	"$(jq -c '[.rss.reconciled_last.outside_sites[] | [.function, .line, .resident_bytes]], .rss.maps.outside_bytes' "$TMP/g.json" | tr '\n' ' ')" \
+	"[[\"main\",$(grep -n 'own = mmap((void' "$TOP/tests/progs/rss_merged.c" | cut -d: -f1),$(truth outside)]] $(truth outside) "
+expect_within_pct "rss_merged: live heap on resident pages against the program's (the 32 MiB given back not among them)" \
+	"$(jqr "$TMP/g.json" '.rss.reconciled_last.heap_live_resident_bytes')" "$(truth live_resident)" 1
+expect_within_pct "rss_merged: ... the text report's row" "$(row 'live heap on resident pages')" "$(truth live_resident)" 0.2
+expect_eq "rss_merged: live heap not resident: the 32 MiB madvise(MADV_DONTNEED) gave back" \
+	"$(jqr "$TMP/g.json" '.rss.reconciled_last.heap_live_not_resident_bytes')" $((32 * MiB))
+expect_within_pct "rss_merged: held by the allocator, not live, against the chunks the program freed" \
+	"$(jqr "$TMP/g.json" '.rss.reconciled_last.allocator_free_resident_bytes')" "$(truth freed)" 5
+expect_within_pct "rss_merged: ... the text report's row" "$(row 'held by the allocator, not live (free, headers)')" "$(truth freed)" 5
+expect_within_pct "rss_merged: pagemap's total against the program's own RssAnon" \
+	"$(jqr "$TMP/g.json" '.rss.reconciled_last.resident_anon_bytes')" "$(($(truth anon_kb) * 1024))" 2
+rss_adds_up rss_merged "$TMP/g.json" "$TMP/g.out.smaps"
+if grep -q "advice:" "$TMP/g.txt"; then
+	not_ok "rss_merged: advice where the allocator holds $(truth freed) bytes free: $(grep 'advice:' "$TMP/g.txt")"
+else
+	ok "rss_merged: no advice (the allocator holds $(truth freed) bytes free, the 48 MiB are the program's)"
+fi
 
 # --- -p: the blocks from before the recording are unknown, so the
 # allocator's part is not split; the parts still add up

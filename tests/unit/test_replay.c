@@ -384,6 +384,74 @@ static void test_rss_reconcile(void **state)
 	analysis__free(a);
 }
 
+/* The kernel merges adjacent anonymous mappings into one; the
+ * reconciliation goes by the ranges the calls mapped. One mapping of the
+ * kernel's holds the program's mmap (with a munmap hole in it) and
+ * malloc's; another a range made before the trace, holding a live block,
+ * and the program's mmap; a third a range made before the trace and a
+ * MAP_STACK mmap. */
+static void test_rss_reconcile_merged(void **state)
+{
+	enum { P = 4096 };
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	static const uint64_t frames[] = { 0x401000 };
+	struct trace_stack st = { .id = 3, .nr = 1, .frames = frames };
+	struct trace_vma vm[] = {
+		{ .start = 0x10000000, .end = 0x10000000 + P, .kind = TRACE_VMA_ANON, .nruns = 1 },
+		{ .start = 0x10000000 + 2 * P, .end = 0x10000000 + 8 * P, .kind = TRACE_VMA_ANON, .nruns = 1 },
+		{ .start = 0x20000000, .end = 0x20000000 + 4 * P, .kind = TRACE_VMA_ANON, .nruns = 1 },
+		{ .start = 0x30000000, .end = 0x30000000 + 4 * P, .kind = TRACE_VMA_ANON, .nruns = 1 },
+	};
+	struct trace_page_run rn[] = {
+		{ .start = 0x10000000, .end = 0x10000000 + P },
+		{ .start = 0x10000000 + 2 * P, .end = 0x10000000 + 8 * P },
+		{ .start = 0x20000000, .end = 0x20000000 + 4 * P },
+		{ .start = 0x30000000, .end = 0x30000000 + 4 * P },
+	};
+	struct trace_resident res = { .ts = START + 50, .page_size = P, .nvmas = 4, .nruns = 4, .vmas = vm, .runs = rn };
+	const struct trace_map maps[] = {
+		/* the program's 4 pages, then malloc's 4 right above them */
+		{ .ts = START + 10, .tid = 7, .call = MT_MAP_MMAP, .stack_id = 3, .ret = 0x10000000, .a1 = 4 * P, .a2 = 3, .a3 = 0x22 },
+		{ .ts = START + 11, .tid = 7, .call = MT_MAP_MMAP, .flags = MT_MAP_IN_ALLOC, .ret = 0x10000000 + 4 * P,
+		  .a1 = 4 * P, .a2 = 3, .a3 = 0x22 },
+		{ .ts = START + 12, .tid = 7, .call = MT_MAP_MUNMAP, .a0 = 0x10000000 + P, .a1 = P },
+		/* the program's, above a range made before the trace */
+		{ .ts = START + 13, .tid = 7, .call = MT_MAP_MMAP, .stack_id = 3, .ret = 0x20000000 + 2 * P, .a1 = 2 * P,
+		  .a2 = 3, .a3 = 0x22 },
+		/* a thread's stack: MAP_STACK */
+		{ .ts = START + 14, .tid = 7, .call = MT_MAP_MMAP, .stack_id = 3, .ret = 0x30000000 + P, .a1 = 3 * P,
+		  .a2 = 3, .a3 = 0x20022 },
+	};
+	const struct analysis_reconcile *c;
+	struct analysis *a = analysis__new();
+	struct replay *r;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_stack(a, &st), 0);
+	for (size_t i = 0; i < sizeof(maps) / sizeof(maps[0]); i++)
+		assert_int_equal(replay__add_map(r, &maps[i]), 0);
+	ev(a, MT_EVENT_ALLOC, 7, 20, 0, 0x10000000 + 4 * P + 16, 2 * P, 0); /* in malloc's mapping */
+	ev(a, MT_EVENT_ALLOC, 7, 21, 0, 0x20000010, 100, 0);               /* in the range made before */
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	c = &analysis__trace(a)->rss.at_end;
+	assert_true(c->heap_known);
+	assert_int_equal(c->resident_anon, 15 * P);
+	assert_int_equal(c->outside_resident, 3 * P + 2 * P); /* the hole's page is gone */
+	assert_int_equal(c->heap_live_resident, 2 * P + 100);
+	assert_int_equal(c->allocator_free_resident, 4 * P + 2 * P - (2 * P + 100));
+	assert_int_equal(c->allocator_resident, 6 * P);
+	assert_int_equal(c->thread_stacks, 3 * P);
+	assert_int_equal(c->other, P);
+	assert_int_equal(c->file_private, 0);
+	assert_int_equal(c->nsites, 1);
+	assert_int_equal(c->sites[0].bytes, 5 * P);
+	assert_int_equal(analysis__trace(a)->rss.maps.outside_bytes, 3 * P + 2 * P + 3 * P);
+	analysis__free(a);
+}
+
 /* Which code is the allocator's own, by name (--rss=only). */
 static void test_allocator_frames(void **state)
 {
@@ -584,6 +652,7 @@ int main(void)
 		cmocka_unit_test(test_rss_samples),
 		cmocka_unit_test(test_rss_maps),
 		cmocka_unit_test(test_rss_reconcile),
+		cmocka_unit_test(test_rss_reconcile_merged),
 		cmocka_unit_test(test_allocator_frames),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),

@@ -439,6 +439,7 @@ int replay__add_rollup(struct replay *r, const struct trace_rollup *ro)
 }
 
 #define MAP_ANONYMOUS_FLAG 0x20 /* mmap's MAP_ANONYMOUS */
+#define MAP_STACK_FLAG 0x20000  /* mmap's MAP_STACK */
 
 static inline int stack__index(struct replay *r, uint32_t id, uint32_t *idx);
 /* LEN bytes of M's in (IN) or out of its side's total: the program's or
@@ -477,10 +478,10 @@ static int map_add(struct map_table *t, const struct analysis_mapping *m)
 }
 
 static int map_new(struct replay *r, struct map_table *t, uint64_t start, uint64_t len, uint32_t stack,
-		   const struct analysis_frame *site, uint64_t ts, bool allocator)
+		   const struct analysis_frame *site, uint64_t ts, bool allocator, bool stack_call)
 {
 	struct analysis_mapping m = {
-		.start = start, .len = len, .stack = stack, .site = site, .allocator = allocator,
+		.start = start, .len = len, .stack = stack, .site = site, .allocator = allocator, .stack_call = stack_call,
 		.time_ns = ts > r->start_mono_ns ? ts - r->start_mono_ns : 0,
 	};
 
@@ -554,6 +555,13 @@ bool replay_is_allocator_frame(const struct analysis_frame *f)
 }
 
 static int apply_map(struct replay *r, struct map_table *t, const struct trace_map *m, uint32_t stack, bool named);
+
+/* A mapping is the allocator's when it was made while an allocator call was
+ * open on the thread (IN_ALLOC) or by the allocator's own code (SITE). */
+static bool mapped_by_allocator(bool in_alloc, const struct analysis_frame *site)
+{
+	return in_alloc || replay_is_allocator_frame(site);
+}
 
 static bool same_site(const struct analysis_frame *a, const struct analysis_frame *b);
 
@@ -754,14 +762,14 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 		mp->calls[m->call]++;
 	if (named && stack && (f = replay__stack_frames(r, stack, &n)) && n)
 		site = &f[replay_site_frame(f, n)];
-	in_alloc = in_alloc || replay_is_allocator_frame(site);
+	in_alloc = mapped_by_allocator(in_alloc, site);
 	switch (m->call) {
 	case MT_MAP_MMAP:
 		if (!(m->a3 & MAP_ANONYMOUS_FLAG))
 			return 0; /* a file's mapping: its pages are the file's */
 		if ((err = unmap_range(t, m->ret, page_len(m->a1)))) /* MAP_FIXED over an older one */
 			return err;
-		return map_new(r, t, m->ret, page_len(m->a1), stack, site, m->ts, in_alloc);
+		return map_new(r, t, m->ret, page_len(m->a1), stack, site, m->ts, in_alloc, m->a3 & MAP_STACK_FLAG);
 	case MT_MAP_MUNMAP:
 		return unmap_range(t, m->a0, page_len(m->a1));
 	case MT_MAP_MREMAP:
@@ -773,7 +781,7 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 				if ((err = unmap_range(t, m->a0, page_len(m->a1))))
 					return err;
 				return map_new(r, t, m->ret, page_len(m->a2), moved.stack, moved.site, m->ts,
-					       moved.allocator);
+					       moved.allocator, moved.stack_call);
 			}
 		}
 		return 0; /* a mapping made before we watched */
@@ -1393,6 +1401,28 @@ static int reconcile_advice(struct replay *r, struct analysis_reconcile *out)
 	return err;
 }
 
+/* Who holds resident anonymous pages, in the reconciliation. */
+enum holder { HOLD_ALLOCATOR, HOLD_PROGRAM, HOLD_THREAD_STACK, HOLD_FILE, HOLD_OTHER };
+
+/* Whose the pages of group G not under a live block are, by the --rss rule
+ * of replay.h, SITE its mmap's site: the call that mapped the range
+ * decides (RG_MAPPED), the kernel's mapping only where no seen call did. */
+static enum holder range_holder(const struct resident_group *g, const struct analysis_frame *site)
+{
+	if (g->flags & RG_MAPPED) {
+		if (mapped_by_allocator(g->flags & RG_IN_ALLOC, site))
+			return HOLD_ALLOCATOR;
+		if ((g->flags & RG_STACK_CALL) || replay_is_thread_stack_frame(site))
+			return HOLD_THREAD_STACK;
+		return HOLD_PROGRAM;
+	}
+	if ((g->flags & RG_BLOCKS) || g->kind == TRACE_VMA_HEAP)
+		return HOLD_ALLOCATOR;
+	if (g->kind == TRACE_VMA_STACK || g->kind == TRACE_VMA_THREAD_STACK)
+		return HOLD_THREAD_STACK;
+	return g->kind == TRACE_VMA_FILE ? HOLD_FILE : HOLD_OTHER;
+}
+
 /* A resident snapshot added up (analysis_reconcile), its mappings named. */
 static int reconcile(struct replay *r, const struct resident_snapshot *s, struct analysis_reconcile *out,
 		     struct analysis_map_site **sites)
@@ -1423,30 +1453,30 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 	for (size_t i = 0; i < s->ngroups; i++) {
 		const struct resident_group *g = &s->groups[i];
 		const struct analysis_frame *site = NULL, *f;
+		uint64_t rest = g->resident - g->live;
 		size_t n;
 
-		if (g->flags & (RG_LIVE | RG_BLOCKS)) { /* the allocator's: blocks are there */
-			out->heap_live_resident += g->live;
-			out->allocator_free_resident += g->resident - g->live;
-			continue;
-		}
+		out->heap_live_resident += g->live;
 		if (g->stack && (f = replay__stack_frames(r, g->stack, &n)) && n)
 			site = &f[replay_site_frame(f, n)];
-		if (g->kind == TRACE_VMA_STACK || g->kind == TRACE_VMA_THREAD_STACK || replay_is_thread_stack_frame(site)) {
-			out->thread_stacks += g->resident;
-		} else if (g->flags & RG_MAPPED) {
-			if ((g->flags & RG_IN_ALLOC) || replay_is_allocator_frame(site)) {
-				out->allocator_free_resident += g->resident;
-			} else {
-				out->outside_resident += g->resident;
-				site_add(*sites, &out->nsites, site, g->resident);
-			}
-		} else if (g->kind == TRACE_VMA_HEAP) {
-			out->allocator_free_resident += g->resident;
-		} else if (g->kind == TRACE_VMA_FILE) {
-			out->file_private += g->resident;
-		} else {
-			out->other += g->resident;
+		switch (range_holder(g, site)) {
+		case HOLD_ALLOCATOR:
+			out->allocator_free_resident += rest;
+			break;
+		case HOLD_PROGRAM:
+			out->outside_resident += rest;
+			if (rest)
+				site_add(*sites, &out->nsites, site, rest);
+			break;
+		case HOLD_THREAD_STACK:
+			out->thread_stacks += rest;
+			break;
+		case HOLD_FILE:
+			out->file_private += rest;
+			break;
+		case HOLD_OTHER:
+			out->other += rest;
+			break;
 		}
 	}
 	out->allocator_resident = out->heap_live_resident + out->allocator_free_resident;

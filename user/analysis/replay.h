@@ -52,6 +52,14 @@
  *   thread when it was made (block.zone), and that entry counts it.
  * - FRAME marks from any thread number frames 0, 1, ... in file order.
  * - Thread names: the last THREAD_NAME mark or THREAD record of a tid wins.
+ * - --rss: a resident anonymous page under a live block is the allocator's;
+ *   any other is the holder's of the mmap the trace saw map its range (the
+ *   allocator's when an allocator call was open or its code made it, a
+ *   thread's stack for MAP_STACK or glibc's pthread, else the program's),
+ *   whatever mappings the kernel merged it into; a range no seen mmap made
+ *   goes by the kernel's mapping: the allocator's if the part of it between
+ *   seen mappings holds a live block or it is [heap], else a stack, a
+ *   file's, or the rest.
  * - Stack frames: an address resolves through the trace's symbols into one
  *   frame per inlined call; --alloc-fn GLOB makes the innermost frames of
  *   matching functions (and unnamed frames among or inside them) the
@@ -91,6 +99,7 @@ struct analysis_rollup {
 struct analysis_mapping {
 	uint64_t start, len;
 	bool allocator;   /* made in an allocator call, or by the allocator's code */
+	bool stack_call;  /* mmap'd with MAP_STACK: a thread's stack (glibc's pthread asks so) */
 	uint32_t stack;   /* stack index (replay__stack) of the mmap; 0: none */
 	uint64_t time_ns; /* when it was mapped, after the start */
 	const struct analysis_frame *site; /* its stack's site (replay_site_frame), named at finish; NULL: none */
@@ -146,8 +155,8 @@ struct analysis_maps {
 /* --rss: the target's resident anonymous memory at one moment, added up
  * from what each part was measured by: pagemap's present anonymous pages
  * (resident_anon; the parts below sum to it exactly), the live blocks laid
- * over them, the mappings the MAP records made, and the kernel's own kind
- * of each mapping. */
+ * over them, the ranges the MAP records mapped, and the kernel's own kind
+ * of a mapping where no seen call mapped the range (the --rss rule above). */
 struct analysis_reconcile {
 	bool seen;
 	uint64_t time_ns;                 /* after the start */

@@ -9,6 +9,7 @@
 struct piece {
 	uint64_t start, end, live;
 	uint32_t stack, kind, flags, vma;
+	size_t next_map; /* not in a seen mapping: the first of them past it (its stretch, with vma) */
 };
 
 static int by_start(const void *x, const void *y)
@@ -24,7 +25,7 @@ struct pieces {
 };
 
 static int piece_add(struct pieces *p, uint64_t start, uint64_t end, uint32_t kind, uint32_t vma,
-		     const struct analysis_mapping *m)
+		     const struct analysis_mapping *m, size_t next_map)
 {
 	if (p->n == p->cap) {
 		size_t cap = p->cap ? 2 * p->cap : 256;
@@ -36,9 +37,9 @@ static int piece_add(struct pieces *p, uint64_t start, uint64_t end, uint32_t ki
 		p->cap = cap;
 	}
 	p->v[p->n++] = (struct piece){
-		.start = start, .end = end, .kind = kind, .vma = vma,
+		.start = start, .end = end, .kind = kind, .vma = vma, .next_map = m ? 0 : next_map,
 		.stack = m ? m->stack : 0,
-		.flags = m ? RG_MAPPED | (m->allocator ? RG_IN_ALLOC : 0) : 0,
+		.flags = m ? RG_MAPPED | (m->allocator ? RG_IN_ALLOC : 0) | (m->stack_call ? RG_STACK_CALL : 0) : 0,
 	};
 	return 0;
 }
@@ -79,7 +80,7 @@ static int cut_runs(struct pieces *p, const struct trace_resident *res, const st
 					next = m && m->start < end ? m->start : end;
 					m = NULL;
 				}
-				if (piece_add(p, cur, next, kind, v, m))
+				if (piece_add(p, cur, next, kind, v, m, j))
 					return -ENOMEM;
 				cur = next;
 			}
@@ -88,30 +89,51 @@ static int cut_runs(struct pieces *p, const struct trace_resident *res, const st
 	return 0;
 }
 
-/* The live blocks' bytes over the pieces (sorted, disjoint), and which of
- * RES's mappings hold one (HOLDS, one per mapping). */
-static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const struct live_table *live,
-		       const struct trace_resident *res, bool *holds)
+/* The part of the kernel's mapping VMA that no seen mapping covers, up to
+ * the seen mapping NEXT_MAP (of the sorted ones): what is known of a range
+ * no call the trace saw mapped. Never 0 (a u64map key). */
+static uint64_t stretch_key(uint32_t vma, size_t next_map)
+{
+	return ((uint64_t)next_map << 32 | vma) + 1;
+}
+
+/* The live blocks' bytes over the pieces (sorted, disjoint), and which
+ * stretches outside the seen mappings SORTED (N) hold one (STRETCHES). */
+static int lay_blocks(struct resident_snapshot *s, struct pieces *p, const struct live_table *live,
+		      const struct trace_resident *res, const struct analysis_mapping *sorted, size_t n,
+		      struct u64map *stretches)
 {
 	for (size_t i = 0; i <= live->mask; i++) {
 		const struct live_entry *e = &live->slots[i];
 		uint64_t start, end, on = 0;
-		size_t lo = 0, hi = p->n;
+		size_t lo = 0, hi = p->n, mlo = 0, mhi = n;
+		bool existed;
 
 		if (!e->ptr || live_entry__is_freed(e) || !e->size)
 			continue;
 		start = e->ptr;
 		end = start + e->size < start ? UINT64_MAX : start + e->size;
 		s->heap_live += e->size;
-		for (size_t vlo = 0, vhi = res->nvmas; vlo < vhi;) { /* the mapping holding START */
-			size_t mid = (vlo + vhi) / 2;
+		while (mlo < mhi) { /* the first seen mapping that starts after START */
+			size_t mid = (mlo + mhi) / 2;
 
-			if (res->vmas[mid].end <= start) {
-				vlo = mid + 1;
-			} else {
-				if (res->vmas[mid].start <= start)
-					holds[mid] = true;
-				vhi = mid;
+			if (sorted[mid].start <= start)
+				mlo = mid + 1;
+			else
+				mhi = mid;
+		}
+		if (!mlo || sorted[mlo - 1].start + sorted[mlo - 1].len <= start) { /* in no seen mapping */
+			for (size_t vlo = 0, vhi = res->nvmas; vlo < vhi;) { /* the kernel's mapping holding START */
+				size_t mid = (vlo + vhi) / 2;
+
+				if (res->vmas[mid].end <= start) {
+					vlo = mid + 1;
+				} else {
+					if (res->vmas[mid].start <= start &&
+					    !u64map__insert(stretches, stretch_key((uint32_t)mid, mlo), &existed))
+						return -ENOMEM;
+					vhi = mid;
+				}
 			}
 		}
 		while (lo < hi) { /* the first piece that ends after START */
@@ -133,16 +155,18 @@ static void lay_blocks(struct resident_snapshot *s, struct pieces *p, const stru
 			s->by_stack[e->stack] += on;
 		s->heap_live_not_resident += e->size - on;
 	}
+	return 0;
 }
 
-static int group_pieces(struct resident_snapshot *s, const struct pieces *p, const bool *holds)
+static int group_pieces(struct resident_snapshot *s, const struct pieces *p, const struct u64map *stretches)
 {
 	struct u64map idx = { 0 };
 	int err = 0;
 
 	for (size_t i = 0; i < p->n && !err; i++) {
 		const struct piece *q = &p->v[i];
-		uint32_t flags = q->flags | (q->live ? RG_LIVE : 0) | (holds && holds[q->vma] ? RG_BLOCKS : 0);
+		bool blocks = !(q->flags & RG_MAPPED) && u64map__get(stretches, stretch_key(q->vma, q->next_map));
+		uint32_t flags = q->flags | (q->live ? RG_LIVE : 0) | (blocks ? RG_BLOCKS : 0);
 		uint64_t key = ((uint64_t)q->stack << 16 | q->kind << 8 | flags) + 1;
 		struct u64map_entry *e;
 		bool existed;
@@ -180,7 +204,7 @@ int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resi
 			    bool heap_known, size_t nstacks)
 {
 	struct analysis_mapping *sorted = n ? malloc(n * sizeof(*sorted)) : NULL;
-	bool *holds = live && res->nvmas ? calloc(res->nvmas, sizeof(*holds)) : NULL;
+	struct u64map stretches = { 0 };
 	struct pieces p = { 0 };
 	int err;
 
@@ -194,7 +218,6 @@ int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resi
 
 		if (!v) {
 			free(sorted);
-			free(holds);
 			return -ENOMEM;
 		}
 		s->by_stack = v;
@@ -204,22 +227,19 @@ int resident_snapshot__take(struct resident_snapshot *s, const struct trace_resi
 		s->nby_stack = nstacks;
 		memset(s->by_stack, 0, nstacks * sizeof(*s->by_stack));
 	}
-	if ((n && !sorted) || (live && res->nvmas && !holds)) {
-		free(sorted);
-		free(holds);
+	if (n && !sorted)
 		return -ENOMEM;
-	}
 	if (n) {
 		memcpy(sorted, maps, n * sizeof(*sorted));
 		qsort(sorted, n, sizeof(*sorted), by_start);
 	}
 	err = cut_runs(&p, res, sorted, n);
 	if (!err && live)
-		lay_blocks(s, &p, live, res, holds);
+		err = lay_blocks(s, &p, live, res, sorted, n, &stretches);
 	if (!err)
-		err = group_pieces(s, &p, holds);
+		err = group_pieces(s, &p, &stretches);
+	u64map__free(&stretches);
 	free(sorted);
-	free(holds);
 	free(p.v);
 	if (err)
 		s->ngroups = 0;

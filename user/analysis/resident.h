@@ -2,9 +2,11 @@
 /*
  * --rss: a resident snapshot (which anonymous pages were present, by
  * pagemap) laid over the mappings the MAP records made and the live blocks
- * of the same moment. It splits the resident pages by what holds them and
- * keeps the sums per group; replay.c names the groups at the end and adds
- * them up (analysis_reconcile). Pure: no file, no output.
+ * of the same moment. It splits the resident pages by the call that mapped
+ * their range (cut where those mappings begin and end, not where the
+ * kernel's merged mappings do) and keeps the sums per group; replay.c
+ * names the groups at the end and says whose each is (analysis_reconcile).
+ * Pure: no file, no output.
  */
 #ifndef MEMTRACE_RESIDENT_H
 #define MEMTRACE_RESIDENT_H
@@ -13,10 +15,11 @@
 #include "replay.h"
 #include "u64map.h"
 
-#define RG_MAPPED 0x1   /* in a mapping an mmap the trace saw made */
-#define RG_IN_ALLOC 0x2 /* that mmap came while an allocator call was open */
-#define RG_LIVE 0x4     /* pages under live blocks (the allocator's, whatever else) */
-#define RG_BLOCKS 0x8   /* in a mapping of the kernel's that holds a live block: the allocator's */
+#define RG_MAPPED 0x1     /* in a mapping an mmap the trace saw made */
+#define RG_IN_ALLOC 0x2   /* that mmap came while an allocator call was open */
+#define RG_LIVE 0x4       /* pages under live blocks (the allocator's, whatever else) */
+#define RG_BLOCKS 0x8     /* not RG_MAPPED: the part of the kernel's mapping between seen ones holds a live block */
+#define RG_STACK_CALL 0x10 /* that mmap asked for a stack (MAP_STACK) */
 
 /* Resident pages of one kind of holder. */
 struct resident_group {
