@@ -16,7 +16,8 @@ if [ -z "$RUSTC" ]; then
 fi
 cd "$TMP" || exit 1
 "$RUSTC" -C opt-level=3 -C debuginfo=1 -C force-frame-pointers=no -o rsalloc "$TOP/tests/progs/rust/rsalloc.rs" 2>rustc.err
-expect_eq "rsalloc builds with $("$RUSTC" --version | cut -d' ' -f1-2)" $? 0
+rc=$? # before the description's own command substitution sets $?
+expect_status "rsalloc builds with $("$RUSTC" --version | cut -d' ' -f1-2)" $rc 0 rustc.err
 record_cmd rs.mtrace ./rsalloc
 expect_eq "record -- rsalloc: exit status" $? 0
 expect_eq "rsalloc's output" "$(cat "$TMP/out")" "rsalloc: 1045 64"
