@@ -1,12 +1,14 @@
 #!/bin/sh
 # Run every test tier and end with one line: "N passed, N failed, N skipped".
-# Each test speaks TAP on stdout ("ok ..." / "not ok ...", "ok - # SKIP why"
-# for a check this host cannot make, and a plan "1..N"); cmocka is asked to
-# as well. What a test prints on stderr is shown, never counted. A test
-# program fails as a whole when it dies without saying "not ok", when it
-# prints no plan (it stopped before its end), or when its plan does not
-# match the checks it printed. A tier that cannot run (the end-to-end tier
-# without root) is a failure, not a silent skip.
+# Each test speaks TAP on stdout ("ok ..." / "not ok ...", a "# SKIP why"
+# directive on either for a check this host cannot make, and a plan "1..N");
+# cmocka is asked to as well (its skip() prints "not ok N # SKIP name": a
+# skip, not a failure). What a test prints on stderr is shown, never
+# counted. A test program fails as a whole when it dies without saying
+# "not ok", when it prints no plan (it stopped before its end), or when its
+# plan does not match the checks it printed. A tier that cannot run (the
+# end-to-end tier without root, a unit test of tests/unit not built) is a
+# failure, not a silent skip.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 export MEMTRACE="$build/memtrace" PROGS="$build/progs" TOP="$top" BUILD="$build"
@@ -25,9 +27,11 @@ run_one() { # name, command...
 	rc=$?
 	cat "$log"
 	sed 's/^/# stderr: /' "$err"
-	s=$(grep -c '^ok .*# [Ss][Kk][Ii][Pp]' "$log")
-	p=$(($(grep -c '^ok' "$log") - s))
-	f=$(grep -c '^not ok' "$log")
+	skip='^\(not \)\{0,1\}ok[^#]*# *[Ss][Kk][Ii][Pp]'
+	s=$(grep -c "$skip" "$log")
+	p=$(grep '^ok' "$log" | grep -vc "$skip")
+	f=$(grep '^not ok' "$log" | grep -vc "$skip")
+	made=$((p + s + f))
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "not ok - $name exited with status $rc"
@@ -36,8 +40,8 @@ run_one() { # name, command...
 	if [ -z "$plan" ]; then
 		echo "not ok - $name printed no plan (1..N): it stopped before its end"
 		f=$((f + 1))
-	elif [ "$plan" != $((p + s + $(grep -c '^not ok' "$log"))) ]; then
-		echo "not ok - $name planned $plan checks and made $((p + s + $(grep -c '^not ok' "$log")))"
+	elif [ "$plan" != "$made" ]; then
+		echo "not ok - $name planned $plan checks and made $made"
 		f=$((f + 1))
 	fi
 	passed=$((passed + p))
@@ -45,8 +49,16 @@ run_one() { # name, command...
 	skipped=$((skipped + s))
 }
 
-for t in "$build"/tests/test_*; do
-	[ -x "$t" ] && run_one "unit: $(basename "$t")" "$t"
+# the unit tier: one program per tests/unit/test_*.c, each built (make unit)
+for src in "$top"/tests/unit/test_*.c; do
+	[ -f "$src" ] || continue
+	t=$build/tests/$(basename "$src" .c)
+	if [ -x "$t" ]; then
+		run_one "unit: $(basename "$t")" "$t"
+	else
+		echo "not ok - unit: $(basename "$t") is not built in $build/tests (make unit)"
+		failed=$((failed + 1))
+	fi
 done
 for t in "$top"/tests/golden/*.sh "$top"/tests/e2e/*.sh; do
 	[ -f "$t" ] || continue
