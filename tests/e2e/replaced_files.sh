@@ -22,21 +22,27 @@ cleanup() {
 trap cleanup EXIT
 
 # attach_and_run NAME TRACE PID JOB: record -p PID until it exits; release it
-# with SIGUSR1 once memtrace says it attached.
+# with SIGUSR1 once memtrace says it attached. Each run has its own stderr
+# file, empty before memtrace starts: the background job's 2> truncates it
+# only when that child runs, and a file shared with the case before still
+# held its "attached" line for the first look (the target was released
+# before memtrace attached, ran to its end, and record -p exited 1 with no
+# trace, about 1 run in 200).
 attach_and_run() {
-	local name=$1 trace=$2 pid=$3 job=$4 rec
-	timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$trace" -p "$pid" 2>"$TMP/err" &
+	local name=$1 trace=$2 pid=$3 job=$4 err=$2.err rec
+	: >"$err"
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$trace" -p "$pid" 2>"$err" &
 	rec=$!
-	if wait_for_line "$TMP/err" "memtrace: attached" 10; then
+	if wait_for_line "$err" "memtrace: attached" 10; then
 		ok "$name: attached"
 	else
-		not_ok "$name: memtrace did not attach: $(head -c 300 "$TMP/err" | tr '\n' '|')"
+		not_ok "$name: memtrace did not attach: $(head -c 300 "$err" | tr '\n' '|')"
 	fi
 	kill -USR1 "$pid" 2>/dev/null
 	wait "$job"
-	expect_eq "$name: target exit status" "$?" 0
+	expect_status "$name: target exit status" "$?" 0 "$TMP/target.err"
 	wait "$rec"
-	expect_eq "$name: memtrace exit status" "$?" 0
+	expect_status "$name: memtrace exit status" "$?" 0 "$err" || sed 's/^/#   /' "$err"
 	target_pid=""
 }
 
