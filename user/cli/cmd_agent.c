@@ -23,11 +23,13 @@
 #include "protobuf.h"
 #include "record.h"
 #include "replay.h"
+#include "arena.h"
 #include "u64map.h"
 #include "util.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -43,6 +45,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -51,6 +54,15 @@
 #define AGENT_DEFAULT_PORT 6071
 #define AGENT_DEFAULT_BUDGET 1.0
 #define AGENT_MAX_DELTA_S 600
+/* HTTP: 64 connections, at most 16 from one address, each given 5 s to
+ * send a request's headers (on_connection says why) and cut after 10 s
+ * without a byte either way */
+#define AGENT_HTTP_MAX_CONN 64
+#define AGENT_HTTP_PER_IP 16
+#define AGENT_HTTP_TRACKED (AGENT_HTTP_MAX_CONN + 8)
+#define AGENT_HEADERS_S 5
+#define AGENT_HTTP_IDLE_S 10
+#define AGENT_MAX_DELTAS 4 /* ?seconds= profiles pending at once (a thread each); 503 past them */
 #define AGENT_SCAN_US 200000                   /* --comm, --exe, --cgroup: /proc scanned this often */
 #define AGENT_KEEP_ENDED_NS (60 * 1000000000ull) /* an ended matched target's figures stay this long */
 /* Stacks kept per target: the agent's memory stays bounded over hours. A
@@ -90,6 +102,13 @@ struct refused {
 
 struct agent;
 
+/* An HTTP connection and the deadline on its next request's headers. */
+struct http_conn {
+	int fd;         /* a dup of its socket; 0: a free entry */
+	uint64_t since; /* CLOCK_MONOTONIC: started, or its last reply sent */
+	bool busy;      /* a request is being served (or it was cut already) */
+};
+
 struct agent_target {
 	struct agent *agent;
 	bool in_use;      /* the slot holds a target (agent.slots_lock) */
@@ -113,6 +132,12 @@ struct agent {
 	size_t ntargets;                /* slots ever used: the loops' bound */
 	pthread_rwlock_t slots_lock;    /* in_use and pid of the slots: written by the main thread only */
 	volatile int stopping;          /* the recordings stop at their next tick */
+	/* ?seconds=N profiles wait on WAKE: a stop ends them at once, with
+	 * what they have (a stop waits for every HTTP thread: systemd's
+	 * SIGKILL would come before a 600 s wait ended, and skip the cleanup) */
+	pthread_mutex_t wait_lock;
+	pthread_cond_t wake;            /* CLOCK_MONOTONIC */
+	unsigned ndeltas;               /* ?seconds= profiles pending (wait_lock) */
 	struct record_opts o;           /* each recording's options but its pid */
 	uint64_t keep_ended_ns;         /* an ended matched target's figures stay this long */
 	size_t max_stacks;              /* stacks kept per target; past them new ones fold into one */
@@ -128,7 +153,38 @@ struct agent {
 					 * /report's last files; removed at exit. "": none */
 	struct refused refused[AGENT_MAX_REFUSED]; /* the main thread's only */
 	size_t nrefused;
+	bool show_cmdline;              /* --show-cmdline: serve the targets' command lines */
+	struct http_conn conns[AGENT_HTTP_TRACKED]; /* the open connections' deadlines (conns_lock) */
+	pthread_mutex_t conns_lock;
 };
+
+/* INT, TERM and HUP from the agent's first instruction on: before any
+ * target attached nothing else handles them, and their default action
+ * killed the agent with its /dev/shm directory left behind. record_run
+ * installs its own INT and TERM handler with each recording; either
+ * handler's flag stops the agent (agent_stop_requested). */
+static volatile sig_atomic_t agent_signal;
+
+static void agent_on_signal(int sig)
+{
+	agent_signal = sig;
+}
+
+static void agent_signals_install(void)
+{
+	struct sigaction sa = { .sa_handler = agent_on_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN); /* a client gone mid-reply is an error, not an end */
+}
+
+static bool agent_stop_requested(const struct agent *a)
+{
+	return agent_signal || record_stop_requested() || a->stopping;
+}
 
 static void agent_usage(FILE *f)
 {
@@ -561,31 +617,203 @@ static int delta_row(void *ctx, int pid, struct live_row *row)
 	return !f->allocations && !f->allocated_bytes && !f->leaked_allocations && !f->leaked_bytes;
 }
 
+/* ?seconds=N: at most AGENT_MAX_DELTAS wait at once (a thread each); 0,
+ * or -EBUSY past them. */
+static int delta_enter(struct agent *a)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&a->wait_lock);
+	if (a->ndeltas >= AGENT_MAX_DELTAS)
+		err = -EBUSY;
+	else
+		a->ndeltas++;
+	pthread_mutex_unlock(&a->wait_lock);
+	return err;
+}
+
+static void delta_leave(struct agent *a)
+{
+	pthread_mutex_lock(&a->wait_lock);
+	a->ndeltas--;
+	pthread_mutex_unlock(&a->wait_lock);
+}
+
+/* Wait SECONDS from T0 (CLOCK_MONOTONIC), or less if the agent stops; the
+ * ns waited. The flags are looked at every 100 ms as well as on a wake: a
+ * signal is seen here even before the main thread has passed it on. */
+static uint64_t delta_wait(struct agent *a, uint64_t t0, uint64_t seconds)
+{
+	uint64_t end = t0 + seconds * 1000000000ull, now;
+
+	pthread_mutex_lock(&a->wait_lock);
+	while (!agent_stop_requested(a) && (now = now_ns(CLOCK_MONOTONIC)) < end) {
+		uint64_t until = now + 100000000ull < end ? now + 100000000ull : end;
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ull), .tv_nsec = (long)(until % 1000000000ull) };
+
+		pthread_cond_timedwait(&a->wake, &a->wait_lock, &ts);
+	}
+	pthread_mutex_unlock(&a->wait_lock);
+	now = now_ns(CLOCK_MONOTONIC);
+	return now < end ? now - t0 : seconds * 1000000000ull;
+}
+
+static enum MHD_Result serve_pprof_copied(struct agent *a, struct MHD_Connection *c, bool allocs, int pid,
+					  uint64_t seconds);
+
 /* /debug/pprof/heap and /debug/pprof/allocs: every target (or ?pid's) as
- * one profile, each target's lock held while its rows are encoded. */
+ * one profile. */
 static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bool allocs)
 {
-	struct export_pprof_part parts[AGENT_MAX_TARGETS];
-	struct agent_target *locked[AGENT_MAX_TARGETS];
-	struct trace_module *mods[AGENT_MAX_TARGETS] = { 0 };
-	const struct analysis_trace *trace = NULL;
-	struct pb_buf pb = { 0 };
-	size_t nparts = 0, nlocked = 0, zn = 0;
-	uint64_t now = now_ns(CLOCK_MONOTONIC), duration = 0;
-	void *z = NULL;
-	bool bad;
-	int pid = query_pid(c, &bad), err = 0;
 	const char *secs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds");
-	struct delta_base base = { 0 };
 	uint64_t seconds = 0;
+	enum MHD_Result ret;
+	bool bad;
+	int pid = query_pid(c, &bad);
 
 	if (bad)
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad pid: give ?pid= a process id the agent records\n");
 	if (secs && (parse_u64(secs, &seconds) || !seconds || seconds > AGENT_MAX_DELTA_S))
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "bad seconds: give ?seconds= from 1 to 600\n");
+	if (seconds && delta_enter(a))
+		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "too many ?seconds= profiles pending: try again when "
+								   "one has ended\n");
+	ret = serve_pprof_copied(a, c, allocs, pid, seconds);
+	if (seconds)
+		delta_leave(a);
+	return ret;
+}
+
+/* One target's rows, modules and names copied under its lock, so that a
+ * profile is encoded with no lock held: the recording thread feeds its
+ * engine under that lock, and while it waits its rings fill (drops). */
+struct part_copy {
+	struct arena mem;   /* the rows' frames and strings, the modules' paths */
+	struct u64map seen; /* an address in the engine (string, frames) -> its copy */
+	struct live_row *rows;
+	size_t nrows, cap;
+	struct trace_module *mods;
+	size_t nmods;
+	struct analysis_trace trace; /* its numbers; its strings the copy's */
+	char comm[64];
+	int pid;
+	int err;
+};
+
+/* A copy of what P points at (N bytes, a string if N is 0), once per address. */
+static const void *part_copy__dup(struct part_copy *pc, const void *p, size_t n)
+{
+	struct u64map_entry *e;
+	bool existed;
+	void *d;
+
+	if (!p || pc->err)
+		return NULL;
+	e = u64map__insert(&pc->seen, (uint64_t)(uintptr_t)p, &existed);
+	if (!e) {
+		pc->err = -ENOMEM;
+		return NULL;
+	}
+	if (existed)
+		return (const void *)(uintptr_t)e->val;
+	n = n ? n : strlen(p) + 1;
+	d = arena__alloc(&pc->mem, n);
+	if (!d) {
+		pc->err = -ENOMEM;
+		u64map__remove(&pc->seen, e);
+		return NULL;
+	}
+	memcpy(d, p, n);
+	e->val = (uint64_t)(uintptr_t)d;
+	return d;
+}
+
+static int part_copy__row(void *ctx, const struct live_row *row)
+{
+	struct part_copy *pc = ctx;
+	struct live_row *r;
+	struct analysis_frame *f;
+
+	if (pc->nrows == pc->cap) {
+		size_t cap = pc->cap ? 2 * pc->cap : 256;
+		struct live_row *v = realloc(pc->rows, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		pc->rows = v;
+		pc->cap = cap;
+	}
+	r = &pc->rows[pc->nrows++];
+	*r = *row;
+	r->thread_name = part_copy__dup(pc, row->thread_name, 0);
+	r->zone = part_copy__dup(pc, row->zone, 0);
+	if (row->stack.nframes) {
+		struct u64map_entry *e = u64map__get(&pc->seen, (uint64_t)(uintptr_t)row->stack.frames);
+
+		/* a stack's frames are shared by its rows (threads, zones): copied once */
+		f = e ? (struct analysis_frame *)(uintptr_t)e->val :
+			(struct analysis_frame *)part_copy__dup(pc, row->stack.frames, row->stack.nframes * sizeof(*f));
+		for (size_t i = 0; !e && f && i < row->stack.nframes; i++) {
+			f[i].function = part_copy__dup(pc, f[i].function, 0);
+			f[i].file = part_copy__dup(pc, f[i].file, 0);
+			f[i].module = part_copy__dup(pc, f[i].module, 0);
+		}
+		r->stack.frames = f;
+	}
+	return pc->err;
+}
+
+/* T's figures into PC (under T's lock); 0 or -ENOMEM. */
+static int part_copy__take(struct part_copy *pc, struct agent_target *t, bool show_cmdline)
+{
+	int err;
+
+	pc->pid = t->pid;
+	snprintf(pc->comm, sizeof(pc->comm), "%s", t->comm);
+	pc->trace = *replay__trace(t->feed.r);
+	pc->trace.comm = pc->comm;
+	/* the command line only when the operator chose to serve it
+	 * (--show-cmdline): it bypasses /proc's hidepid for any local user */
+	pc->trace.command = show_cmdline ? part_copy__dup(pc, pc->trace.command, 0) : NULL;
+	pc->trace.problem = pc->trace.stop_reason = NULL;
+	pc->nmods = replay__nmodules(t->feed.r);
+	pc->mods = calloc(pc->nmods ? pc->nmods : 1, sizeof(*pc->mods));
+	if (!pc->mods)
+		return -ENOMEM;
+	for (size_t k = 0; k < pc->nmods; k++) {
+		replay__module(t->feed.r, k, &pc->mods[k]);
+		pc->mods[k].path = part_copy__dup(pc, pc->mods[k].path, 0);
+	}
+	err = live_sites__for_each(t->feed.live, part_copy__row, pc);
+	return err ? err : pc->err;
+}
+
+static void part_copy__free(struct part_copy *pc)
+{
+	arena__free(&pc->mem);
+	u64map__free(&pc->seen);
+	free(pc->rows);
+	free(pc->mods);
+}
+
+static enum MHD_Result serve_pprof_copied(struct agent *a, struct MHD_Connection *c, bool allocs, int pid,
+					  uint64_t seconds)
+{
+	struct export_pprof_part parts[AGENT_MAX_TARGETS];
+	struct part_copy *copies = calloc(AGENT_MAX_TARGETS, sizeof(*copies));
+	struct pb_buf pb = { 0 };
+	size_t nparts = 0, zn = 0;
+	uint64_t now = now_ns(CLOCK_MONOTONIC), duration = 0, waited = 0;
+	void *z = NULL;
+	int err = copies ? 0 : -ENOMEM;
+	struct delta_base base = { 0 };
+
+	if (!copies)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
 	pthread_rwlock_rdlock(&a->slots_lock);
 	if (pid > 0 && !target_of(a, pid)) {
 		pthread_rwlock_unlock(&a->slots_lock);
+		free(copies);
 		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such target: see / for the processes recorded\n");
 	}
 	if (seconds) { /* the base now, the profile in SECONDS: this connection's thread waits */
@@ -602,54 +830,47 @@ static enum MHD_Result serve_pprof(struct agent *a, struct MHD_Connection *c, bo
 			pthread_mutex_unlock(&t->lock);
 		}
 		pthread_rwlock_unlock(&a->slots_lock); /* new targets may come meanwhile */
-		if (!err)
-			sleep((unsigned int)seconds);
+		waited = err ? 0 : delta_wait(a, now, seconds);
 		now = now_ns(CLOCK_MONOTONIC);
 		pthread_rwlock_rdlock(&a->slots_lock);
 	}
+	/* each target's figures copied under its own lock, one at a time */
 	for (size_t i = 0; i < a->ntargets && !err; i++) {
 		struct agent_target *t = &a->targets[i];
-		size_t nm = 0;
+		struct part_copy *pc = &copies[nparts];
 
 		if (!t->in_use || (pid > 0 && t->pid != pid))
 			continue;
 		pthread_mutex_lock(&t->lock);
-		locked[nlocked++] = t;
-		if (!t->attached || !t->feed.r)
-			continue;
-		nm = replay__nmodules(t->feed.r);
-		mods[nparts] = calloc(nm ? nm : 1, sizeof(*mods[nparts]));
-		if (!mods[nparts]) {
-			err = -ENOMEM;
-			break;
+		if (t->attached && t->feed.r) {
+			err = part_copy__take(pc, t, a->show_cmdline);
+			if (now - t->start_ns > duration)
+				duration = now - t->start_ns;
+			nparts++;
 		}
-		for (size_t k = 0; k < nm; k++)
-			replay__module(t->feed.r, k, &mods[nparts][k]);
-		parts[nparts] = (struct export_pprof_part){ .live = t->feed.live, .modules = mods[nparts], .nmodules = nm,
-							   .pid = t->pid, .comm = t->comm };
-		trace = replay__trace(t->feed.r);
-		if (now - t->start_ns > duration)
-			duration = now - t->start_ns;
-		if (seconds)
-			duration = seconds * 1000000000ull;
-		nparts++;
+		pthread_mutex_unlock(&t->lock);
 	}
+	pthread_rwlock_unlock(&a->slots_lock);
+	if (seconds) /* shorter when a stop cut the wait */
+		duration = waited;
 	if (!err && !nparts)
 		err = -EAGAIN;
 	if (!err) {
+		for (size_t i = 0; i < nparts; i++)
+			parts[i] = (struct export_pprof_part){ .rows = copies[i].rows, .nrows = copies[i].nrows,
+							       .modules = copies[i].mods, .nmodules = copies[i].nmods,
+							       .pid = copies[i].pid, .comm = copies[i].comm };
 		struct export_pprof_input in = {
-			.parts = parts, .nparts = nparts, .trace = trace, .duration_ns = duration,
+			.parts = parts, .nparts = nparts, .trace = &copies[nparts - 1].trace, .duration_ns = duration,
 			.default_type = allocs ? "alloc_space" : "inuse_space",
 			.adjust = seconds ? delta_row : NULL, .adjust_ctx = &base,
 		};
 
 		err = export_pprof__encode(&in, &pb);
 	}
-	while (nlocked)
-		pthread_mutex_unlock(&locked[--nlocked]->lock);
-	pthread_rwlock_unlock(&a->slots_lock);
 	for (size_t i = 0; i < AGENT_MAX_TARGETS; i++)
-		free(mods[i]);
+		part_copy__free(&copies[i]);
+	free(copies);
 	if (!err)
 		err = gzip_buf(pb.data, pb.len, &z, &zn);
 	pb_buf__free(&pb);
@@ -933,6 +1154,79 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 	return ret;
 }
 
+/* ---- HTTP connections: a deadline on each request's headers ----
+ *
+ * libmicrohttpd's connection timeout is an idle timeout: a client sending
+ * a byte of its headers every few seconds holds its connection (and, with
+ * a thread per connection, a thread) for good, and 64 of them held every
+ * connection the agent takes. So each connection must send a request's
+ * headers within AGENT_HEADERS_S of its start or of its last reply; past
+ * that the main thread shuts its socket down. A request being served has
+ * no deadline (?seconds=600 is a request that long). The socket is dup'ed
+ * when the connection starts, so a shutdown can never reach a descriptor
+ * number that libmicrohttpd closed and another open reused. */
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode code)
+{
+	struct agent *a = cls;
+	struct http_conn *hc = *socket_context;
+
+	pthread_mutex_lock(&a->conns_lock);
+	if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+		const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+		for (size_t i = 0; info && i < AGENT_HTTP_TRACKED && !*socket_context; i++) {
+			hc = &a->conns[i];
+			if (hc->fd > 0)
+				continue;
+			hc->fd = fcntl(info->connect_fd, F_DUPFD_CLOEXEC, 3);
+			hc->since = now_ns(CLOCK_MONOTONIC);
+			hc->busy = false;
+			if (hc->fd > 0)
+				*socket_context = hc;
+		}
+	} else if (hc) { /* closed */
+		close(hc->fd);
+		hc->fd = 0;
+		*socket_context = NULL;
+	}
+	pthread_mutex_unlock(&a->conns_lock);
+}
+
+/* C is being served (BUSY), or waits for its next request from NOW. */
+static void http_conn_mark(struct agent *a, struct MHD_Connection *c, bool busy, uint64_t now)
+{
+	const union MHD_ConnectionInfo *info = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	struct http_conn *hc = info ? info->socket_context : NULL;
+
+	if (!hc)
+		return;
+	pthread_mutex_lock(&a->conns_lock);
+	hc->busy = busy;
+	hc->since = now;
+	pthread_mutex_unlock(&a->conns_lock);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *c, void **state, enum MHD_RequestTerminationCode code)
+{
+	http_conn_mark(cls, c, false, now_ns(CLOCK_MONOTONIC));
+}
+
+/* The main thread, every scan: connections past their deadline cut. */
+static void http_conns_sweep(struct agent *a, uint64_t now)
+{
+	pthread_mutex_lock(&a->conns_lock);
+	for (size_t i = 0; i < AGENT_HTTP_TRACKED; i++) {
+		struct http_conn *hc = &a->conns[i];
+
+		if (hc->fd > 0 && !hc->busy && now - hc->since > AGENT_HEADERS_S * 1000000000ull) {
+			shutdown(hc->fd, SHUT_RDWR);
+			hc->busy = true; /* once */
+		}
+	}
+	pthread_mutex_unlock(&a->conns_lock);
+}
+
 /* Only the queries each path knows: anything else is a 400. */
 static enum MHD_Result check_arg(void *ctx, enum MHD_ValueKind kind, const char *key, const char *value)
 {
@@ -951,6 +1245,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 	if (!*state) { /* the headers: a method that writes is refused at once */
 		*state = (void *)1;
+		http_conn_mark(a, c, true, 0); /* its headers came in time: no deadline while it is served */
 		if (strcmp(method, MHD_HTTP_METHOD_GET) && strcmp(method, MHD_HTTP_METHOD_HEAD))
 			return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "only GET: the agent's endpoints only read\n");
 		return MHD_YES;
@@ -1206,10 +1501,12 @@ static void scan(struct agent *a)
 	closedir(d);
 }
 
-/* Without -o: /dev/shm/memtrace-agent.XXXXXX, in memory; true if made. */
+/* Without -o: /dev/shm/memtrace-agent.PID.XXXXXX, in memory; true if made.
+ * The PID says whose it is once its agent is gone (mem_dir_sweep); the
+ * random tail, that no other user can have made it first. */
 static bool mem_dir_make(struct agent *a)
 {
-	snprintf(a->mem_dir, sizeof(a->mem_dir), "/dev/shm/memtrace-agent.XXXXXX");
+	snprintf(a->mem_dir, sizeof(a->mem_dir), "/dev/shm/memtrace-agent.%d.XXXXXX", (int)getpid());
 	if (mkdtemp(a->mem_dir))
 		return true;
 	a->mem_dir[0] = 0;
@@ -1226,12 +1523,93 @@ static void mem_dir_remove(struct agent *a)
 	a->mem_dir[0] = 0;
 }
 
+/* Whether PID is a running memtrace (its comm): a directory of a live
+ * agent is never swept, nor one whose PID came back as another memtrace. */
+static bool memtrace_runs(int pid)
+{
+	char comm[64] = "";
+
+	read_proc_string(pid, "comm", comm, sizeof(comm));
+	return !strcmp(comm, "memtrace");
+}
+
+/* The memory directories of agents that died without their cleanup
+ * (SIGKILL, a crash, a reboot of the service without one): ours, that is
+ * owned by this uid, named memtrace-agent.PID.XXXXXX, their PID no running
+ * memtrace. Not through a symlink (/dev/shm is everyone's), and only the
+ * files in it: the agent makes nothing else there. */
+static void mem_dir_sweep(void)
+{
+	int shm = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = shm >= 0 ? fdopendir(dup(shm)) : NULL;
+	struct dirent *de;
+
+	while (d && (de = readdir(d))) {
+		char *end;
+		long pid;
+		struct stat st;
+		int fd;
+		DIR *sub;
+
+		if (strncmp(de->d_name, "memtrace-agent.", 15))
+			continue;
+		pid = strtol(de->d_name + 15, &end, 10);
+		if (end == de->d_name + 15 || *end != '.' || pid <= 0 || pid > INT_MAX || pid == getpid() ||
+		    memtrace_runs((int)pid))
+			continue;
+		fd = openat(shm, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) || st.st_uid != geteuid() || !(sub = fdopendir(fd))) {
+			close(fd);
+			continue;
+		}
+		for (struct dirent *f; (f = readdir(sub));)
+			if (strcmp(f->d_name, ".") && strcmp(f->d_name, ".."))
+				unlinkat(dirfd(sub), f->d_name, 0);
+		closedir(sub);
+		unlinkat(shm, de->d_name, AT_REMOVEDIR);
+	}
+	if (d)
+		closedir(d);
+	if (shm >= 0)
+		close(shm);
+}
+
+static void agent_locks_init(struct agent *a)
+{
+	pthread_rwlockattr_t ra;
+	pthread_condattr_t ca;
+
+	/* writer preference: readers come from every HTTP thread, and with
+	 * glibc's default (readers first) a steady stream of them kept the
+	 * scan from ever taking a slot */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&a->slots_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	pthread_mutex_init(&a->wait_lock, NULL);
+	pthread_mutex_init(&a->conns_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&a->wake, &ca);
+	pthread_condattr_destroy(&ca);
+}
+
+static void agent_locks_destroy(struct agent *a)
+{
+	pthread_rwlock_destroy(&a->slots_lock);
+	pthread_mutex_destroy(&a->wait_lock);
+	pthread_mutex_destroy(&a->conns_lock);
+	pthread_cond_destroy(&a->wake);
+}
+
 static void agent_free(struct agent *a)
 {
 	for (size_t i = 0; i < a->ntargets; i++)
 		if (a->targets[i].in_use)
 			target_reclaim(a, &a->targets[i]);
-	pthread_rwlock_destroy(&a->slots_lock);
+	agent_locks_destroy(a);
 }
 
 int cmd_agent(int argc, char **argv)
@@ -1250,10 +1628,11 @@ int cmd_agent(int argc, char **argv)
 	 * recording grew a new arena while the ended one's free memory stayed
 	 * in its old one. The agent's threads allocate little and rarely. */
 	mallopt(M_ARENA_MAX, 1);
-	pthread_rwlock_init(&a->slots_lock, NULL);
+	agent_signals_install();
+	agent_locks_init(a);
 	err = agent_parse(a, &a->o, argc, argv);
 	if (err) {
-		pthread_rwlock_destroy(&a->slots_lock);
+		agent_locks_destroy(a);
 		free(a);
 		return err > 0 ? MEMTRACE_EXIT_OK : MEMTRACE_EXIT_USAGE;
 	}
@@ -1280,6 +1659,7 @@ int cmd_agent(int argc, char **argv)
 		if (!parse_u64(getenv("MEMTRACE_AGENT_KEEP_ENDED"), &s) && s <= 86400)
 			a->keep_ended_ns = s * 1000000000ull;
 	}
+	mem_dir_sweep();
 	if (!a->out_dir && !mem_dir_make(a))
 		fprintf(stderr, "memtrace: warning: no /report: cannot make a directory in /dev/shm for the last "
 				"traces (%s)\n", strerror(errno));
@@ -1287,22 +1667,24 @@ int cmd_agent(int argc, char **argv)
 	 * a thread per connection: a delta profile (?seconds=N) waits on its own */
 	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
 				   on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->listen,
-				   MHD_OPTION_CONNECTION_LIMIT, (unsigned int)64, MHD_OPTION_CONNECTION_TIMEOUT,
-				   (unsigned int)30, MHD_OPTION_END);
+				   MHD_OPTION_CONNECTION_LIMIT, (unsigned int)AGENT_HTTP_MAX_CONN,
+				   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)AGENT_HTTP_PER_IP,
+				   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int)AGENT_HTTP_IDLE_S,
+				   MHD_OPTION_NOTIFY_CONNECTION, on_connection, a, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+				   MHD_OPTION_END);
 	inet_ntop(AF_INET, &a->listen.sin_addr, addr, sizeof(addr));
 	if (!a->http) {
 		fprintf(stderr, "memtrace: failed to listen on %s:%u: the port is in use or not ours to take; give "
 				"--listen ADDR:PORT\n", addr, ntohs(a->listen.sin_port));
 		mem_dir_remove(a);
-		pthread_rwlock_destroy(&a->slots_lock);
+		agent_locks_destroy(a);
 		free(a);
 		return MEMTRACE_EXIT_FAILURE;
 	}
 	fprintf(stderr, "memtrace: agent serving http://%s:%u/ (%d target%s%s, %s)\n", addr, ntohs(a->listen.sin_port),
 		npids, npids == 1 ? "" : "s", matching ? " and the processes matched" : "",
 		a->o.budget ? "--budget" : "exact");
-	/* SIGINT and SIGTERM: record_run's handlers, process-wide, say stop */
-	for (int i = 0; i < npids; i++) {
+	for (int i = 0; i < npids && !agent_stop_requested(a); i++) {
 		if (target_start(a, pids[i], false)) {
 			fprintf(stderr, "memtrace: failed to record PID %d: out of memory or threads\n", pids[i]);
 			status = MEMTRACE_EXIT_FAILURE;
@@ -1316,7 +1698,7 @@ int cmd_agent(int argc, char **argv)
 		bool any = false;
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-		if (record_stop_requested() || (a->o.duration > 0 && now - t0 >= a->o.duration * 1e9))
+		if (agent_stop_requested(a) || (a->o.duration > 0 && now - t0 >= a->o.duration * 1e9))
 			break;
 		for (size_t i = 0; i < a->ntargets; i++) {
 			struct agent_target *t = &a->targets[i];
@@ -1336,12 +1718,17 @@ int cmd_agent(int argc, char **argv)
 			if (gone)
 				target_reclaim(a, t);
 		}
+		http_conns_sweep(a, now);
 		if (matching)
 			scan(a);
 		else if (!any)
 			break;
 	}
+	/* the recordings stop at their next tick, the ?seconds= profiles at once */
+	pthread_mutex_lock(&a->wait_lock);
 	a->stopping = 1;
+	pthread_cond_broadcast(&a->wake);
+	pthread_mutex_unlock(&a->wait_lock);
 	for (size_t i = 0; i < a->ntargets; i++) {
 		struct agent_target *t = &a->targets[i];
 

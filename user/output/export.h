@@ -46,7 +46,10 @@ struct live_row;
 /* One process of a profile that has several (memtrace agent): its rows,
  * modules and labels. */
 struct export_pprof_part {
-	struct live_sites *live;
+	struct live_sites *live;     /* NULL: ROWS instead */
+	const struct live_row *rows; /* a copy of its rows (the agent's, taken under the
+				      * target's lock so that none is held while encoding) */
+	size_t nrows;
 	const struct trace_module *modules;
 	size_t nmodules;
 	int pid;           /* labels "pid" and "comm" on its samples */

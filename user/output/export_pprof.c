@@ -274,7 +274,11 @@ static void pprof__samples(struct pprof *p)
 	size_t nsites;
 
 	for (p->part = 0; p->part < p->nparts; p->part++) {
-		int err = p->parts[p->part].live ? live_sites__for_each(p->parts[p->part].live, pprof__row, p) : 0;
+		const struct export_pprof_part *pt = &p->parts[p->part];
+		int err = pt->live ? live_sites__for_each(pt->live, pprof__row, p) : 0;
+
+		for (size_t i = 0; !pt->live && !err && i < pt->nrows; i++)
+			err = pprof__row(p, &pt->rows[i]);
 
 		if (err && !p->err)
 			p->err = err;

@@ -1,0 +1,179 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# memtrace agent as a service that other local users cannot take over or
+# hold: it stops within a second of SIGTERM or SIGHUP (a ?seconds=600
+# profile pending included), exit status 0, its /dev/shm directory gone;
+# a dead agent's directory is swept at start; 64 slow clients from one
+# address neither hold a request from another nor keep their connections
+# past the headers' deadline; ?seconds= profiles are capped. All traffic
+# stays on 127.0.0.1 (the other address, 127.0.0.2, is loopback too).
+. "$(dirname "$0")/lib.sh"
+
+port=16571
+cd "$TMP" || exit 1
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$TMP"' EXIT
+
+# ms since the epoch
+ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# memdir PID: the directory in /dev/shm of the agent that timeout PID runs ("" if none)
+memdir() { ls -d /dev/shm/memtrace-agent."$(pgrep -P "$1" -x memtrace)".* 2>/dev/null | head -n1; }
+
+# --- a dead agent's directory is swept at start; a running one's is not
+sleep 0 &
+dead=$!
+wait "$dead"
+mkdir -m 0700 "/dev/shm/memtrace-agent.$dead.test01"
+echo stale >"/dev/shm/memtrace-agent.$dead.test01/leak_rate.1.20260101T000000Z.mtrace"
+timeout -k 5 30 "$MEMTRACE" agent --comm nosuch-proc --listen "127.0.0.1:$port" 2>"$TMP/a0.err" &
+a0=$!
+pids+=("$a0")
+wait_for_line "$TMP/a0.err" "memtrace: agent serving" 10 || not_ok "the agent never served: $(cat "$TMP/a0.err")"
+if [ -e "/dev/shm/memtrace-agent.$dead.test01" ]; then
+	not_ok "a dead agent's /dev/shm/memtrace-agent.$dead.test01 was left"
+	rm -rf "/dev/shm/memtrace-agent.$dead.test01"
+else
+	ok "a dead agent's /dev/shm directory (pid $dead) swept at start"
+fi
+mine=$(memdir "$a0")
+timeout -k 5 30 "$MEMTRACE" agent --comm nosuch-proc --listen "127.0.0.1:$((port + 1))" 2>"$TMP/a1.err" &
+a1=$!
+pids+=("$a1")
+wait_for_line "$TMP/a1.err" "memtrace: agent serving" 10 || not_ok "the second agent never served: $(cat "$TMP/a1.err")"
+if [ -n "$mine" ] && [ -d "$mine" ]; then ok "a running agent's directory is left alone by another's start"; else not_ok "the first agent's directory '$mine' went"; fi
+
+# --- SIGTERM and SIGHUP before any target attached: exit 0, directory gone
+for sig in TERM HUP; do
+	a=$a0
+	[ $sig = HUP ] && a=$a1
+	d=$(memdir "$a")
+	kill -$sig "$a"
+	wait "$a"
+	expect_status "SIG$sig with no target: the agent's exit status" $? 0 "$TMP/a0.err"
+	if [ -n "$d" ] && [ ! -e "$d" ]; then ok "SIG$sig with no target: its directory removed"; else not_ok "SIG$sig with no target: '$d' left"; fi
+done
+
+# --- SIGTERM and SIGHUP with a ?seconds=600 profile pending: the profile
+# ends at once with what it has, the agent within a second
+(exec "$PROGS/leak_rate" 120 >/dev/null 2>&1) &
+lr=$!
+pids+=("$lr")
+for sig in TERM HUP; do
+	p=$((port + 2))
+	[ $sig = HUP ] && p=$((port + 3))
+	timeout -k 5 120 "$MEMTRACE" agent -p "$lr" --exact --listen "127.0.0.1:$p" 2>"$TMP/s$sig.err" &
+	a=$!
+	pids+=("$a")
+	wait_for_line "$TMP/s$sig.err" "memtrace: attached to PID $lr" 20 || not_ok "SIG$sig: never attached: $(cat "$TMP/s$sig.err")"
+	d=$(memdir "$a")
+	curl -s -o "$TMP/d$sig.pb.gz" -w '%{http_code}' --max-time 700 "http://127.0.0.1:$p/debug/pprof/heap?seconds=600" \
+		>"$TMP/d$sig.code" &
+	c=$!
+	sleep 1.5
+	t0=$(ms)
+	kill -$sig "$a"
+	wait "$a"
+	st=$?
+	took=$(($(ms) - t0))
+	expect_status "SIG$sig with ?seconds=600 pending: the agent's exit status" "$st" 0 "$TMP/s$sig.err"
+	if [ "$took" -le 1500 ]; then ok "SIG$sig: the agent exited $took ms after it (<= 1500)"; else not_ok "SIG$sig: the agent took $took ms to exit (> 1500)"; fi
+	if [ -n "$d" ] && [ ! -e "$d" ]; then ok "SIG$sig: its directory removed"; else not_ok "SIG$sig: '$d' left"; fi
+	wait "$c"
+	expect_eq "SIG$sig: the pending ?seconds=600 answered" "$(cat "$TMP/d$sig.code")" 200
+	dur=$(cd / && go tool pprof -top "$TMP/d$sig.pb.gz" 2>&1 | sed -n 's/^Duration: \([0-9.]*\)\(m\{0,1\}s\),.*/\1\2/p')
+	case $dur in
+	*ms | 1.* | 2.*) ok "SIG$sig: ... with what it had: a profile of $dur" ;;
+	*) not_ok "SIG$sig: the cut profile's duration is '$dur', want the 1.5 s it waited" ;;
+	esac
+done
+
+# --- 64 slow clients from 127.0.0.1 trickle their headers; a request from
+# another connection (from 127.0.0.2) is answered, and the slow ones are
+# cut at the headers' deadline (5 s)
+timeout -k 5 120 "$MEMTRACE" agent -p "$lr" --exact --listen "127.0.0.1:$((port + 4))" 2>"$TMP/h.err" &
+ah=$!
+pids+=("$ah")
+wait_for_line "$TMP/h.err" "memtrace: attached to PID $lr" 20 || not_ok "never attached: $(cat "$TMP/h.err")"
+cat >slow.py <<'EOF'
+# N connections to PORT, each sending a request line, then a header line
+# every 0.5 s for at most SECONDS; prints how many the server took (did not
+# close within 1 s), how many of those it closed later, and when the last was
+import select, socket, sys, time
+n, port, limit = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
+socks, closed = [], {}
+for i in range(n):
+    s = socket.socket()
+    s.connect(("127.0.0.1", port))
+    s.setblocking(False)
+    s.send(b"GET /metrics HTTP/1.1\r\nHost: x\r\n")
+    socks.append(s)
+t0 = next_send = time.time()
+while time.time() - t0 < limit and len(closed) < n:
+    live = [s for i, s in enumerate(socks) if i not in closed]
+    for s in select.select(live, [], [], 0.1)[0]:
+        try:
+            gone = s.recv(4096) == b""
+        except OSError:
+            gone = True
+        if gone:
+            closed[socks.index(s)] = time.time() - t0
+    if time.time() >= next_send:
+        next_send += 0.5
+        for i, s in enumerate(socks):
+            if i not in closed:
+                try:
+                    s.send(b"X-Slow: 1\r\n")
+                except OSError:
+                    closed[i] = time.time() - t0
+early = sum(1 for v in closed.values() if v < 1)
+late = sorted(v for v in closed.values() if v >= 1)
+print(n - early, len(late), "%.1f" % (max(late) if late else -1), flush=True)
+EOF
+timeout -k 5 60 python3 slow.py 64 $((port + 4)) 20 >slow.out 2>&1 &
+slow=$!
+sleep 2
+t0=$(ms)
+code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 --interface 127.0.0.2 "http://127.0.0.1:$((port + 4))/metrics")
+took=$(($(ms) - t0))
+if [ "$code" = 200 ] && [ "$took" -le 2000 ]; then
+	ok "64 slow clients on 127.0.0.1: a request from 127.0.0.2 answered in $took ms (<= 2000)"
+else
+	not_ok "64 slow clients on 127.0.0.1: a request from 127.0.0.2 got '$code' after $took ms"
+fi
+wait "$slow"
+read -r held cut last <slow.out
+expect_eq "... at most 16 of them held from one address" "$held" 16
+if [ "${cut:-0}" = "$held" ] && awk -v l="$last" 'BEGIN { exit !(l >= 4 && l <= 9) }'; then
+	ok "... each held one cut at the headers' deadline (the last after $last s; 5 s and a scan)"
+else
+	not_ok "... slow connections cut: ${cut:-?} of ${held:-?}, the last after ${last:-?} s (want all, within 4-9 s): $(cat slow.out)"
+fi
+expect_eq "... and 127.0.0.1 is served again" \
+	"$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$((port + 4))/metrics")" 200
+
+# --- at most 4 ?seconds= profiles at once: a 5th is 503
+for i in 1 2 3 4; do
+	curl -s -o /dev/null -w '%{http_code}' --max-time 60 "http://127.0.0.1:$((port + 4))/debug/pprof/heap?seconds=30" \
+		>"$TMP/q$i.code" &
+	pids+=($!)
+done
+sleep 1
+expect_eq "a 5th ?seconds= profile while 4 wait: 503" \
+	"$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$((port + 4))/debug/pprof/heap?seconds=1")" 503
+expect_eq "... a profile without ?seconds= still served" \
+	"$(curl -s -o /dev/null -w '%{http_code}' --max-time 10 "http://127.0.0.1:$((port + 4))/debug/pprof/heap")" 200
+t0=$(ms)
+kill -TERM "$ah"
+wait "$ah"
+st=$?
+took=$(($(ms) - t0))
+if [ "$st" = 0 ] && [ "$took" -le 1500 ]; then ok "SIGTERM with 4 profiles pending: exit 0 in $took ms"; else not_ok "SIGTERM with 4 profiles pending: status $st after $took ms"; fi
+for i in 1 2 3 4; do
+	for _ in $(seq 50); do [ -s "$TMP/q$i.code" ] && break; sleep 0.1; done
+done
+expect_eq "... each of them answered" "$(cat "$TMP"/q[1-4].code)" "200200200200"
+
+kill "$lr" 2>/dev/null
+wait "$lr" 2>/dev/null
+finish
