@@ -87,6 +87,7 @@ record_pid_as() {
 	tp=$(pgrep -n -f "^$work/alloc_patterns wait")
 	targets="$targets $tp"
 	expect_eq "$name: target runs as" "$(stat -c %U "/proc/$tp")" "$user"
+	: >"$TMP/err" # the case before's "attached" must not be seen (replaced_files.sh)
 	as_nobody "$caps" "$MEMTRACE" record -o "$trace" -p "$tp" 2>"$TMP/err" &
 	rp=$!
 	wait_for_line "$TMP/err" "memtrace: attached" 10

@@ -84,6 +84,7 @@ run_case() {
 	fi
 	echo "# $name: /prog as the host's /proc/PID/maps shows it: $(awk '$6 ~ /prog$/ { print $6; exit }' "/proc/$ns_pid/maps")"
 
+	: >"$TMP/err" # the case before's "attached" must not be seen (replaced_files.sh)
 	timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$trace" -p "$ns_pid" 2>"$TMP/err" &
 	rec=$!
 	if wait_for_line "$TMP/err" "memtrace: attached" 10; then

@@ -161,6 +161,11 @@ wait_exec() {
 record_pid_usr1() {
 	local trace=$1 target rec rc=0
 	shift
+	# emptied here, not by the background jobs' 2>, which truncate only when
+	# those children run: a first look before that saw the lines of the call
+	# before (replaced_files.sh released its target before memtrace started)
+	: >"$TMP/target.err"
+	: >"$TMP/err"
 	timeout -k 5 "$LIMIT" "$@" >"$TMP/out" 2>"$TMP/target.err" &
 	target=$!
 	# the target must be blocked in sigwait before memtrace looks at it
