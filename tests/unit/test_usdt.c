@@ -79,6 +79,9 @@ static void test_refused(void **state)
 		"8@$",
 		"8@$1x",
 		"",
+		"-9223372036854775808@$0", /* LONG_MIN bytes: labs() of it is undefined */
+		"9223372036854775807@%rdi",
+		"-16@%rdi",
 	};
 	uint8_t k;
 	uint16_t r;

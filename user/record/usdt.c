@@ -56,7 +56,9 @@ int usdt_parse_arg(const char *arg, uint8_t *kind, uint16_t *reg_off, int64_t *i
 	if (!op)
 		return -EINVAL;
 	width = strtol(arg, &end, 10);
-	if (end != op || (labs(width) != 1 && labs(width) != 2 && labs(width) != 4 && labs(width) != 8))
+	/* bounded first: labs(LONG_MIN), from a note's "-9223372036854775808@", is undefined */
+	if (end != op || width < -8 || width > 8 ||
+	    (labs(width) != 1 && labs(width) != 2 && labs(width) != 4 && labs(width) != 8))
 		return -EINVAL;
 	w = (uint8_t)((labs(width) == 8 ? 0 : labs(width)) << 4 | (width < 0 ? MT_USDT_SIGNED : 0));
 	op++;
