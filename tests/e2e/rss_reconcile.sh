@@ -178,6 +178,22 @@ else
 	ok "rss_merged: no advice (the allocator holds $(truth freed) bytes free, the 48 MiB are the program's)"
 fi
 
+# the same without the allocator call's stacks (the call open tells the
+# allocator's mmap) and without allocator probes (its code's name does)
+for how in "--rss --stack-depth 0" "--rss=only"; do
+	f=$TMP/g${how//[^a-z0-9]/}
+	# shellcheck disable=SC2086 # $how: the options, one or three words
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record $how -o "$f.mtrace" -- "$PROGS/rss_merged" 1200 >"$f.out" 2>"$f.err"
+	expect_status "rss_merged $how: memtrace exit status" $? 0 "$f.err"
+	report_json "$f.mtrace" "$f.json"
+	outside=$(sed -n 's/^rss_merged .*outside=\([0-9]*\).*/\1/p' "$f.out")
+	allocator=$(sed -n 's/^rss_merged .*live_resident=\([0-9]*\) freed=\([0-9]*\).*/\1 \2/p' "$f.out" | awk '{ print $1 + $2 }')
+	expect_eq "rss_merged $how: mapped by the program outside the allocator: its own mapping's ${outside:-(no truth printed)}" \
+		"$(jqr "$f.json" '.rss.reconciled_last.outside_resident_bytes')" "${outside:-none}"
+	expect_within_pct "rss_merged $how: the allocator's, live and free, against the program's live resident and freed" \
+		"$(jqr "$f.json" '.rss.reconciled_last.allocator_resident_bytes')" "$allocator" 1
+done
+
 # --- -p: the blocks from before the recording are unknown, so the
 # allocator's part is not split; the parts still add up
 "$PROGS/rss_frag" frag 6000 >"$TMP/p.out" &
