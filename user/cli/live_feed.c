@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "live_feed.h"
 #include "debuginfod.h"
+#include "procmaps.h"
 #include "symbolizer.h"
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 int live_feed__init(struct live_feed *f, pthread_mutex_t *lock)
@@ -26,6 +28,8 @@ void live_feed__free(struct live_feed *f)
 	live_sites__free(f->live);
 	replay__free(f->r);
 	symbolizer__free(f->sym);
+	if (f->held)
+		procmaps__release(f->pid);
 	u64map__free(&f->named);
 	debuginfod_tries__free(&f->tries);
 	memset(f, 0, sizeof(*f));
@@ -51,9 +55,22 @@ static int feed_meta(void *ctx, const struct trace_meta *m)
 
 	lock(f);
 	f->pid = m->pid;
+	/* The recording's files stay held while this feed may still name them. */
+	procmaps__hold(f->pid);
+	f->held = true;
 	snprintf(root, sizeof(root), "/proc/%d/root", m->pid);
-	f->sym = symbolizer__new(root);
+	f->sym = symbolizer__new_target(root);
 	return unlock(f, f->sym ? replay__set_meta(f->r, m) : -ENOMEM);
+}
+
+/* M, read through the file the recording holds for it (never its path). */
+static int add_module(struct live_feed *f, const struct trace_module *m)
+{
+	char *file = procmaps__held_file(f->pid, m->path, m->build_id, m->build_id_len);
+	int err = symbolizer__add_mapped_module(f->sym, m, file);
+
+	free(file);
+	return err;
 }
 
 static int feed_module(void *ctx, const struct trace_module *m)
@@ -62,7 +79,7 @@ static int feed_module(void *ctx, const struct trace_module *m)
 	int err;
 
 	lock(f);
-	err = symbolizer__add_module(f->sym, m);
+	err = add_module(f, m);
 	return unlock(f, err ? err : replay__add_module(f->r, m));
 }
 
@@ -74,11 +91,11 @@ static int renew_symbolizer(struct live_feed *f)
 
 	symbolizer__free(f->sym);
 	snprintf(root, sizeof(root), "/proc/%d/root", f->pid);
-	f->sym = symbolizer__new(root);
+	f->sym = symbolizer__new_target(root);
 	if (!f->sym)
 		return -ENOMEM;
 	for (size_t i = 0; !replay__module(f->r, i, &m); i++)
-		symbolizer__add_module(f->sym, &m);
+		add_module(f, &m);
 	return 0;
 }
 

@@ -26,6 +26,7 @@ struct live_feed {
 	struct u64map named;           /* addresses symbolized so far */
 	struct debuginfod_tries tries; /* with DEBUGINFOD_URLS: modules asked */
 	int pid;
+	bool held;                     /* procmaps__hold(pid) made: released at free */
 	pthread_mutex_t *lock;         /* NULL: no other thread reads it */
 };
 

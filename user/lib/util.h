@@ -46,7 +46,8 @@ char *read_proc_cmdline(int pid);
 void read_proc_environ(int pid, const char *var, char *buf, size_t cap);
 /* ARGV joined by spaces; malloc'ed. */
 char *join_args(char *const *argv);
-/* PATH as memtrace can open it: through /proc/PID/root, malloc'ed. */
+/* PATH under /proc/PID/root, malloc'ed: for stat() only; a target's file is
+ * opened with target_file.h, never by this path. */
 char *root_path(int pid, const char *path);
 void free_strings(char **v, size_t n);
 /* Whether S is among the N strings of V. */

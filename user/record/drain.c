@@ -396,7 +396,7 @@ static int take_string(struct drain *d, const struct mt_string_event *ev, size_t
 	memcpy(text, ev->text, sizeof(text));
 	text[sizeof(text) - 1] = 0;
 	if (ev->unread && (!d->read_string || d->read_string(d->read_string_ctx, ev->addr, text, sizeof(text))))
-		snprintf(text, sizeof(text), "[name at 0x%llx]", (unsigned long long)ev->addr);
+		snprintf(text, sizeof(text), "[unreadable at 0x%llx]", (unsigned long long)ev->addr);
 	return name_id(d, ev->addr, text, &id);
 }
 

@@ -69,8 +69,10 @@ int map_wrappers__attach(struct map_wrappers *w, struct loader *l, const struct 
 		if (strings_push(&w->files, &w->nr_files, pm->paths[i]))
 			return -ENOMEM;
 		file = procmaps__open_path(pm, pid, pm->paths[i]);
-		if (!file)
+		if (!file && errno == ENOMEM)
 			return -ENOMEM;
+		if (!file)
+			continue; /* not reached as the file mapped: nothing to attach to */
 		err = attach_lib(l, file);
 		free(file);
 		if (err == -ENOMEM)

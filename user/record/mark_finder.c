@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "mark_finder.h"
 #include "file_memo.h"
+#include "target_file.h"
 #include "trace.h"
 #include "usdt.h"
 #include "util.h"
@@ -14,10 +15,14 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-/* A file-backed mapping of any permission: where mark names live. */
+/* A file-backed mapping of any permission: where mark names live. The file
+ * is the one procmaps holds for the recording, found again by the path the
+ * target knows and its build-id: never opened by that path. */
 struct file_mapping {
 	uint64_t start, end, offset;
 	char *path;
+	uint8_t build_id[32];
+	uint32_t build_id_len;
 };
 
 struct mark_finder {
@@ -152,10 +157,12 @@ static int attach_glibc_in(struct mark_finder *mf, struct loader *l, const struc
 	size_t n = 0, nr = 0, nop5;
 	int err = 0;
 
-	if (!file || strings_push(&mf->glibc_files, &mf->nr_glibc_files, path)) {
+	if ((!file && errno == ENOMEM) || strings_push(&mf->glibc_files, &mf->nr_glibc_files, path)) {
 		free(file);
 		return -ENOMEM;
 	}
+	if (!file)
+		return 0; /* not reached as the file mapped: no probes to attach */
 	usdt_sites(file, "libc", &sites, &n); /* not ELF, unreadable: none */
 	marks = calloc(n ? n : 1, sizeof(*marks));
 	names = calloc(n ? n : 1, sizeof(*names));
@@ -216,10 +223,12 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 	uint64_t known;
 	int err;
 
-	if (!file || strings_push(&mf->files, &mf->nr_files, path)) {
+	if ((!file && errno == ENOMEM) || strings_push(&mf->files, &mf->nr_files, path)) {
 		free(file);
 		return -ENOMEM;
 	}
+	if (!file)
+		return 0;
 	if (!file_memo__get(file, FILE_MARKS, 0, &known) && !known) {
 		free(file); /* known to have none: most files (libc, the program) */
 		return 0;
@@ -265,8 +274,9 @@ static int attach_marks_in(struct mark_finder *mf, struct loader *l, const struc
 }
 
 
-/* Remember every file-backed mapping (names are string literals, so they
- * can be read from the file even after the target is gone). */
+/* Remember every file-backed mapping of a file procmaps reached (names are
+ * string literals, so they can be read from the file even after the target
+ * is gone). */
 static void note_file_mappings(struct mark_finder *mf, const struct procmaps *pm)
 {
 	char path[64], line[4096], file[4096];
@@ -276,19 +286,25 @@ static void note_file_mappings(struct mark_finder *mf, const struct procmaps *pm
 	snprintf(path, sizeof(path), "/proc/%d/maps", mf->pid);
 	f = fopen(path, "re");
 	while (f && fgets(line, sizeof(line), f)) {
-		struct file_mapping *v;
+		struct file_mapping *v, m = { 0 };
+		const char *held;
 		bool known = false;
 
 		if (sscanf(line, "%llx-%llx %*s %llx %*s %*s %4095s", &start, &end, &off, file) != 4 ||
-		    file[0] != '/')
+		    file[0] != '/' || !(held = procmaps__file(pm, file)))
 			continue;
 		for (size_t i = 0; i < mf->nr_fmaps && !known; i++)
 			known = mf->fmaps[i].start == start && !strcmp(mf->fmaps[i].path, file);
-		if (known || !(v = realloc(mf->fmaps, (mf->nr_fmaps + 1) * sizeof(*v))))
+		if (known || procmaps__file_build_id(held, m.build_id, sizeof(m.build_id), &m.build_id_len) ||
+		    !(v = realloc(mf->fmaps, (mf->nr_fmaps + 1) * sizeof(*v))))
 			continue;
 		mf->fmaps = v;
-		v[mf->nr_fmaps] = (struct file_mapping){ start, end, off, procmaps__open_path(pm, mf->pid, file) };
-		if (v[mf->nr_fmaps].path)
+		m.start = start;
+		m.end = end;
+		m.offset = off;
+		m.path = strdup(file);
+		v[mf->nr_fmaps] = m;
+		if (m.path)
 			mf->nr_fmaps++;
 	}
 	if (f)
@@ -300,17 +316,20 @@ static int read_file_string(struct mark_finder *mf, uint64_t addr, char *buf, si
 	/* Newest first: an address range can be reused after an unmap. */
 	for (size_t i = mf->nr_fmaps; i-- > 0;) {
 		const struct file_mapping *m = &mf->fmaps[i];
+		char *file;
 		ssize_t n;
 		int fd;
 
 		if (addr < m->start || addr >= m->end)
 			continue;
-		fd = open(m->path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0 && !strncmp(m->path, "/proc/", 6))
-			fd = open(strchr(m->path + 6, '/') + 5, O_RDONLY | O_CLOEXEC); /* after /root */
+		file = procmaps__held_file(mf->pid, m->path, m->build_id, m->build_id_len);
+		if (!file)
+			return -ENOENT;
+		fd = open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		free(file);
 		if (fd < 0)
 			return -errno;
-		n = pread(fd, buf, cap - 1, addr - m->start + m->offset);
+		n = target_file_check_fd(fd) ? -1 : pread(fd, buf, cap - 1, addr - m->start + m->offset);
 		close(fd);
 		if (n <= 0)
 			return -EIO;

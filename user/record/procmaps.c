@@ -6,6 +6,7 @@
  */
 #include "procmaps.h"
 #include "elf_util.h"
+#include "target_file.h"
 #include "util.h"
 
 #include <errno.h>
@@ -23,7 +24,7 @@
 #define DELETED_SUFFIX " (deleted)"
 
 struct maps_line {
-	uint64_t start, end, offset, inode;
+	uint64_t start, end, offset, dev, inode;
 	char perms[5];
 	char *path; /* into the line buffer; NULL for anonymous and [special] */
 	bool deleted;
@@ -32,11 +33,13 @@ struct maps_line {
 static int parse_line(char *line, struct maps_line *ml)
 {
 	size_t len, slen = strlen(DELETED_SUFFIX);
+	unsigned int major, minor;
 	int pos = 0;
 
-	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %*x:%*x %" SCNu64 " %n", &ml->start,
-		   &ml->end, ml->perms, &ml->offset, &ml->inode, &pos) < 5 || !pos)
+	if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %4s %" SCNx64 " %x:%x %" SCNu64 " %n", &ml->start, &ml->end,
+		   ml->perms, &ml->offset, &major, &minor, &ml->inode, &pos) < 7 || !pos)
 		return -EINVAL;
+	ml->dev = (uint64_t)major << 32 | minor;
 	ml->path = NULL;
 	ml->deleted = false;
 	line += pos;
@@ -54,68 +57,284 @@ static int parse_line(char *line, struct maps_line *ml)
 	return 0;
 }
 
-/* Mapped files that are no longer at their path, held open for as long as
- * memtrace runs: the target may exit (and its map_files go) before the
- * recording is symbolized. Found again by inode at each read of the maps. */
-#define HELD_FILES 256
-
-static struct held_file {
+/*
+ * Every file of a target memtrace reads is opened once, through its mapping
+ * (target_file.h), and held here for the recording: while the target lives
+ * and after it has gone (symbolization comes last), whatever its path has
+ * become since. Users name a held file by "/proc/self/fd/N", which reaches
+ * that descriptor's inode and nothing else.
+ *
+ * Held by (pid, device, inode), with the path the target knows and the
+ * build-id: the rest of memtrace finds a module's file by those. A file
+ * stays held while a procmaps that names it lives (REFS) and until its
+ * pid's recordings release it (procmaps__release), except a file the target
+ * no longer maps whose path and build-id another held file has: the deleted
+ * copies of one library, loaded and dropped over and over, cost one
+ * descriptor, not one each.
+ */
+struct held_file {
 	int pid;
 	int fd;
-	uint64_t inode;
-	uint64_t start; /* the mapping it was opened through */
-} held[HELD_FILES];
-static size_t nr_held;
+	uint64_t dev, inode;
+	char *path;          /* as the target sees it */
+	uint8_t build_id[32];
+	uint32_t build_id_len;
+	unsigned int refs;   /* procmaps that name it */
+	uint64_t seen;       /* the last read of the pid's maps that had it */
+};
+
+struct held_pid {
+	int pid;
+	unsigned int users;  /* procmaps__hold minus procmaps__release */
+	bool released;       /* users went back to 0: a file no procmaps names is closed */
+	uint64_t reads;      /* reads of its maps */
+};
+
+static struct held_file *held;
+static size_t nr_held, cap_held;
+static struct held_pid *held_pids;
+static size_t nr_held_pids, cap_held_pids;
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER; /* memtrace agent: several recordings */
 
-static char *hold_mapped_file(int pid, const struct maps_line *ml)
+static struct held_pid *held_pid_of(int pid, bool add)
 {
-	char link[96], *out;
-	int fd = -1;
+	for (size_t i = 0; i < nr_held_pids; i++)
+		if (held_pids[i].pid == pid)
+			return &held_pids[i];
+	if (!add || array_reserve((void **)&held_pids, &cap_held_pids, nr_held_pids + 1, sizeof(*held_pids)))
+		return NULL;
+	held_pids[nr_held_pids] = (struct held_pid){ .pid = pid };
+	return &held_pids[nr_held_pids++];
+}
+
+static struct held_file *held_find(int pid, uint64_t dev, uint64_t inode)
+{
+	for (size_t i = nr_held; i-- > 0;)
+		if (held[i].pid == pid && held[i].inode == inode && held[i].dev == dev)
+			return &held[i];
+	return NULL;
+}
+
+static void held_drop(size_t i)
+{
+	close(held[i].fd);
+	free(held[i].path);
+	held[i] = held[--nr_held];
+}
+
+static char *fd_path(int fd)
+{
+	char *out;
+
+	return asprintf(&out, "/proc/self/fd/%d", fd) < 0 ? NULL : out;
+}
+
+/* The held file of ML (PID's), opened through the mapping, else under
+ * ROOT_FD by the path: its /proc/self/fd path, malloc'd, with a reference
+ * taken; NULL with errno set when it cannot be reached as a regular file. */
+static char *hold_mapped_file(int pid, int root_fd, uint64_t read_no, const struct maps_line *ml)
+{
+	struct held_file *h, add = { .pid = pid, .dev = ml->dev, .inode = ml->inode };
+	char *out = NULL;
+	int fd, err;
 
 	pthread_mutex_lock(&held_lock);
-	for (size_t i = 0; i < nr_held && fd < 0; i++)
-		if (held[i].pid == pid && held[i].inode == ml->inode && held[i].start == ml->start)
-			fd = held[i].fd;
-	if (fd < 0) {
-		snprintf(link, sizeof(link), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, pid, ml->start, ml->end);
-		fd = open(link, O_RDONLY | O_CLOEXEC);
-		if (fd >= 0 && nr_held < HELD_FILES)
-			held[nr_held++] = (struct held_file){ pid, fd, ml->inode, ml->start };
+	h = held_find(pid, ml->dev, ml->inode);
+	if (h) {
+		h->refs++;
+		h->seen = read_no;
+		out = fd_path(h->fd);
 	}
 	pthread_mutex_unlock(&held_lock);
-	if (fd < 0)
+	if (h)
+		return out;
+	/* Opened and read outside the lock: another recording's requests wait
+	 * on nothing this target's files do. */
+	fd = target_file_open_mapping(pid, ml->start, ml->end, ml->inode);
+	if (fd < 0 && !ml->deleted)
+		fd = target_file_open_in_root(root_fd, ml->path, ml->inode);
+	if (fd < 0) {
+		errno = -fd;
 		return NULL;
-	if (asprintf(&out, "/proc/self/fd/%d", fd) < 0)
+	}
+	add.fd = fd;
+	add.path = strdup(ml->path);
+	out = fd_path(fd);
+	if (!add.path || !out)
+		goto err;
+	err = elf_read_build_id(out, add.build_id, sizeof(add.build_id), &add.build_id_len);
+	if (err == -EINVAL) {
+		/* Not ELF (a data file, shared memory): nothing of memtrace's reads
+		 * it, and holding it would keep a deleted file's space. */
+		close(fd);
+		free(add.path);
+		free(out);
+		errno = ENOENT;
 		return NULL;
+	}
+	if (err) /* an ELF file without a (usable) build-id */
+		add.build_id_len = 0;
+	add.refs = 1;
+	add.seen = read_no;
+	pthread_mutex_lock(&held_lock);
+	h = held_find(pid, ml->dev, ml->inode);
+	if (h) { /* another thread held it meanwhile */
+		h->refs++;
+		h->seen = read_no;
+		free(out);
+		out = fd_path(h->fd);
+	} else if (array_reserve((void **)&held, &cap_held, nr_held + 1, sizeof(*held))) {
+		pthread_mutex_unlock(&held_lock);
+		goto err;
+	} else {
+		held[nr_held++] = add;
+		add.fd = -1;
+		add.path = NULL;
+	}
+	pthread_mutex_unlock(&held_lock);
+	if (add.fd >= 0)
+		close(add.fd);
+	free(add.path);
+	return out;
+err:
+	close(fd);
+	free(add.path);
+	free(out);
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* After a read of PID's maps: the files it no longer maps that another held
+ * file stands for (same path, same build-id) and no procmaps names. */
+static void held_sweep(int pid, uint64_t read_no)
+{
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = nr_held; i-- > 0;) {
+		struct held_file *h = &held[i];
+		bool twin = false;
+
+		if (h->pid != pid || h->refs || h->seen == read_no || !h->build_id_len)
+			continue;
+		for (size_t j = 0; j < nr_held && !twin; j++)
+			twin = j != i && held[j].pid == pid && held[j].build_id_len == h->build_id_len &&
+			       !memcmp(held[j].build_id, h->build_id, h->build_id_len) && !strcmp(held[j].path, h->path);
+		if (twin)
+			held_drop(i);
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
+/* A procmaps no longer names FILE (a held file's /proc/self/fd path). */
+static void held_unref(const char *file)
+{
+	int fd;
+
+	if (!file || sscanf(file, "/proc/self/fd/%d", &fd) != 1)
+		return;
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = 0; i < nr_held; i++) {
+		struct held_pid *p;
+
+		if (held[i].fd != fd || !held[i].refs)
+			continue;
+		p = held_pid_of(held[i].pid, false);
+		if (!--held[i].refs && p && p->released)
+			held_drop(i);
+		break;
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
+void procmaps__hold(int pid)
+{
+	struct held_pid *p;
+
+	pthread_mutex_lock(&held_lock);
+	p = held_pid_of(pid, true);
+	if (p) {
+		p->users++;
+		p->released = false;
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
+void procmaps__release(int pid)
+{
+	struct held_pid *p;
+
+	pthread_mutex_lock(&held_lock);
+	p = held_pid_of(pid, false);
+	if (p && p->users && !--p->users) {
+		p->released = true;
+		for (size_t i = nr_held; i-- > 0;)
+			if (held[i].pid == pid && !held[i].refs)
+				held_drop(i);
+	}
+	pthread_mutex_unlock(&held_lock);
+}
+
+char *procmaps__held_file(int pid, const char *path, const uint8_t *build_id, uint32_t build_id_len)
+{
+	char *out = NULL;
+
+	pthread_mutex_lock(&held_lock);
+	/* Newest first: the file at the path now, of the recorded build. */
+	for (size_t i = nr_held; i-- > 0 && !out;) {
+		const struct held_file *h = &held[i];
+
+		if (h->pid == pid && !strcmp(h->path, path) &&
+		    (!build_id_len || (h->build_id_len == build_id_len && !memcmp(h->build_id, build_id, build_id_len))))
+			out = fd_path(h->fd);
+	}
+	pthread_mutex_unlock(&held_lock);
 	return out;
 }
 
-/*
- * Where memtrace reads the file ML maps: the mapped file is the truth, not
- * the path. The target's path under its root (its mount namespace) while
- * that is still the file mapped (same inode); otherwise, a file deleted or
- * replaced since (a package upgrade renames a new file over the old), the
- * mapping itself, opened through /proc/PID/map_files (root or
- * CAP_SYS_ADMIN; without it, the path as before) and held open. Malloc'd.
- */
-static char *mapped_file(int pid, const struct maps_line *ml)
+size_t procmaps__nr_held(int pid)
 {
-	char *root = root_path(pid, ml->path), *direct;
-	struct stat st;
+	size_t n = 0;
 
-	if (root && !ml->deleted && !stat(root, &st) && (uint64_t)st.st_ino == ml->inode)
-		return root;
-	direct = hold_mapped_file(pid, ml);
-	if (!direct)
-		return root;
-	free(root);
-	return direct;
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = 0; i < nr_held; i++)
+		n += held[i].pid == pid;
+	pthread_mutex_unlock(&held_lock);
+	return n;
+}
+
+int procmaps__file_build_id(const char *file, uint8_t *id, size_t cap, uint32_t *len)
+{
+	int fd, err = -ENOENT;
+
+	if (!file || sscanf(file, "/proc/self/fd/%d", &fd) != 1)
+		return -ENOENT;
+	*len = 0;
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = 0; i < nr_held; i++)
+		if (held[i].fd == fd) {
+			err = held[i].build_id_len <= cap ? 0 : -ENOSPC;
+			if (!err) { /* len 0: a file without a build-id */
+				memcpy(id, held[i].build_id, held[i].build_id_len);
+				*len = held[i].build_id_len;
+			}
+			break;
+		}
+	pthread_mutex_unlock(&held_lock);
+	return err;
+}
+
+static int held_build_id(const char *file, struct trace_module *m)
+{
+	uint32_t len;
+	int err = procmaps__file_build_id(file, m->build_id, sizeof(m->build_id), &len);
+
+	m->build_id_len = err ? 0 : len;
+	return err;
 }
 
 /* The index of ML's path in pm->paths, added if new: the list doubles as
  * the owner of every path string the modules point at. */
-static int paths_intern(struct procmaps *pm, int pid, const struct maps_line *ml, size_t *cap)
+static int paths_intern(struct procmaps *pm, int pid, int root_fd, uint64_t read_no, const struct maps_line *ml,
+			size_t *cap)
 {
 	size_t i;
 	char **v;
@@ -136,8 +355,10 @@ static int paths_intern(struct procmaps *pm, int pid, const struct maps_line *ml
 		pm->files = v;
 	}
 	pm->paths[pm->nr_paths] = strdup(ml->path);
-	pm->files[pm->nr_paths] = mapped_file(pid, ml);
-	if (!pm->paths[pm->nr_paths] || !pm->files[pm->nr_paths]) {
+	/* NULL: a file memtrace cannot reach as the regular file mapped (not
+	 * one, or no longer at its path without CAP_SYS_ADMIN); nothing reads it. */
+	pm->files[pm->nr_paths] = hold_mapped_file(pid, root_fd, read_no, ml);
+	if (!pm->paths[pm->nr_paths] || (!pm->files[pm->nr_paths] && errno == ENOMEM)) {
 		free(pm->paths[pm->nr_paths]);
 		free(pm->files[pm->nr_paths]);
 		return -ENOMEM;
@@ -156,21 +377,16 @@ const char *procmaps__file(const struct procmaps *pm, const char *path)
 char *procmaps__open_path(const struct procmaps *pm, int pid, const char *path)
 {
 	const char *file = procmaps__file(pm, path);
+	char *out;
 
-	return file ? strdup(file) : root_path(pid, path);
-}
-
-/* Read where mapped_file says the mapped file is, then the plain path (a
- * target chrooted inside our own tree). */
-static void read_build_id(const char *file, const struct maps_line *ml, struct trace_module *m)
-{
-	uint32_t len = 0;
-	int err;
-
-	err = elf_read_build_id(file, m->build_id, sizeof(m->build_id), &len);
-	if ((err == -ENOENT || err == -EACCES || err == -EPERM) && !ml->deleted)
-		err = elf_read_build_id(ml->path, m->build_id, sizeof(m->build_id), &len);
-	m->build_id_len = err ? 0 : len;
+	if (!file) {
+		errno = ENOENT;
+		return NULL;
+	}
+	out = strdup(file);
+	if (!out)
+		errno = ENOMEM;
+	return out;
 }
 
 static int add_module(struct procmaps *pm, const struct maps_line *ml, const char *path,
@@ -200,12 +416,13 @@ static int add_module(struct procmaps *pm, const struct maps_line *ml, const cha
 			return 0;
 		}
 	}
-	read_build_id(file, ml, m);
+	if (held_build_id(file, m))
+		m->build_id_len = 0;
 	pm->nr++;
 	return 0;
 }
 
-static int read_lines(struct procmaps *pm, int pid, FILE *fp)
+static int read_lines(struct procmaps *pm, int pid, int root_fd, uint64_t read_no, FILE *fp)
 {
 	size_t mod_cap = 0, path_cap = 0, line_cap = 0;
 	char *line = NULL;
@@ -220,7 +437,7 @@ static int read_lines(struct procmaps *pm, int pid, FILE *fp)
 			break;
 		if (!ml.path)
 			continue;
-		idx = paths_intern(pm, pid, &ml, &path_cap);
+		idx = paths_intern(pm, pid, root_fd, read_no, &ml, &path_cap);
 		if (idx < 0) {
 			err = idx;
 			break;
@@ -237,21 +454,33 @@ static int read_lines(struct procmaps *pm, int pid, FILE *fp)
 
 int procmaps__read(struct procmaps *pm, int pid)
 {
+	struct held_pid *p;
+	uint64_t read_no = 0;
 	char path[64];
+	int err, root_fd;
 	FILE *fp;
-	int err;
 
 	memset(pm, 0, sizeof(*pm));
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
 	if (!fp)
 		return -errno;
-	err = read_lines(pm, pid, fp);
+	pthread_mutex_lock(&held_lock);
+	p = held_pid_of(pid, true);
+	if (p)
+		read_no = ++p->reads;
+	pthread_mutex_unlock(&held_lock);
+	root_fd = target_root_open(pid);
+	err = read_lines(pm, pid, root_fd, read_no, fp);
+	if (root_fd >= 0)
+		close(root_fd);
 	if (!err && ferror(fp))
 		err = -EIO;
 	fclose(fp);
 	if (err)
 		procmaps__free(pm);
+	else
+		held_sweep(pid, read_no);
 	return err;
 }
 
@@ -323,6 +552,7 @@ void procmaps__free(struct procmaps *pm)
 {
 	for (size_t i = 0; i < pm->nr_paths; i++) {
 		free(pm->paths[i]);
+		held_unref(pm->files[i]);
 		free(pm->files[i]);
 	}
 	free(pm->paths);

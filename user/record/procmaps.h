@@ -20,11 +20,25 @@ struct procmaps {
 };
 
 /* Fill PM from /proc/PID/maps. Paths are as the target sees them, with a
- * " (deleted)" suffix removed; build-ids are read through /proc/PID/root (or
- * /proc/PID/map_files for deleted files), then the plain path; a module
- * whose file cannot be read has build_id_len 0. 0 or -errno; PM is empty on
- * failure. */
+ * " (deleted)" suffix removed. Each mapped ELF file is opened once through
+ * its mapping (target_file.h) and held for PID's recordings; a module whose
+ * file cannot be reached has build_id_len 0 and no file. 0 or -errno; PM is
+ * empty on failure. */
 int procmaps__read(struct procmaps *pm, int pid);
+
+/* A recording of PID begins and ends: the files held for it are closed
+ * when the last one has ended and no procmaps names them. Calls pair. */
+void procmaps__hold(int pid);
+void procmaps__release(int pid);
+/* The held file PID mapped at PATH with that build-id (any, if LEN is 0):
+ * its "/proc/self/fd/N" path, malloc'd, or NULL. What the symbolizer of a
+ * module the recording saw opens; valid while PID's recording holds it. */
+char *procmaps__held_file(int pid, const char *path, const uint8_t *build_id, uint32_t build_id_len);
+/* The build-id of FILE, a held file's path (procmaps__file): 0 with *LEN
+ * (0: it has none), or -ENOENT when FILE is not one. */
+int procmaps__file_build_id(const char *file, uint8_t *id, size_t cap, uint32_t *len);
+/* How many files are held for PID now. */
+size_t procmaps__nr_held(int pid);
 
 /* A hash of PID's file-backed lines of /proc/PID/maps (addresses, offsets,
  * inodes, paths): what procmaps__read would see differently if it changed.
@@ -34,13 +48,12 @@ int procmaps__read(struct procmaps *pm, int pid);
 int procmaps__files_hash(int pid, uint64_t *hash);
 
 /* Where memtrace opens the mapped file the target knows as PATH (probes,
- * unwind tables, marks, symbols): the path under the target's root while it
- * is still the file mapped, else /proc/PID/map_files/START-END, which
- * reaches a file deleted or replaced since it was mapped. NULL if PM maps no
- * PATH. */
+ * unwind tables, marks, symbols): its held descriptor, "/proc/self/fd/N",
+ * the file mapped whatever the path is now. NULL if PM maps no PATH, or the
+ * file could not be reached. */
 const char *procmaps__file(const struct procmaps *pm, const char *path);
-/* procmaps__file, or PATH under the target's root when PM does not map it;
- * malloc'd, NULL when out of memory. */
+/* procmaps__file, malloc'd; NULL with errno ENOENT (not mapped, not
+ * reached) or ENOMEM. A target's path is never opened by name. */
 char *procmaps__open_path(const struct procmaps *pm, int pid, const char *path);
 
 /* The same over PID's executable file mappings only: what its allocator

@@ -67,6 +67,7 @@ struct recording {
 	int pid;
 	int pidfd;
 	int rootfd; /* the target's root: reachable after it exits */
+	bool held_files; /* procmaps__hold(pid) made: released at cleanup */
 	char comm[64];
 	char *cmdline;
 	char output[PATH_MAX];
@@ -258,6 +259,11 @@ static int watch_target(struct recording *r)
 {
 	char path[64];
 
+	/* The target's files are held from the first read of its maps to the
+	 * last symbol written. */
+	procmaps__hold(r->pid);
+	r->held_files = true;
+
 	if (r->o.prepared) {
 		/* the supervisor watched it while it was held: it may be gone */
 		r->pidfd = r->o.prepared_pidfd;
@@ -344,8 +350,9 @@ static char **candidate_files(struct recording *r, size_t *n)
 			bool base = is_basename(p, "libc.so") || is_basename(p, "ld-linux");
 			int want = strcmp(p, exe) == 0 ? 0 : (*preload && is_preloaded(r->pid, preload, p)) ? 1 : base ? 3 : 2;
 
-			if (want == rank)
-				out[(*n)++] = procmaps__open_path(&r->maps, r->pid, p);
+			/* A file memtrace cannot reach is no candidate. */
+			if (want == rank && (out[*n] = procmaps__open_path(&r->maps, r->pid, p)))
+				(*n)++;
 		}
 	}
 	return out;
@@ -393,6 +400,7 @@ struct record_binding {
 	struct probe_set probes;
 	uint64_t code_hash; /* procmaps__code_hash before the search */
 	struct symbolizer *sym; /* its modules loaded: a forked recorder symbolizes with its copy */
+	int pid;                /* whose files it holds */
 	size_t nr_marks;        /* memtrace.h marks in its files */
 };
 
@@ -404,9 +412,12 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 
 	if (!b)
 		return NULL;
+	procmaps__hold(pid);
+	b->pid = pid;
 	if (procmaps__code_hash(pid, &b->code_hash) || bind_once(&r)) {
 		procmaps__free(&r.maps);
 		probe_set__free(&r.probes);
+		procmaps__release(pid);
 		free(b);
 		return NULL;
 	}
@@ -415,7 +426,7 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 	b->nr_marks = mark_finder_learn(pid, &b->maps);
 	unwinder_learn(pid, &b->maps);
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	b->sym = symbolizer__new(root);
+	b->sym = symbolizer__new_target(root);
 	for (size_t i = 0; b->sym && i < b->maps.nr; i++)
 		symbolizer__preload(b->sym, &b->maps.mods[i], procmaps__file(&b->maps, b->maps.mods[i].path));
 	return b;
@@ -428,6 +439,7 @@ void record_binding__free(struct record_binding *b)
 	procmaps__free(&b->maps);
 	probe_set__free(&b->probes);
 	symbolizer__free(b->sym);
+	procmaps__release(b->pid);
 	free(b);
 }
 
@@ -1428,12 +1440,18 @@ static int write_symbols(struct recording *r)
 	int err;
 
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", r->rootfd);
-	c.s = r->warm_symbols ? r->warm_symbols : symbolizer__new(r->rootfd >= 0 ? root : NULL);
+	c.s = r->warm_symbols ? r->warm_symbols : symbolizer__new_target(r->rootfd >= 0 ? root : NULL);
 	if (!c.s)
 		return -ENOMEM;
-	for (size_t i = 0; i < r->modules.nr; i++)
-		symbolizer__add_mapped_module(c.s, &r->modules.mods[i],
-					      procmaps__file(&r->maps, r->modules.mods[i].path));
+	for (size_t i = 0; i < r->modules.nr; i++) {
+		const struct trace_module *m = &r->modules.mods[i];
+		char *file = procmaps__held_file(r->pid, m->path, m->build_id, m->build_id_len);
+
+		/* No file held (not reached as the file mapped): its debug file by
+		 * build-id, or module+offset; never the path by name. */
+		symbolizer__add_mapped_module(c.s, m, file);
+		free(file);
+	}
 	err = drain__for_each_address(r->drain, symbolize_one, &c);
 	/* The copy of the supervisor's symbolizer is not freed: this recorder
 	 * exits next, and freeing it would first copy every page of it (a
@@ -1624,6 +1642,8 @@ static void cleanup(struct recording *r, bool failed)
 	procmaps__free(&r->maps);
 	module_set__free(&r->modules);
 	mark_finder__free(r->marks);
+	if (r->held_files)
+		procmaps__release(r->pid);
 	map_wrappers__free(&r->wrappers);
 	unwinder__free(r->unwinder);
 	free_strings(r->alloc_files, r->nr_alloc_files);

@@ -489,7 +489,7 @@ static void cache_path(const char *dir, const uint8_t *id, uint32_t len, char *b
 static int cache_read(const char *file, struct unwind_table *t)
 {
 	struct cache_header h;
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	int fd = open(file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	ssize_t want;
 
 	if (fd < 0)

@@ -115,7 +115,7 @@ static struct unwind_module *add_module(struct unwinder *u, struct loader *l, co
 		return um;
 	}
 	file = procmaps__open_path(pm, u->pid, m->path);
-	err = file ? unwind_table__load(file, u->cache_dir, &t) : -ENOMEM;
+	err = file ? unwind_table__load(file, u->cache_dir, &t) : -errno;
 	free(file);
 	if (err) {
 		/* No table: stacks stop in this module, marked. A module without

@@ -5,6 +5,7 @@
  * the loader asks about some 35 allocator names per library.
  */
 #include "elf_util.h"
+#include "target_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -286,10 +287,15 @@ struct elf_file *elf_file__open(const char *path)
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* Never waits on a FIFO; reads nothing but a regular file. */
+	f->fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (f->fd < 0) {
 		err = -errno;
 		goto err_free;
+	}
+	if (target_file_check_fd(f->fd)) {
+		err = -EINVAL;
+		goto err_close;
 	}
 	f->elf = elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
 	if (!f->elf || elf_kind(f->elf) != ELF_K_ELF) {

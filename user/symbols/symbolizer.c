@@ -9,6 +9,7 @@
 #include "arena.h"
 #include "strtab.h"
 #include "elf_util.h"
+#include "target_file.h"
 #include "util.h"
 
 #include <dwarf.h>
@@ -67,6 +68,8 @@ struct sym_map {
 
 struct symbolizer {
 	char *root; /* "" for none */
+	bool target;  /* a live target's: only held files and debug files by build-id */
+	int root_fd;  /* target: its root, O_PATH (-1: none) */
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 	struct sym_map *maps;
@@ -157,6 +160,60 @@ static const char *known_debug_file(const uint8_t *id, uint32_t len)
 	return NULL;
 }
 
+/* A debug file at a path memtrace chose (fetched, or the host's
+ * /usr/lib/debug): opened without waiting on a FIFO, and kept only if it is
+ * a regular file. */
+static int open_regular(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd >= 0 && target_file_check_fd(fd)) {
+		close(fd);
+		errno = EINVAL;
+		return -1;
+	}
+	return fd;
+}
+
+static void build_id_debug_path(const uint8_t *id, uint32_t len, char *path, size_t cap)
+{
+	char hex[2 * 32 + 1];
+
+	for (uint32_t i = 0; i < len && i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", id[i]);
+	snprintf(path, cap, "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+}
+
+/* A live target's module: its debug file only by build-id (a fetched one,
+ * the target's root's, the host's), never by the names its ELF gives
+ * (.gnu_debuglink is the target's to choose: a FIFO, a root-only file). The
+ * host's lookup is libdwfl's own without a debuglink, so a host debug file's
+ * own dwz alternate still resolves. */
+static int find_debuginfo_target(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
+				 const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+				 char **debuginfo_file_name)
+{
+	struct symbolizer *s = *userdata;
+	const unsigned char *bits;
+	char path[PATH_MAX];
+	GElf_Addr vaddr;
+	int n = dwfl_module_build_id(mod, &bits, &vaddr), fd;
+	const char *known = n > 0 ? known_debug_file(bits, (uint32_t)n) : NULL;
+
+	if (n <= 0 || n > 32)
+		return -1;
+	if (known && (fd = open_regular(known)) >= 0) {
+		*debuginfo_file_name = strdup(known);
+		return fd;
+	}
+	build_id_debug_path(bits, (uint32_t)n, path, sizeof(path));
+	if (s && s->root_fd >= 0 && (fd = target_file_open_in_root(s->root_fd, path, 0)) >= 0) {
+		*debuginfo_file_name = strdup(path);
+		return fd;
+	}
+	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, NULL, NULL, 0, debuginfo_file_name);
+}
+
 /* libdwfl asks where a module's DWARF is: a fetched debug file first. */
 static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, GElf_Addr base,
 			  const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
@@ -183,6 +240,7 @@ struct symbolizer *symbolizer__new(const char *root)
 
 	if (!s)
 		return NULL;
+	s->root_fd = -1;
 	s->root = strdup(root ? root : "");
 	if (!s->root)
 		goto err_free;
@@ -207,10 +265,32 @@ err_free:
 	return NULL;
 }
 
+struct symbolizer *symbolizer__new_target(const char *root)
+{
+	struct symbolizer *s = symbolizer__new(NULL);
+
+	if (!s)
+		return NULL;
+	s->target = true;
+	/* The root is the target's: opened once, and only ever resolved in. */
+	s->root_fd = root && *root ? open(root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	free(s->debuginfo_path);
+	s->debuginfo_path = strdup("/usr/lib/debug");
+	if (!s->debuginfo_path) {
+		symbolizer__free(s);
+		errno = ENOMEM;
+		return NULL;
+	}
+	s->cb.find_debuginfo = find_debuginfo_target;
+	return s;
+}
+
 void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
 		return;
+	if (s->root_fd >= 0)
+		close(s->root_fd);
 	for (size_t i = 0; i < s->nr_files; i++) {
 		if (s->files[i].dwfl)
 			dwfl_end(s->files[i].dwfl);
@@ -319,9 +399,13 @@ static int file_try(struct symbolizer *s, struct sym_file *f, const char *path)
 	Dwfl *dwfl;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
+	if (target_file_check_fd(fd)) {
+		close(fd); /* a FIFO or a device where a file was: never read */
+		return -EINVAL;
+	}
 	dwfl = dwfl_begin(&s->cb);
 	if (!dwfl) {
 		close(fd);
@@ -335,6 +419,14 @@ static int file_try(struct symbolizer *s, struct sym_file *f, const char *path)
 		goto err_end;
 	}
 	dwfl_report_end(dwfl, NULL, NULL);
+	{
+		void **user = NULL;
+
+		/* find_debuginfo_target's way back to this symbolizer */
+		dwfl_module_info(mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+		if (user)
+			*user = s;
+	}
 	f->elf = dwfl_module_getelf(mod, &bias);
 	if (!f->elf || bias != 0 || !build_id_matches(f, mod))
 		goto err_end;
@@ -361,6 +453,34 @@ static int file_try_debug(struct symbolizer *s, struct sym_file *f, const char *
 	return file_try(s, f, path);
 }
 
+/* A live target's file: the one held for its mapping (procmaps.h), else
+ * its debug file by build-id, the target's root's or the host's. Never a
+ * path the target named. */
+static int file_load_target(struct symbolizer *s, struct sym_file *f)
+{
+	char path[PATH_MAX];
+	bool found = f->mapped && file_try(s, f, f->mapped) == 0;
+
+	if (!found && f->build_id_len) {
+		const char *known = known_debug_file(f->build_id, f->build_id_len);
+		int fd = -1;
+
+		build_id_debug_path(f->build_id, f->build_id_len, path, sizeof(path));
+		found = known && file_try(s, f, known) == 0;
+		if (!found && s->root_fd >= 0 && (fd = target_file_open_in_root(s->root_fd, path, 0)) >= 0) {
+			char self[32];
+
+			snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+			found = file_try(s, f, self) == 0;
+			close(fd);
+		}
+		found = found || file_try(s, f, path) == 0;
+		f->debug_only = found;
+	}
+	f->state = found ? 1 : -1;
+	return found ? 0 : -ENOENT;
+}
+
 /* The file under the root, then the plain path; failing both (stripped
  * binaries on another machine), a debug file found by build-id alone. */
 static int file_load(struct symbolizer *s, struct sym_file *f)
@@ -370,6 +490,8 @@ static int file_load(struct symbolizer *s, struct sym_file *f)
 
 	if (f->state)
 		return f->state > 0 ? 0 : -ENOENT;
+	if (s->target)
+		return file_load_target(s, f);
 	found = f->mapped && file_try(s, f, f->mapped) == 0;
 	found = found || (*s->root &&
 		snprintf(path, sizeof(path), "%s%s", s->root, f->path) < (int)sizeof(path) &&

@@ -18,6 +18,13 @@ struct symbolizer;
  * NULL with errno set. */
 struct symbolizer *symbolizer__new(const char *root);
 
+/* A symbolizer for a live target, whose paths memtrace never opens: a
+ * module is read from the file given with it (MAPPED: a held file,
+ * procmaps.h), else from a debug file found by build-id (fetched, under
+ * ROOT, the target's root, opened with target_file.h, or the host's
+ * /usr/lib/debug); .gnu_debuglink names are not followed. NULL with errno. */
+struct symbolizer *symbolizer__new_target(const char *root);
+
 /* Add one mapping of the target (M is copied). Mappings of one file (same
  * path and build-id) share its debug info, which is loaded on first use.
  * 0 or -errno. */
