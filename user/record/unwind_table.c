@@ -371,14 +371,51 @@ static int debug_frame_spans(Elf *elf, struct fde_span **v, size_t *n, size_t *c
 	return 0;
 }
 
-/* Whether libdw may run the CFA programs of section NAME (cfi_check.h).
- * An .eh_frame found only through its program header (section headers
- * gone) is not checked. */
+/* The .eh_frame libdw runs when no section has that name (section headers
+ * gone or damaged: dwarf_getcfi_elf then takes the first PT_GNU_EH_FRAME):
+ * from where its eh_frame_ptr points to the end of the file. Whether its
+ * programs are sane; false for a header we cannot read and libdw might. */
+static bool phdr_eh_frame_sane(Elf *elf)
+{
+	size_t phnum, size;
+	const char *raw = elf_rawfile(elf, &size);
+
+	if (elf_getphdrnum(elf, &phnum) || !raw)
+		return true; /* libdw finds no CFI either */
+	for (size_t i = 0; i < phnum; i++) {
+		const uint8_t *b, *p;
+		uint64_t ptr, off;
+		Elf_Data d;
+		GElf_Phdr ph;
+
+		if (!gelf_getphdr(elf, (int)i, &ph))
+			return true;
+		if (ph.p_type != PT_GNU_EH_FRAME)
+			continue;
+		if (ph.p_filesz < 4 || ph.p_offset > size || ph.p_filesz > size - ph.p_offset)
+			return true; /* libdw cannot read the header */
+		b = (const uint8_t *)raw + ph.p_offset;
+		p = b + 4;
+		if (b[0] != 1 || read_encoded(&p, b + ph.p_filesz, b[1], ph.p_vaddr + 4, ph.p_vaddr, &ptr))
+			return false;
+		off = ptr - ph.p_vaddr + ph.p_offset;
+		if (off >= size)
+			return true;
+		d = (Elf_Data){ .d_buf = (void *)(raw + off), .d_size = size - off, .d_type = ELF_T_BYTE };
+		return cfi_programs_sane(elf, &d, true);
+	}
+	return true;
+}
+
+/* Whether libdw may run the CFA programs of section NAME (cfi_check.h),
+ * or, for an .eh_frame with no section, of what libdw finds instead. */
 static bool section_sane(Elf *elf, const char *name, bool eh_frame)
 {
 	GElf_Shdr sh;
 	Elf_Data *d = section_data(elf, name, &sh);
 
+	if (!d && eh_frame)
+		return phdr_eh_frame_sane(elf);
 	return !d || cfi_programs_sane(elf, d, eh_frame);
 }
 

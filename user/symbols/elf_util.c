@@ -120,6 +120,10 @@ static int load_containing(Elf *elf, uint64_t x, bool by_offset, int exec, GElf_
 		if (!gelf_getphdr(elf, i, &ph) || ph.p_type != PT_LOAD ||
 		    (exec >= 0 && !(ph.p_flags & PF_X) != !exec))
 			continue;
+		/* A segment whose bytes would run past 2^64 holds nothing: by
+		 * vaddr it held a function its offset then did not. */
+		if (ph.p_offset + ph.p_filesz < ph.p_offset || ph.p_vaddr + ph.p_filesz < ph.p_vaddr)
+			continue;
 		lo = by_offset ? ph.p_offset : ph.p_vaddr;
 		hi = lo + ph.p_filesz;
 		if (exec >= 0)

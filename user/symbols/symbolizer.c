@@ -671,7 +671,8 @@ static void cus_build(struct sym_file *f, Dwarf *dw)
 		}
 		off = next;
 	}
-	qsort(f->cus, f->nr_cus, sizeof(*f->cus), cmp_cu);
+	if (f->nr_cus) /* f->cus is NULL without a range: qsort's pointer must not be */
+		qsort(f->cus, f->nr_cus, sizeof(*f->cus), cmp_cu);
 	return;
 
 err_free: /* no table rather than a partial one */
