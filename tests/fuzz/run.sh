@@ -14,7 +14,10 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
 out=$build/fuzz
 crashes=$out/crashes
-harnesses="fuzz_trace_file fuzz_trace_records fuzz_usdt fuzz_unwind_table fuzz_unwind_walk"
+harnesses="fuzz_trace_file fuzz_trace_records fuzz_usdt fuzz_unwind_table fuzz_unwind_walk fuzz_elf_util fuzz_symbolize"
+# the harnesses that take a whole ELF file also start from the hostile ELF
+# files of gen_elf_corpus.py
+elf_harnesses=" fuzz_usdt fuzz_unwind_table fuzz_elf_util fuzz_symbolize "
 work=${2:-}
 tmp=""
 if [ -z "$work" ]; then
@@ -35,9 +38,16 @@ for h in $harnesses; do
 	mkdir -p "$work/$h"
 	log=$work/$h.log
 	before=$(ls "$crashes" | wc -l)
+	# seeds, then what earlier runs found (regress/: each an input that once
+	# crashed, replayed first by every run, make test's short one too)
+	seeds="" elf=""
+	case "$elf_harnesses" in *" $h "*) elf=corpus/elf ;; esac
+	for d in "corpus/$h" $elf "regress/$h"; do
+		[ -d "$top/tests/fuzz/$d" ] && seeds="$seeds $top/tests/fuzz/$d"
+	done
 	timeout -k 10 $((seconds + 120)) "$out/$h" -max_total_time="$seconds" -timeout=10 \
 		-rss_limit_mb=2048 -malloc_limit_mb=2048 -max_len=65536 -print_final_stats=1 \
-		${FUZZ_SEED:+-seed=$FUZZ_SEED} -artifact_prefix="$crashes/$h-" "$work/$h" "$top/tests/fuzz/corpus/$h" >"$log" 2>&1
+		${FUZZ_SEED:+-seed=$FUZZ_SEED} -artifact_prefix="$crashes/$h-" "$work/$h" $seeds >"$log" 2>&1
 	rc=$?
 	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -n 1)
