@@ -62,8 +62,8 @@ _memtrace()
 		COMPREPLY=($(compgen -W "-p --pid -i --interval -o --output -d --duration --budget --rss --rss=only --batch --json --top
 			--alloc-fn -h --help --" -- "$cur")) ;;
 	agent)
-		COMPREPLY=($(compgen -W "-p --pid --comm --exe --cgroup -d --duration --budget --exact --rss --listen --alloc-fn
-			-o --output --rotate --keep -h --help" -- "$cur")) ;;
+		COMPREPLY=($(compgen -W "-p --pid --comm --exe --cgroup --user --per-user --show-cmdline -d --duration --budget
+			--exact --rss --listen --alloc-fn -o --output --rotate --keep -h --help" -- "$cur")) ;;
 	report)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict --symfs -h --help" -- "$cur"))

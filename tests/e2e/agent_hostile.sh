@@ -176,4 +176,75 @@ expect_eq "... each of them answered" "$(cat "$TMP"/q[1-4].code)" "200200200200"
 
 kill "$lr" 2>/dev/null
 wait "$lr" 2>/dev/null
+
+# --- matching that another user cannot take over. The service: a copy of
+# leak_rate, run by root. 100 processes of nobody's named like it (a copy of sleep,
+# owned by root, so only --user and the cap stop them), and one whose
+# program is a copy owned by another user (daemon): refused by default.
+# A name of this run's own: other tests on the host may run leak_rate.
+name=svc$$
+chmod 711 "$TMP"
+mkdir -m 755 "$TMP/svc" "$TMP/own" "$TMP/other"
+cp "$PROGS/leak_rate" "$TMP/svc/$name"
+cp /bin/sleep "$TMP/own/$name"
+cp /bin/sleep "$TMP/other/$name"
+chown daemon "$TMP/other/$name"
+nobody=(setpriv --reuid=nobody --regid=nogroup --clear-groups) # it execs: $! is the program's pid
+(exec "$TMP/svc/$name" 120 >/dev/null 2>&1) &
+svc=$!
+pids+=("$svc")
+hostile=()
+for _ in $(seq 100); do
+	"${nobody[@]}" "$TMP/own/$name" 120 &
+	hostile+=($!)
+done
+pids+=("${hostile[@]}")
+"${nobody[@]}" "$TMP/other/$name" 120 &
+foreign=$!
+pids+=("$foreign")
+# up PORT: the pids /metrics has a target_up series of, sorted
+up() { curl -s --max-time 10 "http://127.0.0.1:$1/metrics" | sed -n 's/^memtrace_target_up{pid="\([0-9]*\)".*/\1/p' | sort -n; }
+nobody_pids() { # PIDS...: how many of them are nobody's processes
+	local n=0 p
+	for p in "$@"; do [ "$(stat -c %U "/proc/$p" 2>/dev/null)" = nobody ] && n=$((n + 1)); done
+	echo $n
+}
+
+timeout -k 5 60 "$MEMTRACE" agent --comm "$name" --user root --exact --listen "127.0.0.1:$((port + 5))" \
+	2>"$TMP/u1.err" &
+au=$!
+pids+=("$au")
+for _ in $(seq 100); do [ "$(up $((port + 5)))" = "$svc" ] && break; sleep 0.1; done
+sleep 2 # ten scans more: none of nobody's comes
+got=$(up $((port + 5)) | tr '\n' ' ')
+expect_eq "--comm NAME --user root, 100 of nobody's named so: the targets" "$got" "$svc " ||
+	sed 's/^/# /' "$TMP/u1.err" | head -5
+kill -INT "$au"
+wait "$au"
+
+timeout -k 5 60 "$MEMTRACE" agent --comm "$name" --exact --listen "127.0.0.1:$((port + 6))" 2>"$TMP/u2.err" &
+au=$!
+pids+=("$au")
+for _ in $(seq 100); do [ "$(up $((port + 6)) | wc -l)" -ge 17 ] && break; sleep 0.1; done
+t0=$(ms)
+sleep 3
+targets=$(up $((port + 6)))
+refusals=$(grep -c "^memtrace: not recording PID [0-9]* ($name): uid 65534 has 16 processes recorded already, the most one user's may hold (--per-user)" "$TMP/u2.err")
+secs=$((($(ms) - t0 + 999) / 1000))
+t0=$(ms)
+kill -INT "$au"
+wait "$au"
+echo "# the agent recording 17 stopped in $(($(ms) - t0)) ms"
+if grep -qx "$svc" <<<"$targets"; then ok "without --user: the service is recorded"; else not_ok "without --user: the service $svc is not among the targets"; fi
+# shellcheck disable=SC2086
+expect_eq "without --user: nobody's processes hold --per-user's 16 slots, no more" "$(nobody_pids $targets)" 16
+if [ "$refusals" -ge 1 ] && [ "$refusals" -le $((secs + 2)) ]; then
+	ok "... the others' refusals said, a line a second at most: $refusals lines in ${secs}+ s"
+else
+	not_ok "... $refusals refusal lines (want 1 to $((secs + 2)) in ${secs}+ s): $(grep -v attached "$TMP/u2.err" | head -3)"
+fi
+expect_eq "... a program owned by another user (daemon) is refused, once, saying why" \
+	"$(grep -c "^memtrace: not recording PID $foreign ($name): its program is owned by uid 1, neither root nor the uid it runs as (65534); give -p $foreign to record it anyway$" "$TMP/u2.err")/$(grep -xc "$foreign" <<<"$targets")" 1/0
+kill "${hostile[@]}" "$foreign" "$svc" 2>/dev/null
+wait "${hostile[@]}" "$foreign" "$svc" 2>/dev/null
 finish

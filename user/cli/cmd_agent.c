@@ -92,6 +92,11 @@
 #define AGENT_RETRY_FIRST_NS 200000000ull
 #define AGENT_RETRY_MAX_NS 600000000000ull
 #define AGENT_MAX_REFUSED 256
+/* Matched processes one user's may hold (--per-user): any user can name a
+ * process like the service, and one user's processes took every slot. */
+#define AGENT_DEFAULT_PER_USER 16
+#define AGENT_SAY_NS 1000000000ull /* refusals: a line a second at most, of each kind */
+enum refused_kind { REFUSED_OWNER, REFUSED_PER_USER, REFUSED_FULL, REFUSED_KINDS };
 
 struct refused {
 	int pid;
@@ -113,6 +118,7 @@ struct agent_target {
 	struct agent *agent;
 	bool in_use;      /* the slot holds a target (agent.slots_lock) */
 	bool matched;     /* found by --comm, --exe or --cgroup: reclaimed after it ends */
+	unsigned uid;     /* its real uid when found (matched): the per-user cap */
 	uint64_t ended_ns; /* when its recording ended, for the reclaim */
 	pthread_t thread;
 	bool started;
@@ -144,6 +150,11 @@ struct agent {
 	/* --comm, --exe, --cgroup: every process matching, found by a scan of /proc */
 	const char *comms[16], *exes[16], *cgroups[16];
 	size_t ncomms, nexes, ncgroups;
+	unsigned users[16];             /* --user: only their processes match (nusers 0: any) */
+	size_t nusers;
+	unsigned per_user;              /* matched targets one uid may hold */
+	uint64_t said_ns[REFUSED_KINDS]; /* the last refusal of each kind said (main thread) */
+	unsigned unsaid[REFUSED_KINDS];  /* refusals of that kind not said since */
 	struct sockaddr_in listen;
 	struct MHD_Daemon *http;
 	const char *alloc_fns[32];
@@ -189,12 +200,15 @@ static bool agent_stop_requested(const struct agent *a)
 static void agent_usage(FILE *f)
 {
 	fprintf(f, "usage: memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)...\n"
+		   "                      [--user NAME|UID]... [--per-user N] [--show-cmdline]\n"
 		   "                      [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]\n"
 		   "                      [--alloc-fn GLOB]... [-o DIR [--rotate SEC] [--keep N]] [-d SEC]\n"
 		   "  -p, --pid PID        a process to record (up to %d processes in all)\n"
 		   "      --comm NAME      every process of that name, those started later too\n"
 		   "      --exe PATH       every process running that program\n"
 		   "      --cgroup PATH    every process in that cgroup (a container, a systemd service)\n"
+		   "      --user NAME|UID  match only processes of that user (real and effective uid)\n"
+		   "      --per-user N     matched processes one user's may hold (default %d of the %d)\n"
 		   "      --budget PCT     bound what tracing costs each target to PCT percent of its\n"
 		   "                       work (default %g; figures are estimates)\n"
 		   "      --exact          trace every allocation instead (the full cost)\n"
@@ -207,11 +221,12 @@ static void agent_usage(FILE *f)
 		   "                       newest --keep N per target kept (default %d); without -o\n"
 		   "                       nothing is written to disk: the last --rotate SEC (default\n"
 		   "                       %d) stay in memory (/dev/shm) for /report\n"
-		   "  -d, --duration SEC   stop after SEC seconds (default: until SIGINT or SIGTERM)\n"
+		   "      --show-cmdline   serve the targets' command lines (in /debug/pprof and /report)\n"
+		   "  -d, --duration SEC   stop after SEC seconds (default: until SIGINT, SIGTERM or SIGHUP)\n"
 		   "serves /debug/pprof/heap and /debug/pprof/allocs (gzipped pprof, ?pid=PID for one\n"
 		   "target), /metrics (Prometheus text format), /report?pid=PID (the HTML report of\n"
 		   "the last --rotate SEC) and / (an index)\n",
-		AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT, AGENT_DEFAULT_ROTATE, AGENT_DEFAULT_KEEP,
+		AGENT_MAX_TARGETS, AGENT_DEFAULT_PER_USER, AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT, AGENT_DEFAULT_ROTATE, AGENT_DEFAULT_KEEP,
 		AGENT_MEM_ROTATE);
 }
 
@@ -232,6 +247,33 @@ static int parse_listen(const char *s, struct sockaddr_in *out)
 	return 0;
 }
 
+/* --user: a uid, or a name looked up in /etc/passwd itself (a static
+ * memtrace makes no NSS lookups); 0 or -ENOENT. */
+static int parse_user(const char *s, unsigned *uid)
+{
+	char line[1024];
+	uint64_t n;
+	FILE *f;
+	int err = -ENOENT;
+
+	if (!parse_u64(s, &n) && n < UINT32_MAX) {
+		*uid = (unsigned)n;
+		return 0;
+	}
+	f = fopen("/etc/passwd", "re");
+	while (f && err && fgets(line, sizeof(line), f)) {
+		char *name = strtok(line, ":"), *pw = strtok(NULL, ":"), *id = strtok(NULL, ":");
+
+		if (name && pw && id && !strcmp(name, s) && !parse_u64(id, &n) && n < UINT32_MAX) {
+			*uid = (unsigned)n;
+			err = 0;
+		}
+	}
+	if (f)
+		fclose(f);
+	return err;
+}
+
 /* 0 to go on, 1 after --help, -EINVAL after printing why. */
 static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **argv)
 {
@@ -249,6 +291,9 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		{ "output", required_argument, NULL, 'o' },
 		{ "rotate", required_argument, NULL, 'T' },
 		{ "keep", required_argument, NULL, 'K' },
+		{ "user", required_argument, NULL, 'U' },
+		{ "per-user", required_argument, NULL, 'N' },
+		{ "show-cmdline", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -264,6 +309,7 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 	opterr = 0;
 	o->rotate_sec = AGENT_DEFAULT_ROTATE;
 	o->rotate_keep = AGENT_DEFAULT_KEEP;
+	a->per_user = AGENT_DEFAULT_PER_USER;
 	while ((c = getopt_long(argc, argv, "+p:d:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -341,6 +387,18 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			o->rotate_keep = (unsigned)n;
 			keep = true;
 			break;
+		case 'U':
+			if (a->nusers == 16 || parse_user(optarg, &a->users[a->nusers]))
+				return fail("invalid --user '%s'; give a user name of /etc/passwd or a uid (16 of them)", optarg);
+			a->nusers++;
+			break;
+		case 'N':
+			if (parse_u64(optarg, &n) || n < 1 || n > AGENT_MAX_TARGETS)
+				return fail("invalid --per-user '%s'; give how many matched processes one user's may hold, 1 to %d",
+					    optarg, AGENT_MAX_TARGETS);
+			a->per_user = (unsigned)n;
+			break;
+		case 'S': a->show_cmdline = true; break;
 		case 'h': agent_usage(stdout); return 1;
 		default:
 			return fail("failed to parse agent options: '%s' is unknown or lacks its value; see memtrace agent "
@@ -349,6 +407,8 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 	}
 	if (optind < argc)
 		return fail("agent records running processes: give -p PID, not a command ('%s')", argv[optind]);
+	if (a->nusers && !a->ncomms && !a->nexes && !a->ncgroups)
+		return fail("--user narrows --comm, --exe and --cgroup: give one of them too");
 	if (!a->ntargets && !a->ncomms && !a->nexes && !a->ncgroups)
 		return fail("give what to record: -p PID, --comm NAME, --exe PATH or --cgroup PATH; see memtrace agent "
 			    "--help");
@@ -1279,7 +1339,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* Start recording PID in a free slot (the main thread, under the write
  * lock). 0, or -ENOSPC, -ENOMEM, -EAGAIN (no thread). */
-static int target_start(struct agent *a, int pid, bool matched)
+static int target_start(struct agent *a, int pid, bool matched, unsigned uid)
 {
 	struct agent_target *t = NULL;
 
@@ -1296,6 +1356,7 @@ static int target_start(struct agent *a, int pid, bool matched)
 	t->agent = a;
 	t->pid = pid;
 	t->matched = matched;
+	t->uid = uid;
 	if (live_feed__init(&t->feed, &t->lock)) {
 		pthread_mutex_destroy(&t->lock);
 		pthread_rwlock_unlock(&a->slots_lock);
@@ -1373,11 +1434,35 @@ static bool proc_line(int pid, const char *what, char *buf, size_t cap)
 	return true;
 }
 
-/* PID is one of the programs --comm, --exe or --cgroup name. */
+/* PID's real and effective uids (/proc/PID/status); false if it is gone. */
+static bool proc_uids(int pid, unsigned *ruid, unsigned *euid)
+{
+	char buf[4096];
+	const char *u;
+
+	if (read_proc_file(pid, "status", buf, sizeof(buf)) <= 0 || !(u = strstr(buf, "\nUid:")))
+		return false;
+	return sscanf(u + 5, "%u %u", ruid, euid) == 2;
+}
+
+static bool user_given(const struct agent *a, unsigned uid)
+{
+	for (size_t i = 0; i < a->nusers; i++)
+		if (a->users[i] == uid)
+			return true;
+	return false;
+}
+
+/* PID is one of the programs --comm, --exe or --cgroup name, run by one of
+ * --user's users if given. */
 static bool matches(const struct agent *a, int pid)
 {
 	char buf[4096], path[64];
+	unsigned ruid, euid;
 	ssize_t n;
+
+	if (a->nusers && (!proc_uids(pid, &ruid, &euid) || !user_given(a, ruid) || !user_given(a, euid)))
+		return false;
 
 	if (a->ncomms && proc_line(pid, "comm", buf, sizeof(buf)))
 		for (size_t i = 0; i < a->ncomms; i++)
@@ -1472,10 +1557,120 @@ static bool refused_now(struct agent *a, int pid, uint64_t now)
 	return false;
 }
 
+/* One refusal on stderr, a line a second at most (each refused process is
+ * looked at again every scan while the table stays full): the count of
+ * those not said goes with the next. */
+static void __attribute__((format(printf, 4, 5)))
+say_refusal(struct agent *a, enum refused_kind kind, uint64_t now, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	if (a->said_ns[kind] && now - a->said_ns[kind] < AGENT_SAY_NS) {
+		a->unsaid[kind]++;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (a->unsaid[kind])
+		fprintf(stderr, "memtrace: %s (and %u more such refusals since the last line)\n", line, a->unsaid[kind]);
+	else
+		fprintf(stderr, "memtrace: %s\n", line);
+	a->said_ns[kind] = now;
+	a->unsaid[kind] = 0;
+}
+
+/* Whether PID's program belongs to root or to the user PID runs as: a
+ * program another user owns is one that user could have put there and
+ * named like the service (--comm and --exe match names). OWNER: its
+ * owner's uid. */
+static bool exe_trusted(int pid, unsigned euid, unsigned *owner)
+{
+	char path[64];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	if (stat(path, &st))
+		return false;
+	*owner = st.st_uid;
+	return st.st_uid == 0 || st.st_uid == euid;
+}
+
+/* Matched targets of UID (ended ones included: they hold their slot). */
+static unsigned user_slots(const struct agent *a, unsigned uid)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < a->ntargets; i++)
+		n += a->targets[i].in_use && a->targets[i].matched && a->targets[i].uid == uid;
+	return n;
+}
+
+/* Free the slot of the matched target (of UID, or any if ANY) that ended
+ * first: its last figures stay a minute only while nothing needs the slot.
+ * Whether one was freed. */
+static bool make_room(struct agent *a, unsigned uid, bool any)
+{
+	struct agent_target *oldest = NULL;
+	uint64_t oldest_ns = UINT64_MAX;
+
+	for (size_t i = 0; i < a->ntargets; i++) {
+		struct agent_target *t = &a->targets[i];
+
+		if (!t->in_use || !t->matched || (!any && t->uid != uid))
+			continue;
+		pthread_mutex_lock(&t->lock);
+		if (t->ended && t->ended_ns < oldest_ns) {
+			oldest = t;
+			oldest_ns = t->ended_ns;
+		}
+		pthread_mutex_unlock(&t->lock);
+	}
+	if (oldest)
+		target_reclaim(a, oldest);
+	return oldest != NULL;
+}
+
+/* Start recording matched PID unless a rule refuses it (said on stderr). */
+static void admit(struct agent *a, int pid, uint64_t now)
+{
+	unsigned ruid, euid, owner = 0;
+	char comm[64] = "?";
+	int err;
+
+	if (!proc_uids(pid, &ruid, &euid))
+		return;
+	read_proc_string(pid, "comm", comm, sizeof(comm));
+	for (char *c = comm; *c; c++) /* the line stays one line of text */
+		if ((unsigned char)*c < 32 || (unsigned char)*c >= 127)
+			*c = '?';
+	if (!exe_trusted(pid, euid, &owner)) {
+		struct refused *r = refused_find(a, pid);
+
+		if (!r || !r->tries || r->start != proc_start(pid, NULL))
+			say_refusal(a, REFUSED_OWNER, now, "not recording PID %d (%s): its program is owned by uid %u, neither root nor "
+					    "the uid it runs as (%u); give -p %d to record it anyway", pid, comm, owner,
+				    euid, pid);
+		refuse(a, pid, now);
+		return;
+	}
+	if (user_slots(a, ruid) >= a->per_user && !make_room(a, ruid, false)) {
+		say_refusal(a, REFUSED_PER_USER, now, "not recording PID %d (%s): uid %u has %u processes recorded already, the most one "
+				    "user's may hold (--per-user)", pid, comm, ruid, a->per_user);
+		return;
+	}
+	err = target_start(a, pid, true, ruid);
+	if (err == -ENOSPC && make_room(a, 0, true))
+		err = target_start(a, pid, true, ruid);
+	if (err == -ENOSPC)
+		say_refusal(a, REFUSED_FULL, now, "not recording PID %d (%s): %d processes are recorded already, the most an agent "
+				    "records", pid, comm, AGENT_MAX_TARGETS);
+}
+
 /* Every process that matches and has no recording gets one. */
 static void scan(struct agent *a)
 {
-	static bool full_said;
 	struct dirent *de;
 	DIR *d = opendir("/proc");
 	uint64_t now = now_ns(CLOCK_MONOTONIC);
@@ -1492,11 +1687,7 @@ static void scan(struct agent *a)
 		/* not a process on its way out (a zombie has nothing left to record) */
 		if (!proc_start((int)pid, &state) || state == 'Z' || state == 'X')
 			continue;
-		if (target_start(a, (int)pid, true) == -ENOSPC && !full_said) {
-			fprintf(stderr, "memtrace: not recording PID %ld: %d processes are recorded already, the most an "
-					"agent records\n", pid, AGENT_MAX_TARGETS);
-			full_said = true;
-		}
+		admit(a, (int)pid, now);
 	}
 	closedir(d);
 }
@@ -1685,7 +1876,7 @@ int cmd_agent(int argc, char **argv)
 		npids, npids == 1 ? "" : "s", matching ? " and the processes matched" : "",
 		a->o.budget ? "--budget" : "exact");
 	for (int i = 0; i < npids && !agent_stop_requested(a); i++) {
-		if (target_start(a, pids[i], false)) {
+		if (target_start(a, pids[i], false, 0)) {
 			fprintf(stderr, "memtrace: failed to record PID %d: out of memory or threads\n", pids[i]);
 			status = MEMTRACE_EXIT_FAILURE;
 		}
