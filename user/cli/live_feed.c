@@ -129,13 +129,16 @@ static int name_address(struct live_feed *f, uint64_t addr, struct trace_symbol 
 	return symbolizer__resolve(f->sym, addr, sym) ? 1 : 0;
 }
 
-/* A new stack's addresses are named at once: the live view shows it next. */
+/* A new stack's addresses are named at once: the live view shows it next.
+ * Named outside the lock (a module's debug info can take seconds to load,
+ * a debuginfod fetch longer) and added under it, one short hold a symbol:
+ * the agent's requests wait on that lock. The symbolizer and the named set
+ * are this feeding thread's alone. */
 static int feed_stack(void *ctx, const struct trace_stack *s)
 {
 	struct live_feed *f = ctx;
 	int err = 0;
 
-	lock(f);
 	for (uint32_t i = 0; i < s->nr && !err; i++) {
 		struct trace_symbol sym;
 		bool existed;
@@ -143,8 +146,14 @@ static int feed_stack(void *ctx, const struct trace_stack *s)
 		if (s->frames[i] < 4096 || !u64map__insert(&f->named, s->frames[i], &existed) || existed)
 			continue;
 		err = name_address(f, s->frames[i], &sym);
-		err = err ? (err > 0 ? 0 : err) : replay__add_symbol(f->r, &sym);
+		if (err > 0)
+			err = 0;
+		else if (!err) {
+			lock(f);
+			err = unlock(f, replay__add_symbol(f->r, &sym));
+		}
 	}
+	lock(f);
 	return unlock(f, err ? err : replay__add_stack(f->r, s));
 }
 

@@ -290,6 +290,23 @@ char *procmaps__held_file(int pid, const char *path, const uint8_t *build_id, ui
 	return out;
 }
 
+const char *procmaps__name(const char *file, char *buf, size_t cap)
+{
+	int fd;
+
+	snprintf(buf, cap, "%s", file);
+	if (sscanf(file, "/proc/self/fd/%d", &fd) != 1)
+		return buf;
+	pthread_mutex_lock(&held_lock);
+	for (size_t i = 0; i < nr_held; i++)
+		if (held[i].fd == fd) {
+			snprintf(buf, cap, "%s", held[i].path);
+			break;
+		}
+	pthread_mutex_unlock(&held_lock);
+	return buf;
+}
+
 size_t procmaps__nr_held(int pid)
 {
 	size_t n = 0;

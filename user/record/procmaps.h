@@ -37,6 +37,9 @@ char *procmaps__held_file(int pid, const char *path, const uint8_t *build_id, ui
 /* The build-id of FILE, a held file's path (procmaps__file): 0 with *LEN
  * (0: it has none), or -ENOENT when FILE is not one. */
 int procmaps__file_build_id(const char *file, uint8_t *id, size_t cap, uint32_t *len);
+/* The path the target knows a held FILE by (FILE itself if it is not one),
+ * into BUF: what messages name. Returns BUF. */
+const char *procmaps__name(const char *file, char *buf, size_t cap);
 /* How many files are held for PID now. */
 size_t procmaps__nr_held(int pid);
 

@@ -1114,13 +1114,15 @@ static int calibrate(struct recording *r)
 static int attach_probes(struct recording *r)
 {
 	const struct probe *bad = NULL;
+	char name[PATH_MAX];
 	int err;
 
 	err = r->o.prepared || r->o.rss_only ? 0 : loader__attach(r->loader, &r->probes, &bad);
 	if (err && kill(r->pid, 0) && errno == ESRCH)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
-		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?", bad ? bad->path : "?", strerror(-err));
+		return fail("failed to attach to %s in %s: %s", bad ? bad->func : "?",
+			    bad ? procmaps__name(bad->path, name, sizeof(name)) : "?", strerror(-err));
 	if (note_forwarders(r, &r->probes, &r->maps))
 		return fail("out of memory");
 	r->marks = r->o.prepared_marks ? r->o.prepared_marks : mark_finder__new(r->pid);
@@ -1156,16 +1158,20 @@ static const char *base_name(const char *path)
  * which functions have none because they only forward to a probed one. */
 static void print_probe(const struct probe *p)
 {
+	char name[PATH_MAX];
+
 	fprintf(stderr, "memtrace: probe %-36s %s+0x%x (file offset 0x%llx) on %s: %s%s%s%s%s\n", p->func,
-		base_name(p->path), p->skipped, (unsigned long long)p->offset, p->insn,
+		base_name(procmaps__name(p->path, name, sizeof(name))), p->skipped, (unsigned long long)p->offset, p->insn,
 		p->emulated ? "emulated" : "single-stepped, ", p->emulated ? "" : p->why,
 		p->moved[0] ? ", " : "", p->moved, p->ret ? ", with return probe" : "");
 }
 
 static void print_forwarder(const struct forwarder *f)
 {
+	char name[PATH_MAX];
+
 	fprintf(stderr, "memtrace: probe %-36s %s+0x0 (file offset 0x%llx) none: forwards to %s\n", f->func,
-		base_name(f->path), (unsigned long long)f->file_offset, f->to);
+		base_name(procmaps__name(f->path, name, sizeof(name))), (unsigned long long)f->file_offset, f->to);
 }
 
 static const char *mode_name(enum loader_mode m)
