@@ -17,6 +17,9 @@ trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done; rm -rf "$TMP"' E
 # ms since the epoch
 ms() { echo $(($(date +%s%N) / 1000000)); }
 
+# has PATTERN FILE: yes or no
+has() { if grep -q -- "$1" "$2"; then echo yes; else echo no; fi; }
+
 # memdir PID: the directory in /dev/shm of the agent that timeout PID runs ("" if none)
 memdir() { ls -d /dev/shm/memtrace-agent."$(pgrep -P "$1" -x memtrace)".* 2>/dev/null | head -n1; }
 
@@ -247,4 +250,97 @@ expect_eq "... a program owned by another user (daemon) is refused, once, saying
 	"$(grep -c "^memtrace: not recording PID $foreign ($name): its program is owned by uid 1, neither root nor the uid it runs as (65534); give -p $foreign to record it anyway$" "$TMP/u2.err")/$(grep -xc "$foreign" <<<"$targets")" 1/0
 kill "${hostile[@]}" "$foreign" "$svc" 2>/dev/null
 wait "${hostile[@]}" "$foreign" "$svc" 2>/dev/null
+
+# --- output: a comm of bytes that are not UTF-8 (0xff 0xfe) leaves /metrics
+# valid UTF-8 that promtool parses; the command line is served only with
+# --show-cmdline
+bad=$(printf '\xff\xfelr%s' $$)
+cp "$PROGS/leak_rate" "$TMP/svc/$bad"
+(exec -a "leak_rate-secret-$$" "$TMP/svc/$bad" 30 >/dev/null 2>&1) &
+bp=$!
+pids+=("$bp")
+mkdir -m 700 "$TMP/out"
+timeout -k 5 60 "$MEMTRACE" agent -p "$bp" --exact -o "$TMP/out" --rotate 1 --listen "127.0.0.1:$((port + 7))" \
+	2>"$TMP/o.err" &
+ao=$!
+pids+=("$ao")
+wait_for_line "$TMP/o.err" "memtrace: attached to PID $bp" 20 || not_ok "never attached to $bp: $(cat "$TMP/o.err")"
+sleep 2.5 # a file or two whole
+curl -s --max-time 10 "http://127.0.0.1:$((port + 7))/metrics" >metrics.txt
+if python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' metrics.txt 2>/dev/null; then
+	ok "/metrics with a comm of 0xff 0xfe: valid UTF-8"
+else
+	not_ok "/metrics with a comm of 0xff 0xfe is not valid UTF-8: $(grep target_up metrics.txt | od -c | head -3 | tr '\n' ' ')"
+fi
+expect_eq "... the bytes shown as U+FFFD" "$(grep -c "^memtrace_target_up{pid=\"$bp\",comm=\"$(printf '\xef\xbf\xbd\xef\xbf\xbd')lr$$\"} 1$" metrics.txt)" 1
+expect_eq "... promtool check metrics parses it" "$(promtool check metrics <metrics.txt 2>&1 | grep -ci 'error\|invalid')" 0
+curl -s --max-time 10 -o cmd.pb.gz "http://127.0.0.1:$((port + 7))/debug/pprof/heap?pid=$bp"
+curl -s --max-time 30 -o cmd.html "http://127.0.0.1:$((port + 7))/report?pid=$bp"
+expect_eq "without --show-cmdline: the command line in neither the profile nor /report" \
+	"$( (cd / && go tool pprof -comments "$TMP/cmd.pb.gz" 2>&1; cat "$TMP/cmd.html") | grep -c "leak_rate-secret-$$")/$(has leak_step cmd.html)" 0/yes
+
+# --- /report reads -o DIR's files through the directory, never a symlink:
+# one named as the target's newest file, to a trace of another program
+"$MEMTRACE" record -o "$TMP/other.mtrace" -- "$PROGS/alloc_patterns" >/dev/null 2>&1
+base=$(ls "$TMP/out" | sed -n '1s/\.[^.]*\.mtrace$//p')
+ln -s "$TMP/other.mtrace" "$TMP/out/$base.29991231T235959Z.mtrace"
+code=$(curl -s --max-time 30 -o link.html -w '%{http_code}' "http://127.0.0.1:$((port + 7))/report?pid=$bp")
+expect_eq "/report with a symlink as the newest file: the target's own report, not the link's" \
+	"$code/$(has site_peak_block link.html)/$(has leak_step link.html)" 200/no/yes
+rm -f "$TMP/out/$base.29991231T235959Z.mtrace"
+kill -INT "$ao"
+wait "$ao"
+(exec -a "leak_rate-secret-$$" "$TMP/svc/$bad" 30 >/dev/null 2>&1) &
+bp2=$!
+pids+=("$bp2")
+timeout -k 5 60 "$MEMTRACE" agent -p "$bp2" --exact --show-cmdline --rotate 1 --listen "127.0.0.1:$((port + 8))" \
+	2>"$TMP/o2.err" &
+ao=$!
+pids+=("$ao")
+wait_for_line "$TMP/o2.err" "memtrace: attached to PID $bp2" 20 || not_ok "never attached to $bp2: $(cat "$TMP/o2.err")"
+sleep 2.5
+curl -s --max-time 10 -o cmd2.pb.gz "http://127.0.0.1:$((port + 8))/debug/pprof/heap?pid=$bp2"
+curl -s --max-time 30 -o cmd2.html "http://127.0.0.1:$((port + 8))/report?pid=$bp2"
+expect_eq "with --show-cmdline: the command line in the profile's comments and in /report" \
+	"$( (cd / && go tool pprof -comments "$TMP/cmd2.pb.gz" 2>&1) | grep -c "leak_rate-secret-$$")/$(has "leak_rate-secret-$$" cmd2.html)" 1/yes
+kill -INT "$ao"
+wait "$ao"
+kill "$bp" "$bp2" 2>/dev/null
+wait "$bp" "$bp2" 2>/dev/null
+
+# --- -o DIR that others can write is refused, one line
+mkdir -m 777 "$TMP/open"
+chmod 777 "$TMP/open" # past the umask
+timeout -k 5 10 "$MEMTRACE" agent -p $$ -o "$TMP/open" >/dev/null 2>"$TMP/open.err"
+expect_one_error "-o a directory of mode 0777" $? "$TMP/open.err" \
+	"memtrace: invalid -o '$TMP/open': $TMP/open is writable by group or others (mode 0777); give a directory of root's (or the agent's user's) that no one else can write, e.g. made with mkdir -m 0700"
+mkdir -m 700 "$TMP/theirs"
+chown nobody "$TMP/theirs"
+timeout -k 5 10 "$MEMTRACE" agent -p $$ -o "$TMP/theirs" >/dev/null 2>"$TMP/theirs.err"
+expect_one_error "-o a directory of nobody's" $? "$TMP/theirs.err"
+
+# --- --keep counts per program (COMM), not per process: a service
+# restarted keeps 2 files in all; --max-bytes removes the oldest first
+mkdir -m 700 "$TMP/keep"
+for d in 01 02 03; do head -c 409600 /dev/zero >"$TMP/keep/old.1.202001${d}T000000Z.mtrace"; done
+kname=keep$$
+cp "$PROGS/leak_rate" "$TMP/svc/$kname"
+timeout -k 5 60 "$MEMTRACE" agent --comm "$kname" --exact -o "$TMP/keep" --rotate 1 --keep 5 --max-bytes 1M \
+	--listen "127.0.0.1:$((port + 9))" 2>"$TMP/k.err" &
+ak=$!
+pids+=("$ak")
+wait_for_line "$TMP/k.err" "memtrace: agent serving" 10
+for run in 1 2; do
+	"$TMP/svc/$kname" 3 >/dev/null 2>&1
+	sleep 0.5
+done
+sleep 1.5 # a prune (every second) after the second run ended
+kill -INT "$ak"
+wait "$ak"
+files=$(ls "$TMP/keep" | grep "^$kname\.")
+npids=$(sed 's/^[^.]*\.\([0-9]*\)\..*/\1/' <<<"$files" | sort -u | wc -l)
+expect_eq "--keep 5 over two runs of 3 s in files of 1 s: 5 files of the program in all (from 2 processes)" \
+	"$(wc -l <<<"$files")/$npids" 5/2
+expect_eq "--max-bytes 1M with 3 old files of 400 KiB: the oldest removed, the two newer kept" \
+	"$(ls "$TMP/keep" | grep '^old\.' | tr '\n' ' ')" "old.1.20200102T000000Z.mtrace old.1.20200103T000000Z.mtrace "
 finish

@@ -73,7 +73,9 @@
  * hundred to a few thousand. */
 #define AGENT_MAX_STACKS 4096
 #define AGENT_DEFAULT_ROTATE 600 /* -o DIR: seconds per trace file */
-#define AGENT_DEFAULT_KEEP 144   /* ... and files kept per target: a day of them */
+#define AGENT_DEFAULT_KEEP 144   /* ... and files kept per program: a day of them */
+#define AGENT_DEFAULT_MAX_BYTES (1ull << 30) /* ... and at most this much in all */
+#define AGENT_PRUNE_NS 1000000000ull            /* -o DIR pruned this often */
 /* Without -o: the last minute of each target in memory (tmpfs), for
  * /report: two files of a minute, each at most 16 MB (an exact recording of
  * a busy target fills that in seconds, then rotates sooner). */
@@ -160,6 +162,8 @@ struct agent {
 	const char *alloc_fns[32];
 	size_t nalloc_fns;
 	const char *out_dir;            /* -o DIR: rotated traces there; else the memory directory */
+	unsigned keep;                  /* -o DIR: files kept per program (COMM) */
+	uint64_t max_bytes;             /* -o DIR: what its traces may hold together */
 	char mem_dir[64];               /* without -o: a directory in /dev/shm (memory, not disk) for
 					 * /report's last files; removed at exit. "": none */
 	struct refused refused[AGENT_MAX_REFUSED]; /* the main thread's only */
@@ -202,7 +206,8 @@ static void agent_usage(FILE *f)
 	fprintf(f, "usage: memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)...\n"
 		   "                      [--user NAME|UID]... [--per-user N] [--show-cmdline]\n"
 		   "                      [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]\n"
-		   "                      [--alloc-fn GLOB]... [-o DIR [--rotate SEC] [--keep N]] [-d SEC]\n"
+		   "                      [--alloc-fn GLOB]... [-o DIR [--rotate SEC] [--keep N] [--max-bytes SIZE]]\n"
+		   "                      [-d SEC]\n"
 		   "  -p, --pid PID        a process to record (up to %d processes in all)\n"
 		   "      --comm NAME      every process of that name, those started later too\n"
 		   "      --exe PATH       every process running that program\n"
@@ -218,7 +223,9 @@ static void agent_usage(FILE *f)
 		   "      --alloc-fn GLOB  frames of matching functions count as the allocator's\n"
 		   "  -o, --output DIR     write each target's trace there, in files of --rotate SEC\n"
 		   "                       (default %d) named COMM.PID.<UTC start>.mtrace, the\n"
-		   "                       newest --keep N per target kept (default %d); without -o\n"
+		   "                       newest --keep N per program kept (default %d), --max-bytes\n"
+		   "                       SIZE in all (default 1G); DIR must be root's (or ours) and\n"
+		   "                       writable by no one else; without -o\n"
 		   "                       nothing is written to disk: the last --rotate SEC (default\n"
 		   "                       %d) stay in memory (/dev/shm) for /report\n"
 		   "      --show-cmdline   serve the targets' command lines (in /debug/pprof and /report)\n"
@@ -274,6 +281,44 @@ static int parse_user(const char *s, unsigned *uid)
 	return err;
 }
 
+/* Why -o DIR is not safe for the agent's traces, into WHY ("" if it is):
+ * DIR, and each directory above it, must be root's or ours and writable by
+ * no one else (a sticky one, /tmp, may be: its entries are safe from
+ * others). Otherwise another user could plant a trace the agent parses as
+ * root, a symlink where it writes, or swap the directory itself. */
+static void out_dir_unsafe(const char *dir, char *why, size_t cap)
+{
+	char path[PATH_MAX], *slash;
+	struct stat st;
+	bool top = true;
+
+	if (!realpath(dir, path)) {
+		snprintf(why, cap, "%s", strerror(errno));
+		return;
+	}
+	for (;;) {
+		if (stat(path[0] ? path : "/", &st)) {
+			snprintf(why, cap, "%s: %s", path[0] ? path : "/", strerror(errno));
+			return;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			snprintf(why, cap, "%s is owned by uid %u, neither root nor the agent's", path[0] ? path : "/",
+				 (unsigned)st.st_uid);
+			return;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (top || !(st.st_mode & S_ISVTX))) {
+			snprintf(why, cap, "%s is writable by group or others (mode %04o)", path[0] ? path : "/",
+				 (unsigned)(st.st_mode & 07777));
+			return;
+		}
+		if (!path[0])
+			return;
+		top = false;
+		slash = strrchr(path, '/');
+		*slash = 0; /* "" stands for / */
+	}
+}
+
 /* 0 to go on, 1 after --help, -EINVAL after printing why. */
 static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **argv)
 {
@@ -294,10 +339,11 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		{ "user", required_argument, NULL, 'U' },
 		{ "per-user", required_argument, NULL, 'N' },
 		{ "show-cmdline", no_argument, NULL, 'S' },
+		{ "max-bytes", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool exact = false, budget = false, rotate = false, keep = false;
+	bool exact = false, budget = false, rotate = false, keep = false, max_bytes = false;
 	struct stat st;
 	uint64_t n;
 	int c, pid;
@@ -310,6 +356,7 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 	o->rotate_sec = AGENT_DEFAULT_ROTATE;
 	o->rotate_keep = AGENT_DEFAULT_KEEP;
 	a->per_user = AGENT_DEFAULT_PER_USER;
+	a->max_bytes = AGENT_DEFAULT_MAX_BYTES;
 	while ((c = getopt_long(argc, argv, "+p:d:o:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
@@ -358,22 +405,31 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			a->cgroups[a->ncgroups++] = optarg;
 			break;
 		case 'o': {
-			const char *why = NULL;
+			char why[PATH_MAX + 160] = "";
 
 			if (!*optarg)
-				why = "empty";
+				snprintf(why, sizeof(why), "empty");
 			else if (stat(optarg, &st))
-				why = strerror(errno);
+				snprintf(why, sizeof(why), "%s", strerror(errno));
 			else if (!S_ISDIR(st.st_mode))
-				why = "not a directory";
+				snprintf(why, sizeof(why), "not a directory");
 			else if (access(optarg, W_OK | X_OK))
-				why = strerror(errno);
-			if (why)
-				return fail("invalid -o '%s': %s; give a directory the agent may write its rotated traces in",
-					    optarg, why);
+				snprintf(why, sizeof(why), "%s", strerror(errno));
+			else
+				out_dir_unsafe(optarg, why, sizeof(why));
+			if (why[0])
+				return fail("invalid -o '%s': %s; give a directory of root's (or the agent's user's) that no "
+					    "one else can write, e.g. made with mkdir -m 0700", optarg, why);
 			a->out_dir = optarg;
 			break;
 		}
+		case 'M':
+			if (parse_size(optarg, &n) || n < (1u << 20))
+				return fail("invalid --max-bytes '%s'; give the most -o DIR's traces may hold together, e.g. "
+					    "1G (1M at least)", optarg);
+			a->max_bytes = n;
+			max_bytes = true;
+			break;
 		case 'T':
 			if (parse_u64(optarg, &n) || n < 1 || n > 86400)
 				return fail("invalid --rotate '%s'; give the seconds each trace file covers, 1 to 86400", optarg);
@@ -414,10 +470,18 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			    "--help");
 	if (exact && budget)
 		return fail("--exact and --budget do not combine: give one of them");
+	if (max_bytes && !a->out_dir)
+		return fail("--max-bytes bounds what -o DIR's trace files hold together: give -o DIR too");
 	if (keep && !a->out_dir)
 		return fail("--keep says how many of -o DIR's trace files stay: give -o DIR too (without it the agent "
 			    "keeps the last two in memory)");
-	if (!a->out_dir) {
+	if (a->out_dir) {
+		/* the agent prunes -o DIR per program and by size (prune_traces):
+		 * the recording's own count is per process, and a restarted
+		 * service's old files were never pruned */
+		a->keep = o->rotate_keep;
+		o->rotate_keep = 0;
+	} else {
 		o->rotate_sec = rotate ? o->rotate_sec : AGENT_MEM_ROTATE;
 		o->rotate_keep = AGENT_MEM_KEEP;
 		o->rotate_bytes = AGENT_MEM_BYTES;
@@ -435,6 +499,45 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 
 /* ---- recording: a thread per target ---- */
 
+/* The length of the UTF-8 sequence at S (1 to 4), 0 if it is not one:
+ * overlong forms, surrogates and past U+10FFFF are not. */
+static size_t utf8_len(const unsigned char *s)
+{
+	unsigned c = s[0];
+	size_t n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) || (c == 0xf0 && s[1] < 0x90) ||
+	    (c == 0xf4 && s[1] >= 0x90))
+		return 0;
+	return n;
+}
+
+/* SRC into DST (CAP bytes) as valid UTF-8, each byte of an invalid sequence
+ * a U+FFFD: a comm is any 15 bytes its process chose, and one invalid
+ * byte in /metrics made Prometheus reject the whole scrape. */
+static void utf8_clean(char *dst, size_t cap, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t o = 0, n;
+
+	while (*s && o + 4 < cap) {
+		n = utf8_len(s);
+		if (n) {
+			memcpy(dst + o, s, n);
+			s += n;
+			o += n;
+		} else {
+			memcpy(dst + o, "\xef\xbf\xbd", 3);
+			s++;
+			o += 3;
+		}
+	}
+	dst[o] = 0;
+}
+
 static int agent_tick(void *ctx, const struct record_live *live, uint64_t now)
 {
 	struct agent_target *t = ctx;
@@ -448,7 +551,7 @@ static int agent_tick(void *ctx, const struct record_live *live, uint64_t now)
 	t->events = live->events;
 	t->folded = live->folded;
 	t->exited = live->target_exited;
-	snprintf(t->comm, sizeof(t->comm), "%s", live->comm ? live->comm : "?");
+	utf8_clean(t->comm, sizeof(t->comm), live->comm ? live->comm : "?");
 	pthread_mutex_unlock(&t->lock);
 	return 0;
 }
@@ -1136,6 +1239,23 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 	return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", o.s, o.len, false);
 }
 
+/* NAME in the traces' directory DIRFD for reading: a regular file of ours,
+ * not through a symlink (a planted one would have root parse what it
+ * points at), not a FIFO that blocks. A descriptor, or -errno. */
+static int trace_open(int dirfd, const char *name)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_uid != geteuid()) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
 static int newest_first(const void *x, const void *y)
 {
 	return -strcmp(*(char *const *)x, *(char *const *)y);
@@ -1154,7 +1274,7 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 	enum MHD_Result ret;
 	struct dirent *de;
 	bool bad, found = false;
-	int pid = query_pid(c, &bad);
+	int pid = query_pid(c, &bad), err;
 	DIR *d;
 
 	if (bad || pid < 0)
@@ -1182,20 +1302,24 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 				break;
 			names = v;
 		}
-		if (asprintf(&names[n], "%s/%s", dir, de->d_name) >= 0)
+		if ((names[n] = strdup(de->d_name)))
 			n++;
 	}
-	if (d)
-		closedir(d);
 	qsort(names, n, sizeof(*names), newest_first); /* named by their UTC start */
 	ret = MHD_NO;
 	pthread_mutex_lock(&rendering);
-	for (size_t i = 0; i < n && !found; i++) {
-		char *data;
+	for (size_t i = 0; d && i < n && !found; i++) {
+		char *data, path[64];
 		size_t len;
-		int partial;
+		int partial, fd = trace_open(dirfd(d), names[i]);
 
-		if (report_html_of(names[i], &data, &len, &partial))
+		if (fd < 0)
+			continue;
+		/* read through the descriptor: the name is never followed again */
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		err = report_html_of(path, !a->show_cmdline, &data, &len, &partial);
+		close(fd);
+		if (err)
 			continue;
 		if (partial) {
 			free(data);
@@ -1205,6 +1329,8 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 		ret = reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", data, len, false);
 	}
 	pthread_mutex_unlock(&rendering);
+	if (d)
+		closedir(d);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -1692,6 +1818,142 @@ static void scan(struct agent *a)
 	closedir(d);
 }
 
+/* A trace file of -o DIR, named COMM.PID.<UTC start>.mtrace. */
+struct trace_file {
+	char *name;
+	size_t comm_len;   /* COMM is NAME's first COMM_LEN bytes (a comm may hold dots) */
+	size_t base_len;   /* COMM.PID: the first BASE_LEN */
+	const char *start; /* <UTC start>.mtrace, in NAME: they sort as text */
+	uint64_t bytes;
+	bool writing;      /* the newest file of a recording still running: never removed */
+};
+
+static bool same_comm(const struct trace_file *a, const struct trace_file *b)
+{
+	return a->comm_len == b->comm_len && !memcmp(a->name, b->name, a->comm_len);
+}
+
+static int by_comm_newest_first(const void *x, const void *y)
+{
+	const struct trace_file *a = x, *b = y;
+	size_t n = a->comm_len < b->comm_len ? a->comm_len : b->comm_len;
+	int c = memcmp(a->name, b->name, n);
+
+	if (!c && a->comm_len != b->comm_len)
+		c = a->comm_len < b->comm_len ? -1 : 1;
+	return c ? c : -strcmp(a->start, b->start);
+}
+
+static int oldest_first(const void *x, const void *y)
+{
+	return strcmp(((const struct trace_file *)x)->start, ((const struct trace_file *)y)->start);
+}
+
+/* F from NAME, if NAME is one of ours: COMM.PID.START.mtrace. */
+static bool trace_file_parse(struct trace_file *f, char *name)
+{
+	size_t len = strlen(name);
+	const char *start, *pid;
+
+	if (len < 8 || strcmp(name + len - 7, ".mtrace"))
+		return false;
+	start = memrchr(name, '.', len - 7);
+	pid = start && start > name ? memrchr(name, '.', (size_t)(start - name)) : NULL;
+	if (!pid || pid == name || start == pid + 1 || strspn(pid + 1, "0123456789") != (size_t)(start - pid - 1))
+		return false;
+	*f = (struct trace_file){ .name = name, .comm_len = (size_t)(pid - name), .base_len = (size_t)(start - name),
+				  .start = start + 1 };
+	return true;
+}
+
+/* Whether F is the newest of the N files ALL of a recording still running. */
+static bool trace_file_writing(struct agent *a, const struct trace_file *f, const struct trace_file *all, size_t n)
+{
+	for (size_t i = 0; i < a->ntargets; i++) {
+		struct agent_target *t = &a->targets[i];
+		const char *base = trace_base(t);
+		bool running;
+
+		if (!t->in_use || strlen(base) != f->base_len || strncmp(f->name, base, f->base_len))
+			continue;
+		pthread_mutex_lock(&t->lock);
+		running = !t->ended;
+		pthread_mutex_unlock(&t->lock);
+		for (size_t k = 0; running && k < n; k++)
+			if (all[k].base_len == f->base_len && !strncmp(all[k].name, base, f->base_len) &&
+			    strcmp(all[k].start, f->start) > 0)
+				running = false; /* a newer one is the one being written */
+		return running;
+	}
+	return false;
+}
+
+/* -o DIR pruned (the main thread): the newest --keep files of each program
+ * (COMM, whatever its PID: a restarted service's old files go too), then
+ * the oldest until all of them hold --max-bytes at most. Only our own
+ * regular files named as ours, never a file being written, each removed
+ * relative to the directory (a name is never followed). */
+static void prune_traces(struct agent *a)
+{
+	struct trace_file *v = NULL;
+	size_t n = 0, cap = 0, kept = 0, same = 0;
+	uint64_t total = 0;
+	struct dirent *de;
+	DIR *d = opendir(a->out_dir);
+
+	while (d && (de = readdir(d))) {
+		struct trace_file f;
+		struct stat st;
+		char *name;
+
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || !(name = strdup(de->d_name)))
+			continue;
+		if (!trace_file_parse(&f, name)) {
+			free(name);
+			continue;
+		}
+		if (n == cap) {
+			struct trace_file *w = reallocarray(v, cap ? 2 * cap : 64, sizeof(*v));
+
+			if (!w) {
+				free(name);
+				break;
+			}
+			v = w;
+			cap = cap ? 2 * cap : 64;
+		}
+		f.bytes = (uint64_t)st.st_size;
+		v[n++] = f;
+	}
+	for (size_t i = 0; i < n; i++)
+		v[i].writing = trace_file_writing(a, &v[i], v, n);
+	qsort(v, n, sizeof(*v), by_comm_newest_first);
+	for (size_t i = 0; i < n; i++) {
+		same = i && same_comm(&v[i], &v[i - 1]) ? same + 1 : 0;
+		if (same >= a->keep && !v[i].writing) {
+			unlinkat(dirfd(d), v[i].name, 0);
+			free(v[i].name);
+		} else {
+			v[kept++] = v[i];
+		}
+	}
+	for (size_t i = 0; i < kept; i++)
+		total += v[i].bytes;
+	qsort(v, kept, sizeof(*v), oldest_first);
+	for (size_t i = 0; i < kept && total > a->max_bytes; i++) {
+		if (!v[i].writing) {
+			unlinkat(dirfd(d), v[i].name, 0);
+			total -= v[i].bytes;
+		}
+	}
+	for (size_t i = 0; i < kept; i++)
+		free(v[i].name);
+	free(v);
+	if (d)
+		closedir(d);
+}
+
 /* Without -o: /dev/shm/memtrace-agent.PID.XXXXXX, in memory; true if made.
  * The PID says whose it is once its agent is gone (mem_dir_sweep); the
  * random tail, that no other user can have made it first. */
@@ -1885,7 +2147,7 @@ int cmd_agent(int argc, char **argv)
 	 * target_up 0) until a stop or -d; with -p alone, also until no
 	 * recording is left that ever attached. Matched targets are found
 	 * every 200 ms, and freed a minute after they ended. */
-	for (uint64_t t0 = now_ns(CLOCK_MONOTONIC);; usleep(AGENT_SCAN_US)) {
+	for (uint64_t t0 = now_ns(CLOCK_MONOTONIC), pruned_ns = 0;; usleep(AGENT_SCAN_US)) {
 		bool any = false;
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
@@ -1910,6 +2172,10 @@ int cmd_agent(int argc, char **argv)
 				target_reclaim(a, t);
 		}
 		http_conns_sweep(a, now);
+		if (a->out_dir && now - pruned_ns >= AGENT_PRUNE_NS) {
+			prune_traces(a);
+			pruned_ns = now;
+		}
 		if (matching)
 			scan(a);
 		else if (!any)
@@ -1932,6 +2198,8 @@ int cmd_agent(int argc, char **argv)
 			status = MEMTRACE_EXIT_FAILURE;
 	}
 	MHD_stop_daemon(a->http);
+	if (a->out_dir) /* the last files written, none being written now */
+		prune_traces(a);
 	agent_free(a);
 	mem_dir_remove(a);
 	free(a);

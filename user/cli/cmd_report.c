@@ -161,7 +161,7 @@ static int report_write_html(const struct report_args *args, struct analysis *a,
 	return err;
 }
 
-int report_html_of(const char *path, char **data, size_t *len, int *partial)
+int report_html_of(const char *path, bool hide_command, char **data, size_t *len, int *partial)
 {
 	struct analysis *a = analysis__new();
 	struct heap_series *s = NULL;
@@ -175,6 +175,8 @@ int report_html_of(const char *path, char **data, size_t *len, int *partial)
 		goto out;
 	}
 	err = trace_load(path, a);
+	if (!err && hide_command) /* the page is made from the analysis' own record of the trace */
+		((struct analysis_trace *)analysis__trace(a))->command = NULL;
 	if (!err) {
 		*partial = analysis__trace(a)->partial;
 		err = heap_series__finish(s, analysis__trace(a)->duration_ns);

@@ -2,6 +2,7 @@
 #ifndef MEMTRACE_COMMANDS_H
 #define MEMTRACE_COMMANDS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Exit statuses, the same for every command (docs/man/memtrace.1): record
@@ -31,8 +32,9 @@ int record_check_budget(const struct record_opts *o);
 int cmd_version(int argc, char **argv);
 
 /* The HTML report of the trace at PATH, as `memtrace report --html` draws
- * it, malloc'ed into *DATA, *LEN (the agent serves it). 0, or -errno after
- * printing why; *PARTIAL tells a trace still being written. */
-int report_html_of(const char *path, char **data, size_t *len, int *partial);
+ * it, malloc'ed into *DATA, *LEN (the agent serves it), without its
+ * command line if HIDE_COMMAND. 0, or -errno after printing why; *PARTIAL
+ * tells a trace still being written. */
+int report_html_of(const char *path, bool hide_command, char **data, size_t *len, int *partial);
 
 #endif /* MEMTRACE_COMMANDS_H */
