@@ -48,6 +48,11 @@ static int unlock(struct live_feed *f, int err)
 	return err;
 }
 
+static char *find_held(void *ctx, const char *path, const uint8_t *id, uint32_t len)
+{
+	return procmaps__held_file(((struct live_feed *)ctx)->pid, path, id, len);
+}
+
 static int feed_meta(void *ctx, const struct trace_meta *m)
 {
 	struct live_feed *f = ctx;
@@ -60,6 +65,8 @@ static int feed_meta(void *ctx, const struct trace_meta *m)
 	f->held = true;
 	snprintf(root, sizeof(root), "/proc/%d/root", m->pid);
 	f->sym = symbolizer__new_target(root);
+	if (f->sym)
+		symbolizer__set_finder(f->sym, find_held, f);
 	return unlock(f, f->sym ? replay__set_meta(f->r, m) : -ENOMEM);
 }
 
@@ -94,6 +101,7 @@ static int renew_symbolizer(struct live_feed *f)
 	f->sym = symbolizer__new_target(root);
 	if (!f->sym)
 		return -ENOMEM;
+	symbolizer__set_finder(f->sym, find_held, f);
 	for (size_t i = 0; !replay__module(f->r, i, &m); i++)
 		add_module(f, &m);
 	return 0;

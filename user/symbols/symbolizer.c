@@ -70,6 +70,8 @@ struct symbolizer {
 	char *root; /* "" for none */
 	bool target;  /* a live target's: only held files and debug files by build-id */
 	int root_fd;  /* target: its root, O_PATH (-1: none) */
+	symbolizer_find_fn find; /* target: where a module's file is now (NULL: its MAPPED) */
+	void *find_ctx;
 	char *debuginfo_path;
 	Dwfl_Callbacks cb;
 	struct sym_map *maps;
@@ -285,6 +287,12 @@ struct symbolizer *symbolizer__new_target(const char *root)
 	return s;
 }
 
+void symbolizer__set_finder(struct symbolizer *s, symbolizer_find_fn find, void *ctx)
+{
+	s->find = find;
+	s->find_ctx = ctx;
+}
+
 void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
@@ -459,8 +467,12 @@ static int file_try_debug(struct symbolizer *s, struct sym_file *f, const char *
 static int file_load_target(struct symbolizer *s, struct sym_file *f)
 {
 	char path[PATH_MAX];
-	bool found = f->mapped && file_try(s, f, f->mapped) == 0;
+	char *now = s->find ? s->find(s->find_ctx, f->path, f->build_id, f->build_id_len) : NULL;
+	/* Asked when first needed: a file given when the module was added may
+	 * have been let go since (a deleted copy the target dropped). */
+	bool found = (now && file_try(s, f, now) == 0) || (f->mapped && file_try(s, f, f->mapped) == 0);
 
+	free(now);
 	if (!found && f->build_id_len) {
 		const char *known = known_debug_file(f->build_id, f->build_id_len);
 		int fd = -1;

@@ -25,6 +25,13 @@ struct symbolizer *symbolizer__new(const char *root);
  * /usr/lib/debug); .gnu_debuglink names are not followed. NULL with errno. */
 struct symbolizer *symbolizer__new_target(const char *root);
 
+/* Where a live target's module file PATH of that build-id is now, as a
+ * malloc'd path to open (procmaps__held_file), or NULL. */
+typedef char *(*symbolizer_find_fn)(void *ctx, const char *path, const uint8_t *build_id, uint32_t build_id_len);
+/* A target symbolizer asks FIND for a module's file when it first loads it,
+ * before the MAPPED path it was added with. */
+void symbolizer__set_finder(struct symbolizer *s, symbolizer_find_fn find, void *ctx);
+
 /* Add one mapping of the target (M is copied). Mappings of one file (same
  * path and build-id) share its debug info, which is loaded on first use.
  * 0 or -errno. */
