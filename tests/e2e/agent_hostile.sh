@@ -343,4 +343,55 @@ expect_eq "--keep 5 over two runs of 3 s in files of 1 s: 5 files of the program
 	"$(wc -l <<<"$files")/$npids" 5/2
 expect_eq "--max-bytes 1M with 3 old files of 400 KiB: the oldest removed, the two newer kept" \
 	"$(ls "$TMP/keep" | grep '^old\.' | tr '\n' ' ')" "old.1.20200102T000000Z.mtrace old.1.20200103T000000Z.mtrace "
+
+# --- least privilege: the agent as nobody with exactly the capabilities of
+# dist/memtrace-agent.service records a root process whose program is 0700
+# in a 0700 directory and deleted since it started (only /proc/PID/map_files
+# reaches it): attached, no warning, its functions named. Without
+# CAP_CHECKPOINT_RESTORE the names are lost: the unit needs it.
+unit=$TOP/dist/memtrace-agent.service
+caps=$(sed -n 's/^AmbientCapabilities=//p' "$unit" | tr 'A-Z ' 'a-z,')
+expect_eq "the unit's bounding set is its ambient set" "$(sed -n 's/^CapabilityBoundingSet=//p' "$unit")" \
+	"$(sed -n 's/^AmbientCapabilities=//p' "$unit")"
+expect_eq "the unit runs as a user of its own" "$(grep -cx 'DynamicUser=yes' "$unit")" 1
+# as_unit CAPS ARGS...: memtrace as nobody with ambient CAPS only
+as_unit() {
+	local c=$1
+	shift
+	capsh --caps="$c+eip cap_setuid,cap_setgid,cap_setpcap+ep" --keep=1 --user=nobody --addamb="$c" -- \
+		-c 'exec "$0" "$@"' "$MEMTRACE" "$@"
+}
+for run in unit no_checkpoint; do
+	c=$caps
+	[ $run = no_checkpoint ] && c=$(sed 's/,*cap_checkpoint_restore//' <<<"$caps")
+	mkdir -m 700 "$TMP/priv"
+	cp "$PROGS/leak_rate" "$TMP/priv/lrgone"
+	chmod 700 "$TMP/priv/lrgone"
+	(exec "$TMP/priv/lrgone" 30 >/dev/null 2>&1) &
+	gp=$!
+	pids+=("$gp")
+	wait_exec "$gp" "$TMP/priv/lrgone"
+	rm -rf "$TMP/priv"
+	timeout -k 5 60 bash -c "$(declare -f as_unit); MEMTRACE=$MEMTRACE; as_unit $c agent -p $gp --exact --listen 127.0.0.1:$((port + 10))" \
+		2>"$TMP/cap.err" &
+	ac=$!
+	pids+=("$ac")
+	wait_for_line "$TMP/cap.err" "memtrace: attached to PID $gp" 20
+	sleep 1.5
+	curl -s --max-time 10 -o cap.pb.gz "http://127.0.0.1:$((port + 10))/debug/pprof/allocs"
+	named=$( (cd / && go tool pprof -top "$TMP/cap.pb.gz" 2>&1) | grep -c ' leak_step$')
+	warned=$(grep -c 'warning' "$TMP/cap.err")
+	attached=$(grep -c "^memtrace: attached to PID $gp " "$TMP/cap.err")
+	kill -INT "$ac" 2>/dev/null
+	wait "$ac"
+	kill "$gp" 2>/dev/null
+	wait "$gp" 2>/dev/null
+	if [ $run = unit ]; then
+		expect_eq "as nobody with the unit's capabilities ($caps): a deleted 0700 program of root's recorded and named (attached/warnings/leak_step)" \
+			"$attached/$warned/$named" 1/0/1 || sed 's/^/# /' "$TMP/cap.err" | head -5
+	else
+		expect_eq "... without CAP_CHECKPOINT_RESTORE: attached, but its names lost (attached/leak_step)" \
+			"$attached/$named" 1/0 || sed 's/^/# /' "$TMP/cap.err" | head -5
+	fi
+done
 finish
