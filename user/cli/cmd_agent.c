@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * memtrace agent [-p PID]... [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]
- *                [--alloc-fn GLOB]... [-d SEC]
+ * memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)... [--user NAME|UID]...
+ *                [--budget PCT | --exact] [--rss] [--listen ADDR:PORT] [--alloc-fn GLOB]...
+ *                [-o DIR [--rotate SEC] [--keep N] [--max-bytes SIZE]] [-d SEC]
  *
  * A long-running recorder for one machine, read over HTTP by the engines a
  * fleet already runs: each target is a recording (record_run, as top has
@@ -13,9 +14,17 @@
  *       allocs alloc_space), every target labelled pid and comm, or one
  *       with ?pid=PID;
  *   /metrics  the Prometheus text format, a few series per target;
+ *   /report   the HTML report of a target's last trace file;
  *   /         an index.
  * Only GET and HEAD; any other path is 404, a malformed query 400. Bound to
- * 127.0.0.1 unless --listen says otherwise. Nothing is written to disk.
+ * 127.0.0.1 unless --listen says otherwise. Nothing is written to disk
+ * without -o DIR (the last minute of each target is in /dev/shm).
+ *
+ * It is a service other local users must not take over or hold: matches by
+ * name are narrowed by owner (--user, the program's owner, --per-user);
+ * no client holds a connection past its headers' deadline; a signal stops
+ * it within a second, cleaning up; what it serves leaves out the command
+ * lines (--show-cmdline) and is valid UTF-8. memtrace-agent(1) says how.
  */
 #include "commands.h"
 #include "export.h"
@@ -2151,8 +2160,13 @@ int cmd_agent(int argc, char **argv)
 		bool any = false;
 		uint64_t now = now_ns(CLOCK_MONOTONIC);
 
-		if (agent_stop_requested(a) || (a->o.duration > 0 && now - t0 >= a->o.duration * 1e9))
+		if (agent_stop_requested(a) || (a->o.duration > 0 && now - t0 >= a->o.duration * 1e9)) {
+			/* SIGHUP stops a recording still attaching as SIGTERM does:
+			 * record_run's own handler is the one that can tell it */
+			if (agent_signal == SIGHUP)
+				raise(SIGTERM);
 			break;
+		}
 		for (size_t i = 0; i < a->ntargets; i++) {
 			struct agent_target *t = &a->targets[i];
 			bool gone, failed;
