@@ -481,6 +481,29 @@ echo
 echo "launch: record -- $(basename "$LPROG"), start of memtrace to 'memtrace: attached' (median of 10):"
 echo "  linker hook (default): $(calc "$L_HOOK / 1000" 1) ms   entry-point fallback: $(calc "$L_ENTRY / 1000" 1) ms   untraced run of the program: $(calc "$L_BASE / 1000" 1) ms"
 
+# --- the whole command (issue 44): memtrace started to its exit, the user's prompt back;
+# the kernel's release of links and maps happens after, in a detached child. Beside it the
+# untraced run and heaptrack's whole command on the same program (when Debian's is installed).
+whole_us() { # CMD...: one run's microseconds, start to exit
+	local t0
+	t0=$(now_us)
+	"$@" >/dev/null 2>&1
+	echo $(($(now_us) - t0))
+}
+W_MT=$(for _ in $(seq 5); do rm -f "$WORK/true.mtrace"; whole_us "$MEMTRACE" record -o "$WORK/true.mtrace" -- /bin/true; done | median)
+W_BASE=$(for _ in $(seq 5); do whole_us /bin/true; done | median)
+if command -v heaptrack >/dev/null; then
+	W_HT=$(cd "$WORK" && for _ in $(seq 5); do rm -f heaptrack.true.*; whole_us heaptrack /bin/true; done | median)
+	W_HT_MS="$(calc "$W_HT / 1000" 1) ms"
+else
+	W_HT_MS="not installed"
+fi
+echo
+echo "whole command: record -- /bin/true, start to exit (median of 5; this host's uprobe hit: $(calc "($E - $B) / 2 / 1000" 2) us):"
+echo "| row | target | got | verdict |"
+echo "| --- | --- | --- | --- |"
+echo "| record -- /bin/true | <= 100 ms | $(calc "$W_MT / 1000" 1) ms (untraced $(calc "$W_BASE / 1000" 1) ms, heaptrack $W_HT_MS) | $(verdict "$(calc "$W_MT / 1000" 1)" 100) |"
+
 # --- attach, launch and forked children (issue 22): their own script, same run
 echo
 bash bench/attach.sh || die "the attach rows failed"

@@ -767,6 +767,7 @@ int record_follow(const struct record_opts *o)
 		return fail("failed to load the BPF programs: %s%s", strerror(-err),
 			    err == -EPERM ? "; run as root or with CAP_BPF and CAP_PERFMON" : ""), 1;
 	if (load_shared(&f)) {
+		launcher__drop_probes(l);
 		launcher__close(l);
 		loader__close(f.loader);
 		free(f.slot_used);
@@ -778,6 +779,7 @@ int record_follow(const struct record_opts *o)
 	if (start_root(&f, l)) {
 		if (f.seized)
 			detach_all(&f);
+		launcher__drop_probes(l);
 		launcher__close(l);
 		loader__close(f.loader);
 		free(f.slot_used);
@@ -796,6 +798,7 @@ int record_follow(const struct record_opts *o)
 	collect_all_finished(&f);
 	if (!f.seized && !f.root_done && waitpid(f.root, &f.root_status, 0) == f.root)
 		f.root_done = true;
+	launcher__drop_probes(l);
 	launcher__close(l);
 	loader__close(f.loader);
 	free(f.slot_used);

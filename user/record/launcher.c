@@ -75,7 +75,7 @@ static struct launch_bpf *load_skel(bool multi)
 
 int launcher__open(struct launcher *l)
 {
-	*l = (struct launcher){ .pid = -1, .go_fd = -1, .err_fd = -1 };
+	*l = (struct launcher){ .pid = -1, .go_fd = -1, .err_fd = -1, .link_fds = { -1, -1 } };
 	libbpf_set_print(silent_print);
 	/* MEMTRACE_ATTACH=classic: the loader's switch forces this path too. */
 	l->multi = !(getenv("MEMTRACE_ATTACH") && !strcmp(getenv("MEMTRACE_ATTACH"), "classic"));
@@ -87,6 +87,17 @@ int launcher__open(struct launcher *l)
 	if (!l->skel)
 		return errno ? -errno : -EINVAL;
 	return 0;
+}
+
+void launcher__drop_probes(struct launcher *l)
+{
+	for (int i = 0; i < 2; i++) {
+		if (l->link_fds[i] >= 0)
+			close(l->link_fds[i]);
+		bpf_link__destroy(l->links[i]);
+		l->link_fds[i] = -1;
+		l->links[i] = NULL;
+	}
 }
 
 void launcher__close(struct launcher *l)
@@ -274,12 +285,13 @@ static int attach_launch_probes(struct launcher *l, pid_t pid, const char *inter
 	return err ? err : attach_at(l, l->skel->progs.entry_enter, pid, exe, entry_off, 1, ln);
 }
 
-static void detach_launch_probes(struct launch_links *ln)
+/* Until launcher__drop_probes; a reused launcher's earlier ones go now. */
+static void keep_launch_probes(struct launcher *l, const struct launch_links *ln)
 {
+	launcher__drop_probes(l);
 	for (int i = 0; i < 2; i++) {
-		if (ln->fds[i] >= 0)
-			close(ln->fds[i]);
-		bpf_link__destroy(ln->links[i]);
+		l->link_fds[i] = ln->fds[i];
+		l->links[i] = ln->links[i];
 	}
 }
 
@@ -369,8 +381,11 @@ int launcher__stop_after_linking(struct launcher *l, pid_t pid)
 		l->failed_step = LAUNCH_WAIT;
 		err = run_to_launch_stop(l, pid, key);
 	}
-	detach_launch_probes(&ln);
+	/* Without its entry the probes do nothing: they are released with the
+	 * launcher (40 to 60 ms of grace periods here, while the command was
+	 * held; `record` releases them after the user has the prompt back). */
 	bpf_map__delete_elem(l->skel->maps.launching, &key, sizeof(key), 0);
+	keep_launch_probes(l, &ln);
 	if (!err)
 		ptrace(PTRACE_SETSIGMASK, pid, (void *)sizeof(mask), &mask);
 	if (!err)

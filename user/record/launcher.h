@@ -17,6 +17,7 @@
  * bounds the wait if the hook never reports a complete link map.
  */
 struct launch_bpf;
+struct bpf_link;
 
 enum launcher_step {
 	LAUNCH_OK,
@@ -36,6 +37,11 @@ struct launcher {
 	enum launcher_step failed_step; /* what launcher__exec or __stop_after_linking failed at */
 	bool at_entry;          /* held at the entry point (the fallback), not the hook */
 	const char *path;       /* the program exec'd */
+	/* The launch probes, inert once the command stopped (its launching
+	 * entry gone): released by launcher__drop_probes, not while it is
+	 * held, since releasing a link waits on the kernel's grace periods. */
+	int link_fds[2];
+	struct bpf_link *links[2];
 };
 
 /* Load the launch probes: 0 or -errno (-EPERM without the capabilities). */
@@ -65,6 +71,10 @@ int launcher__release(struct launcher *l);
 void launcher__kill(struct launcher *l);
 
 /* Unload the launch probes. */
+/* Release the launch probes kept since the last stop: after the command
+ * runs, off its clock. launcher__close leaves them. */
+void launcher__drop_probes(struct launcher *l);
+
 void launcher__close(struct launcher *l);
 
 /* What a failed step was doing, for "failed to <this>" messages. */

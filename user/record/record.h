@@ -31,6 +31,7 @@ struct record_opts {
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */
 	bool discard_output; /* no trace: the records go nowhere, nothing is written (top and agent without -o) */
+	bool teardown_detached; /* record: the kernel's release of links and maps off the user's clock */
 	/* Rotated traces (the agent's -o DIR): OUTPUT is a prefix, each file is
 	 * PREFIX.<UTC start, YYYYmmddTHHMMSSZ>.mtrace and stands alone, a new
 	 * one every rotate_sec; at most rotate_keep are kept (0: all), the
