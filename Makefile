@@ -40,13 +40,16 @@ SKEL     := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRC))
 # the read side (trace, symbols, analysis, output) never sees libbpf, the BPF
 # skeletons or the recorder; it sees bpf/ only for the ABI header, whose
 # event and mark kinds the trace shares. docs/architecture.md says what each folder does.
-STAGES       := lib trace symbols analysis output record cli
+STAGES       := lib trace symbols analysis output record agent cli
 INC_lib      := lib
 INC_trace    := lib trace bpf
 INC_symbols  := lib trace symbols bpf
 INC_analysis := lib trace analysis bpf
 INC_output   := lib trace analysis output bpf
 INC_record   := lib trace symbols record bpf build
+# the agent rides on the live engine top uses (cli/live_feed.h) and serves
+# report's HTML page (cli/commands.h)
+INC_agent    := lib trace symbols analysis output record agent cli bpf build
 INC_cli      := $(STAGES) bpf build
 inc_dirs = $(patsubst -Iuser/bpf,-Ibpf,$(patsubst -Iuser/build,-I$(BUILD),$(addprefix -Iuser/,$(1))))
 ALL_INC  := $(call inc_dirs,$(INC_cli))
