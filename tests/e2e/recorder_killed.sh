@@ -3,7 +3,7 @@
 # The recorder killed with SIGKILL mid-recording: the target keeps running
 # normally, and the trace reads as partial up to its last complete chunk
 # (the recorder flushes a chunk every 250 ms, from the first interval after
-# attach on: a kill loses under 300 ms of events, README says so).
+# attach on: a kill loses under 300 ms of events, docs/usage.md says so).
 . "$(dirname "$0")/lib.sh"
 
 # start_forever [OUT]: tests/progs/forever in the background, as TARGET.
