@@ -39,6 +39,10 @@
 /* A tail's work is taken to be at least this share of its run time: below
  * it, the figure is what the price says, not what the target did. */
 #define BUDGET_TAIL_WORK_MIN 0.1
+/* A window's work is its run time less its price where that leaves at
+ * least this share of it; below, the price's error would decide, and its
+ * frees at its tail's work per free count it (budget__window_weight). */
+#define BUDGET_PRICED_WORK_MIN 0.25
 #define BUDGET_SCALE_MIN 0.5
 #define BUDGET_SCALE_MAX 4.0
 
@@ -94,6 +98,8 @@ struct budget {
 	uint64_t since_ns;       /* the state's start */
 	uint64_t next_ns;        /* when the next action is due */
 	uint64_t cycle_start_ns; /* the window's start */
+	uint64_t rng;            /* the pauses' random draws */
+	double offset;           /* the window in progress's place in its period, [0, 1) (jitter_draw) */
 	uint64_t window_ns;      /* the window in progress: its planned length; after, its length */
 	struct budget_sample at; /* counters at the state's start */
 	struct budget_sample cycle_at; /* ... at the cycle's start */

@@ -160,8 +160,8 @@ enum sample_what {
 	SAMPLE_PAUSE,    /* between windows: nothing is attached, so the hits and the
 			  * programs' statistics are what the last full sample read; the
 			  * run times (and the recorder's own) only */
-	SAMPLE_HITS,     /* the probe hits only (a live window's check for a burst,
-			  * every millisecond), which the controller prices by its estimate */
+	SAMPLE_HITS,     /* the probe hits and the programs' statistics only (a live
+			  * window's check for a burst, every millisecond) */
 	SAMPLE_COUNTERS, /* and the run times */
 	SAMPLE_CYCLE,    /* and the host's CPU time: where a cycle's recorder cost is
 			  * charged (budget__own_cost), at the start and at each tail's end */
@@ -178,6 +178,13 @@ static void sample_as(struct windows *w, struct budget_sample *s, enum sample_wh
 	} else {
 		loader__hits(w->l, &s->entries, &s->returns);
 	}
+	/* The statistics too: a window a burst cuts starts its tail from this
+	 * sample, and a tail priced from statistics of 0 was charged every
+	 * ns the programs ever ran (up to six times its length: the next
+	 * window came seconds later, and stood for thousands of times its
+	 * calls, in tests/progs/budget_truth). */
+	if (w->stats && what != SAMPLE_PAUSE)
+		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
 	if (what == SAMPLE_HITS)
 		return;
 	/* the recorder's work for this target: the thread that steps its
@@ -185,8 +192,6 @@ static void sample_as(struct windows *w, struct budget_sample *s, enum sample_wh
 	s->own_cpu_ns = now_ns(CLOCK_THREAD_CPUTIME_ID) + loader__closer_cpu_ns(w->l);
 	if (what == SAMPLE_CYCLE)
 		host_ticks(&s->host_ticks, &s->host_idle_ticks);
-	if (w->stats && what != SAMPLE_PAUSE)
-		loader__prog_ns(w->l, &s->prog_ns, &s->prog_runs);
 	s->target_cpu_ns = run_now(w);
 	if (!s->target_cpu_ns)
 		s->target_cpu_ns = target_cpu_ns(w->stat_fd);
