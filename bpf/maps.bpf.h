@@ -25,6 +25,66 @@ static __always_inline __u64 map_stack(struct pt_regs *regs, __u32 slot, __u32 t
 	return nr ? stack_sent(&scratch->ev, nr, slot, tid, ts) : 0;
 }
 
+/* --budget: the allocator's large blocks, exactly (docs/budget.md). glibc
+ * gives a request at or past its mmap threshold a mapping of its own and
+ * gives it back with munmap, so these calls are each such block's
+ * allocation and free, seen without a uprobe trap, windows or not. Set
+ * before load: the least mapped length sent (0: off). */
+const volatile __u64 large_min = 0;
+
+/* A call the large blocks need, when --rss does not send every call (A1
+ * to A3: its second to fourth arguments): an anonymous private read-write
+ * mmap of LARGE_MIN or more (what malloc asks; not a thread's stack, an
+ * arena's PROT_NONE reservation, a fixed place), and any munmap or mremap
+ * that long. */
+static __always_inline bool large_call(__u32 call, __u64 a1, __u64 a2, __u64 a3)
+{
+	switch (call) {
+	case MT_MAP_MMAP:
+		/* MAP_PRIVATE | MAP_ANONYMOUS, none of MAP_FIXED, MAP_NORESERVE, MAP_STACK */
+		return a1 >= large_min && a2 == 3 && (a3 & (0x02 | 0x20 | 0x10 | 0x4000 | 0x20000)) == (0x02 | 0x20);
+	case MT_MAP_MUNMAP:
+		return a1 >= large_min;
+	case MT_MAP_MREMAP:
+		return a1 >= large_min || a2 >= large_min;
+	}
+	return false;
+}
+
+/* The stack of the code that made a syscall, from its user registers, by
+ * the unwind tables (the C library's malloc has no frame pointers): the
+ * syscall wrapper's caller first, as map_stack has it. Global: verified
+ * once, not in each of the programs that call it (five arguments at most:
+ * WHO is the slot << 32 | the thread). 0: none. */
+__noinline __u64 syscall_stack(__u64 ip, __u64 sp, __u64 bp, __u64 who, __u64 ts)
+{
+	struct stack_scratch *scratch;
+	__u32 zero = 0, nr, slot = who >> 32, tid = (__u32)who;
+
+	if (!stack_depth || !(scratch = bpf_map_lookup_elem(&stack_scratch, &zero)))
+		return 0;
+	nr = walk_tables_from(ip, sp, bp, scratch, slot, stack_depth, 0);
+	if (!nr)
+		nr = walk_frames(sp, bp, scratch->ev.frames, stack_depth);
+	return nr ? stack_sent(&scratch->ev, nr, slot, tid, ts) : 0;
+}
+
+/* The large blocks' mmap and mremap (REGS: the caller's, at the syscall or
+ * the wrapper's entry): whether an allocator call of this window is open
+ * on the thread (not one whose return a window's end never saw:
+ * memtrace.bpf.c's nesting rule), and the stack: that call's, else the
+ * whole of it from REGS (malloc's frames have no frame pointers). */
+static __always_inline __u64 large_stack(struct pt_regs *regs, struct thread_state *st, __u32 slot, __u32 tid,
+					 __u64 ts, bool *in_alloc)
+{
+	__u64 sp = BPF_CORE_READ(regs, sp);
+
+	*in_alloc = st && st->depth && st->stack_id && nested(st, sp) &&
+		    (!count_hits || st->window == window_gen[SLOT(slot)]);
+	return *in_alloc ? st->stack_id :
+			   syscall_stack(BPF_CORE_READ(regs, ip), sp, BPF_CORE_READ(regs, bp), (__u64)slot << 32 | tid, ts);
+}
+
 /* MADV_DONTNEED, MADV_FREE, MADV_REMOVE: the pages given back */
 static __always_inline bool madvise_frees(__u64 advice)
 {
@@ -63,21 +123,29 @@ static __always_inline int map_call(struct pt_regs *regs, long ret, __u32 call)
 {
 	__u64 id = bpf_get_current_pid_tgid(), ts, stack_id;
 	struct thread_state *st;
+	bool in_alloc;
 	__u32 slot;
 
-	if (!trace_maps || (ret < 0 && ret > -4096))
+	if ((!trace_maps && !large_min) || (ret < 0 && ret > -4096))
 		return 0; /* failed: nothing changed */
+	if (!trace_maps && !large_call(call, BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx), BPF_CORE_READ(regs, r10)))
+		return 0;
 	if (call == MT_MAP_MADVISE && !madvise_frees(BPF_CORE_READ(regs, dx)))
 		return 0;
 	slot = target_slot(id >> 32);
 	if (slot == NO_TARGET)
 		return 0;
 	ts = bpf_ktime_get_ns();
-	/* what grows memory has a stack, sent before the event that names it */
-	stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
-			   map_stack(regs, slot, (__u32)id, ts) : 0;
 	st = thread_state(false);
-	return send_map(slot, id, ts, call, st && st->depth ? MT_MAP_IN_ALLOC : 0, ret, BPF_CORE_READ(regs, di),
+	in_alloc = st && st->depth;
+	if (large_min && (call == MT_MAP_MMAP || call == MT_MAP_MREMAP)) {
+		stack_id = large_stack(regs, st, slot, (__u32)id, ts, &in_alloc);
+	} else {
+		/* what grows memory has a stack, sent before the event that names it */
+		stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
+				   map_stack(regs, slot, (__u32)id, ts) : 0;
+	}
+	return send_map(slot, id, ts, call, in_alloc ? MT_MAP_IN_ALLOC : 0, ret, BPF_CORE_READ(regs, di),
 			BPF_CORE_READ(regs, si), BPF_CORE_READ(regs, dx), BPF_CORE_READ(regs, r10), stack_id);
 }
 
@@ -128,7 +196,7 @@ int BPF_PROG(map_exit, struct pt_regs *regs, long ret)
 struct map_pending {
 	__u64 a0, a1, a2, a3, stack_id;
 	__u32 call; /* 0: nothing pending */
-	__u32 pad;
+	__u32 flags; /* MT_MAP_IN_ALLOC as the large blocks tell it at entry; else 0 */
 };
 
 struct {
@@ -143,15 +211,19 @@ int BPF_KPROBE(map_wrap_enter)
 {
 	__u64 id = bpf_get_current_pid_tgid(), call = bpf_get_attach_cookie(ctx), ts;
 	struct map_pending *p;
+	bool in_alloc = false;
 	__u32 slot;
 
-	if (!trace_maps)
+	if (!trace_maps && !large_min)
 		return 0;
 	slot = target_slot(id >> 32);
 	if (slot == NO_TARGET ||
 	    !(p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE)))
 		return 0;
 	p->call = 0;
+	p->flags = 0;
+	if (!trace_maps && !large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx)))
+		return 0;
 	if (call == MT_MAP_MADVISE && !madvise_frees(PT_REGS_PARM3(ctx)))
 		return 0;
 	if (call == MT_MAP_BRK && !PT_REGS_PARM1(ctx))
@@ -161,8 +233,13 @@ int BPF_KPROBE(map_wrap_enter)
 	p->a2 = PT_REGS_PARM3(ctx);
 	p->a3 = PT_REGS_PARM4(ctx); /* rcx: a function's fourth argument (a syscall's is r10) */
 	ts = bpf_ktime_get_ns();
-	p->stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
-			      map_stack(ctx, slot, (__u32)id, ts) : 0;
+	if (large_min && (call == MT_MAP_MMAP || call == MT_MAP_MREMAP)) {
+		p->stack_id = large_stack(ctx, thread_state(false), slot, (__u32)id, ts, &in_alloc);
+		p->flags = in_alloc ? MT_MAP_IN_ALLOC : 0;
+	} else {
+		p->stack_id = call == MT_MAP_MMAP || call == MT_MAP_BRK || call == MT_MAP_MREMAP ?
+				      map_stack(ctx, slot, (__u32)id, ts) : 0;
+	}
 	p->call = call;
 	return 0;
 }
@@ -186,7 +263,9 @@ int BPF_KRETPROBE(map_wrap_exit)
 		return 0;
 	ts = bpf_ktime_get_ns();
 	st = thread_state(false);
-	flags = st && st->depth ? MT_MAP_IN_ALLOC : 0;
+	flags = large_min && (call == MT_MAP_MMAP || call == MT_MAP_MREMAP) ? p->flags :
+		st && st->depth						  ? MT_MAP_IN_ALLOC :
+										    0;
 	if (call == MT_MAP_BRK) {
 		/* sbrk(INCREMENT) gave the old break: the break was there, and
 		 * is INCREMENT on now (as brk(2)'s records say it) */

@@ -3,7 +3,8 @@
 # --budget: the probes live in windows, figures are estimates. On
 # tests/progs/proportions, whose three sites allocate 1 : 3 : 6 calls and
 # 100 : 600 : 300 bytes however long it runs, a 20 s recording at 5% must
-# find those proportions within 10%, every output must say it is an
+# find those proportions within 10% and the program's own count of its
+# calls within the error the report states, every output must say it is an
 # estimate, and bad input gets one line and exit 2. Proportions, not
 # timings: what the budget costs is bench/budget.sh's.
 source "$(dirname "$0")/lib.sh"
@@ -64,6 +65,33 @@ if [ "${small:-0}" -gt 0 ]; then
 	expect_within "site_small: temporary share (freed at once)" "$(ratio "$(site "$TMP/b5.json" site_small temporary_allocations)" "$small")" 1 10
 else
 	not_ok "site_small has no allocations: $(jq -c '[.sites[] | {function, allocations}]' "$TMP/b5.json")"
+fi
+# The program's own count: each round makes 1, 3 and 6 calls of 100, 200
+# and 50 bytes. The estimates are within the 95% interval the report states
+# (1.96 of its standard errors), an interval narrower than half of them.
+rounds=$(awk '$1 == "rounds" && NF == 2 { print $2 }' "$TMP/out")
+in_interval() { # LABEL ESTIMATE SE TRUTH
+	if [[ $3 =~ ^[0-9]+$ ]] && awk -v e="$2" -v se="$3" -v t="$4" 'BEGIN { d = e - t; if (d < 0) d = -d; exit !(d <= 1.96 * se) }'; then
+		ok "$1: $2 within 1.96 x $3 (the stated error) of the count $4"
+	else
+		not_ok "$1: $2 not within 1.96 x '$3' (the stated error) of the count $4"
+	fi
+}
+for f in "site_small 1 100" "site_mid 3 200" "site_keep 6 50"; do
+	set -- $f
+	in_interval "$1 allocations" "$(site "$TMP/b5.json" "$1" allocations)" \
+		"$(jq -r --arg f "$1" '[.sites[] | select(.function == $f) | .allocations_se][0]' "$TMP/b5.json")" $((rounds * $2))
+done
+in_interval "totals.allocations" "$(jqr "$TMP/b5.json" .totals.allocations)" \
+	"$(jqr "$TMP/b5.json" .trace.budget.allocations_se)" $((rounds * 10))
+in_interval "totals.allocated_bytes" "$(jqr "$TMP/b5.json" .totals.allocated_bytes)" \
+	"$(jqr "$TMP/b5.json" .trace.budget.allocated_bytes_se)" $((rounds * 1000))
+# ... an interval that says something: its half under half the estimate
+se=$(jqr "$TMP/b5.json" .trace.budget.allocations_se)
+if [[ $se =~ ^[0-9]+$ ]] && awk -v se="$se" -v e="$(jqr "$TMP/b5.json" .totals.allocations)" 'BEGIN { exit !(1.96 * se < 0.5 * e) }'; then
+	ok "the stated 95% error of totals.allocations (1.96 x $se) is under half the estimate"
+else
+	not_ok "the stated 95% error of totals.allocations (1.96 x '$se') is not under half the estimate"
 fi
 keep=$(site "$TMP/b5.json" site_keep allocations)
 expect_within "site_keep: long-lived share (kept in a ring of 60000)" \

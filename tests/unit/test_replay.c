@@ -204,6 +204,97 @@ static void test_budget_windows(void **state)
 	analysis__free(a);
 }
 
+/* --budget's large blocks and error (replay.h): malloc's own mmap (an
+ * allocator call open, or the C library's code calling it) is one block of
+ * weight 1 at its site past the C library's frames, in a window or not; a
+ * window's ALLOC and FREE of a pointer in it are that block's; munmap frees
+ * it, mremap moves it; the program's own mmap, a thread's stack and a
+ * PROT_NONE reservation are no block. A window of weight W adds
+ * W (W - 1) Y^2 per stack and to the totals, a large block nothing. */
+static void test_budget_large_and_error(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START, .budget_ppm = 50000,
+				   .large_bytes = 128 << 10 };
+	struct trace_module libc = { .start = 0x7f0000000000, .end = 0x7f0000200000, .path = "/usr/lib/libc.so.6" };
+	struct trace_module prog = { .start = 0x400000, .end = 0x500000, .path = "/usr/bin/prog" };
+	static const uint64_t by_libc[] = { 0x7f0000001234, 0x7f0000005678, 0x401111, 0x402222 };
+	static const uint64_t by_prog[] = { 0x403333, 0x402222 };
+	struct trace_stack s1 = { .id = 5, .nr = 4, .frames = by_libc }, s2 = { .id = 6, .nr = 2, .frames = by_prog };
+	struct analysis *a = analysis__new();
+	const struct analysis_budget *b;
+	const struct analysis_totals *t;
+	const struct replay_stack *rs;
+	struct seen s = { 0 };
+	struct replay *r;
+	struct trace_map m;
+	size_t n;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(replay__observe(r, &seen_ops, &s), 0);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_module(a, &libc), 0);
+	assert_int_equal(analysis__add_module(a, &prog), 0);
+	assert_int_equal(analysis__add_stack(a, &s1), 0);
+	assert_int_equal(analysis__add_stack(a, &s2), 0);
+#define MAP(ts_, call_, flags_, stack_, ret_, a0_, a1_, a2_, a3_)                                           \
+	m = (struct trace_map){ START + ts_, 7, call_, flags_, stack_, ret_, a0_, a1_, a2_, a3_ };          \
+	assert_int_equal(replay__add_map(r, &m), 0)
+	/* between windows: malloc's 64 MiB, and the program's own, a stack, a reservation */
+	MAP(10, MT_MAP_MMAP, 0, 5, 0x10000000, 0, (64 << 20) + 4096, 3, 0x22);
+	MAP(11, MT_MAP_MMAP, 0, 6, 0x20000000, 0, 1 << 20, 3, 0x22);
+	MAP(12, MT_MAP_MMAP, 0, 5, 0x30000000, 0, 1 << 20, 3, 0x20022);
+	MAP(13, MT_MAP_MMAP, 0, 5, 0x40000000, 0, 1 << 26, 0, 0x4022);
+	assert_int_equal(s.allocs, 1);
+	assert_int_equal(s.alloc_bytes, (64 << 20) + 4096 - 16);
+	/* a window of weight 3: two blocks of 100 at stack 6, malloc's 1 MiB
+	 * (its stack the call's, open) and its ALLOC, then its FREE and munmap */
+	mark(a, MT_MARK_WINDOW_BEGIN, 42, 100, 0, 0, 3000000);
+	ev(a, MT_EVENT_ALLOC, 7, 110, 0, 0x5000, 100, 6);
+	ev(a, MT_EVENT_ALLOC, 7, 111, 0, 0x5100, 100, 6);
+	MAP(112, MT_MAP_MMAP, MT_MAP_IN_ALLOC, 6, 0x50000000, 0, (1 << 20) + 4096, 3, 0x22);
+	ev(a, MT_EVENT_ALLOC, 7, 113, 0, 0x50000010, 1 << 20, 6);
+	ev(a, MT_EVENT_FREE, 7, 114, 0, 0x50000010, 0, 0);
+	MAP(115, MT_MAP_MUNMAP, 0, 0, 0, 0x50000000, (1 << 20) + 4096, 0, 0);
+	mark(a, MT_MARK_WINDOW_END, 42, 200, 0, 0, 0);
+	mark(a, MT_MARK_TAIL_END, 42, 300, 0, 0, 0);
+	/* realloc of the 64 MiB block: mremap moves it; then the free of the
+	 * old pointer a window would see is the moved block's, not counted */
+	MAP(400, MT_MAP_MREMAP, 0, 5, 0x60000000, 0x10000000, (64 << 20) + 4096, (128 << 20) + 4096, 1);
+	mark(a, MT_MARK_WINDOW_BEGIN, 42, 500, 0, 0, 1000000);
+	ev(a, MT_EVENT_FREE, 7, 510, 0, 0x10000010, 0, 0);
+	mark(a, MT_MARK_WINDOW_END, 42, 600, 0, 0, 0);
+	mark(a, MT_MARK_TAIL_END, 42, 700, 0, 0, 0);
+#undef MAP
+	assert_int_equal(analysis__finish(a), 0);
+	t = analysis__totals(a);
+	b = &analysis__trace(a)->budget;
+	assert_int_equal(b->large_allocations, 3);
+	assert_int_equal(b->large_frees, 2);
+	assert_int_equal(b->large_allocated_bytes, (64 << 20) + 4096 - 16 + (1 << 20) + 4096 - 16 + (128 << 20) + 4096 - 16);
+	assert_int_equal(t->allocations, 3 + 2 * 3);
+	assert_int_equal(t->allocated_bytes, b->large_allocated_bytes + 2 * 300);
+	assert_int_equal(t->unmatched_frees, 0);
+	assert_int_equal(t->leaked_bytes, (128 << 20) + 4096 - 16 + 2 * 300); /* and the long-lived two */
+	/* the error: 3 x 2 x 200^2 for the window's bytes, 3 x 2 x 2^2 for its calls */
+	assert_true(b->var_bytes == 3.0 * 2 * 200 * 200 && b->var_allocations == 3.0 * 2 * 2 * 2);
+	/* the 64 MiB block's stack: s1 past the C library's two frames */
+	for (n = 0; n < replay__nstacks(r); n++) {
+		rs = replay__stack(r, (uint32_t)n);
+		if (rs->nr == 2 && rs->addrs && rs->addrs[0] == 0x401111)
+			break;
+	}
+	assert_true(n < replay__nstacks(r));
+	/* ... and stack 6's error is its window's; the large blocks' stacks have none */
+	for (n = 0; n < replay__nstacks(r); n++) {
+		rs = replay__stack(r, (uint32_t)n);
+		assert_true(rs->var_bytes == (rs->id == 6 && rs->nr == 2 && rs->addrs[0] == 0x403333 ? 3.0 * 2 * 200 * 200 : 0));
+	}
+	print_message("--budget large blocks: 3 exact (one moved), 2 freed, the program's own mmap, a stack and a "
+		      "reservation none; error 3 x 2 x 200^2\n");
+	analysis__free(a);
+}
+
 /* --rss: each sample takes the live heap of its moment in the stream, times
  * are from the start, the peak is the sample of most resident memory, and
  * the first rollup is the start's, the next the end's. */
@@ -649,6 +740,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_callbacks_follow_the_rules),
 		cmocka_unit_test(test_budget_windows),
+		cmocka_unit_test(test_budget_large_and_error),
 		cmocka_unit_test(test_rss_samples),
 		cmocka_unit_test(test_rss_maps),
 		cmocka_unit_test(test_rss_reconcile),

@@ -1419,11 +1419,13 @@ static void test_skips_unknown(void **state)
 	memcpy(file + TRACE_HDR_OFF_SIZE, &hs, 4);
 
 	/* META with all-NULL strings, no budget (three zero varints), no flags
-	 * (a zero varint) and two extra bytes from a "later writer". */
+	 * (a zero varint), no large blocks (a zero varint) and two extra bytes
+	 * from a "later writer". */
 	pl[pn++] = 0, pl[pn++] = 0, pl[pn++] = 0, pl[pn++] = 0;
 	pn += put_varint(pl + pn, encode_zigzag(-7));
 	pl[pn++] = 3, pl[pn++] = 0, pl[pn++] = 1, pl[pn++] = 2;
 	pl[pn++] = 0, pl[pn++] = 0, pl[pn++] = 0;
+	pl[pn++] = 0;
 	pl[pn++] = 0;
 	pl[pn++] = 0xaa, pl[pn++] = 0xbb;
 	rl += put_rec(raw + rl, TRACE_REC_META, pl, pn);

@@ -82,6 +82,10 @@ static int sites_alloc(void *ctx, const struct replay *r, const struct replay_bl
 	s->live_allocs += b->count;
 	s->pub.figures.allocations += b->count;
 	s->pub.figures.allocated_bytes += b->bytes;
+	if (b->exact) {
+		s->pub.figures.exact_allocations += b->count;
+		s->pub.figures.exact_bytes += b->bytes;
+	}
 	return 0;
 }
 
@@ -172,6 +176,12 @@ void analysis_figures__add(struct analysis_figures *sum, const struct analysis_f
 	sum->leaked_bytes += f->leaked_bytes;
 	sum->temporary_allocations += f->temporary_allocations;
 	sum->resident_bytes += f->resident_bytes;
+	sum->exact_allocations += f->exact_allocations;
+	sum->exact_bytes += f->exact_bytes;
+	/* a site's stacks taken as independent: their covariance within a
+	 * window is left out */
+	sum->var_allocations += f->var_allocations;
+	sum->var_bytes += f->var_bytes;
 }
 
 /* Settle each stack's end-of-trace figures and symbolize the stacks that
@@ -186,6 +196,8 @@ static int analysis__settle_stacks(struct analysis *a, const struct analysis_sta
 		s->pub.figures.leaked_allocations = s->live_allocs;
 		s->pub.figures.leaked_bytes = s->peak.live_bytes;
 		s->pub.figures.resident_bytes = replay__resident_bytes(a->r, (uint32_t)i);
+		s->pub.figures.var_allocations = replay__stack(a->r, (uint32_t)i)->var_count;
+		s->pub.figures.var_bytes = replay__stack(a->r, (uint32_t)i)->var_bytes;
 		if (!s->pub.figures.allocations)
 			continue;
 		s->pub.frames = replay__stack_frames(a->r, (uint32_t)i, &s->pub.nframes);

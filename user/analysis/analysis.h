@@ -42,6 +42,10 @@ struct analysis_figures {
 	uint64_t leaked_bytes;          /* their bytes */
 	uint64_t temporary_allocations; /* freed before their thread allocated again */
 	uint64_t resident_bytes;        /* --rss: live bytes on resident pages at the last snapshot */
+	/* --budget: of allocations and allocated_bytes, the large blocks'
+	 * (exact); and the variance of the rest's estimate (replay.h) */
+	uint64_t exact_allocations, exact_bytes;
+	double var_allocations, var_bytes;
 };
 
 /* SUM += F, field by field. */

@@ -110,6 +110,21 @@ struct replay {
 	struct map_log { struct trace_map m; uint32_t stack; } *map_log; /* --rss: MAP records, kept to the end */
 	size_t nmap_log, map_log_cap;
 
+	uint64_t meta_flags;    /* TRACE_META_* */
+	/* --budget: the large blocks live (the rules in replay.h) */
+	struct large_block {
+		uint64_t start, len, size;       /* its mapping, and its usable size */
+		uint64_t moved_start, moved_len; /* the range an mremap moved it from; 0: none */
+		uint64_t seq;
+		uint32_t stack, thread, zone;
+	} *large;
+	size_t nlarge, large_cap;
+	struct u64map past_libc;  /* stack index + 1 -> its stack past the C library's frames */
+	/* --budget: the window in progress's stacks and figures, for the error */
+	uint32_t *win_stacks;
+	size_t nwin_stacks, win_stacks_cap;
+	uint64_t win_bytes, win_count;
+
 	struct live_table live;
 	uint64_t live_bytes, live_count;
 	uint64_t alloc_seq;
@@ -215,6 +230,9 @@ void replay__free(struct replay *r)
 	free(r->maps_now.v);
 	free(r->map_log);
 	free(r->map_sites);
+	free(r->large);
+	u64map__free(&r->past_libc);
+	free(r->win_stacks);
 	live_table__free(&r->live);
 	free(r->stacks);
 	u64map__free(&r->stack_ids);
@@ -294,6 +312,8 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.budget.budget_ppm = m->budget_ppm;
 	r->trace.budget.hit_entry_ns = m->hit_entry_ns;
 	r->trace.budget.hit_return_ns = m->hit_return_ns;
+	r->trace.budget.large_bytes = m->budget_ppm ? m->large_bytes : 0;
+	r->meta_flags = m->flags;
 	r->start_mono_ns = m->start_mono_ns;
 	r->start_real_ns = m->start_real_ns;
 	if (err)
@@ -723,15 +743,23 @@ bool replay_is_thread_stack_frame(const struct analysis_frame *f)
 		     (n >= 21 && !strcmp(f->file + n - 21, "nptl/allocatestack.c")));
 }
 
+static int large_map(struct replay *r, const struct trace_map *m, uint32_t stack);
+
 int replay__add_map(struct replay *r, const struct trace_map *m)
 {
 	struct map_log *e;
 	uint32_t stack = 0;
 	int err;
 
-	r->trace.rss.traced_maps = true;
 	if (m->stack_id && (err = stack__index(r, m->stack_id, &stack)))
 		return err;
+	if (r->trace.budget.large_bytes) {
+		if ((err = large_map(r, m, stack)))
+			return err;
+		if (!(r->meta_flags & TRACE_META_MAPS))
+			return 0; /* sent for the large blocks alone, not --rss */
+	}
+	r->trace.rss.traced_maps = true;
 	if (r->nmap_log == r->map_log_cap) {
 		size_t cap = r->map_log_cap ? 2 * r->map_log_cap : 256;
 
@@ -1139,10 +1167,50 @@ static void retire_live(struct replay *r)
 	}
 }
 
+/* --budget: the window that ends adds its figures' variance (replay.h):
+ * W x (W - 1) x Y^2 per stack and for the totals. */
+static void window_flush(struct replay *r)
+{
+	double k = r->weight > 1 ? r->weight * (r->weight - 1) : 0;
+
+	for (size_t i = 0; i < r->nwin_stacks; i++) {
+		struct replay_stack *s = &r->stacks[r->win_stacks[i]];
+
+		s->var_bytes += k * (double)s->win_bytes * (double)s->win_bytes;
+		s->var_count += k * (double)s->win_count * (double)s->win_count;
+		s->win_bytes = s->win_count = 0;
+		s->in_window = false;
+	}
+	r->nwin_stacks = 0;
+	r->trace.budget.var_bytes += k * (double)r->win_bytes * (double)r->win_bytes;
+	r->trace.budget.var_allocations += k * (double)r->win_count * (double)r->win_count;
+	r->win_bytes = r->win_count = 0;
+}
+
+/* --budget: an allocation of SIZE at STACK in the window in progress. */
+static int window_note(struct replay *r, uint32_t stack, uint64_t size)
+{
+	struct replay_stack *s = &r->stacks[stack];
+
+	if (!s->in_window) {
+		if (array_reserve((void **)&r->win_stacks, &r->win_stacks_cap, r->nwin_stacks + 1, sizeof(*r->win_stacks)))
+			return -ENOMEM;
+		r->win_stacks[r->nwin_stacks++] = stack;
+		s->in_window = true;
+	}
+	s->win_bytes += size;
+	s->win_count++;
+	r->win_bytes += size;
+	r->win_count++;
+	return 0;
+}
+
 static void window_mark(struct replay *r, const struct trace_mark *m)
 {
 	struct analysis_budget *b = &r->trace.budget;
 
+	if (m->kind == MT_MARK_WINDOW_BEGIN || m->kind == MT_MARK_WINDOW_END)
+		window_flush(r);
 	switch (m->kind) {
 	case MT_MARK_WINDOW_BEGIN:
 		r->weight = m->size > 1000000 ? (double)m->size / 1e6 : 1.0;
@@ -1249,8 +1317,176 @@ static int alloc(struct replay *r, const struct trace_event *ev)
 	r->totals.allocated_bytes += b.bytes;
 	r->live_bytes += b.bytes;
 	r->live_count += b.count;
+	if (r->trace.budget.budget_ppm && (err = window_note(r, b.stack, ev->size)))
+		return err;
 	NOTIFY(r, alloc, &b);
 	return 0;
+}
+
+/* ---- --budget: the large blocks (replay.h) ---- */
+
+static int32_t module_of(const struct replay *r, uint64_t addr);
+
+/* ADDR lies in the C library's code. */
+static bool in_libc(const struct replay *r, uint64_t addr)
+{
+	int32_t m = module_of(r, addr);
+	const char *path = m >= 0 ? r->modules[m].path : NULL;
+
+	return path && (strstr(path, "/libc.so") || strstr(path, "/libc-"));
+}
+
+/* STACK past its leading frames in the C library (malloc's own, under the
+ * mmap it made), as a stack of its own, made once. */
+static int stack_past_libc(struct replay *r, uint32_t stack, uint32_t *out)
+{
+	const struct replay_stack *s = &r->stacks[stack];
+	struct u64map_entry *e;
+	uint32_t skip = 0, idx;
+	bool existed;
+	int err;
+
+	while (skip + 1 < s->nr && in_libc(r, s->addrs[skip]))
+		skip++;
+	*out = stack;
+	if (!skip)
+		return 0;
+	if ((e = u64map__get(&r->past_libc, (uint64_t)stack + 1))) {
+		*out = (uint32_t)e->val;
+		return 0;
+	}
+	if ((err = stack__new(r, 0, &idx)))
+		return err;
+	s = &r->stacks[stack]; /* the array may have moved */
+	r->stacks[idx].id = s->id;
+	r->stacks[idx].addrs = s->addrs + skip;
+	r->stacks[idx].nr = s->nr - skip;
+	if (!(e = u64map__insert(&r->past_libc, (uint64_t)stack + 1, &existed)))
+		return -ENOMEM;
+	e->val = idx;
+	*out = idx;
+	return 0;
+}
+
+/* The live large block whose mapping holds PTR (or held it before an
+ * mremap moved it), or -1. */
+static ssize_t large_find(const struct replay *r, uint64_t ptr)
+{
+	for (size_t i = 0; i < r->nlarge; i++) {
+		const struct large_block *lb = &r->large[i];
+
+		if ((ptr >= lb->start && ptr < lb->start + lb->len) ||
+		    (ptr >= lb->moved_start && ptr < lb->moved_start + lb->moved_len))
+			return (ssize_t)i;
+	}
+	return -1;
+}
+
+/* glibc's header before a mapped chunk's memory: prev_size and size */
+#define LARGE_HEADER 16
+
+/* A large block at [START, START + LEN), made by M at STACK. */
+static int large_new(struct replay *r, const struct trace_map *m, uint32_t stack, uint64_t start, uint64_t len,
+		     struct large_block **out)
+{
+	struct replay_block b = { .ptr = start + LARGE_HEADER, .size = len > LARGE_HEADER ? len - LARGE_HEADER : len,
+				  .count = 1, .ts = m->ts, .stack = stack, .zone = REPLAY_NONE,
+				  .peak_epoch = r->peak_epoch, .exact = true };
+	struct thread *t;
+	int err = thread__index(r, m->tid, &b.thread);
+
+	if (!err)
+		err = array_reserve((void **)&r->large, &r->large_cap, r->nlarge + 1, sizeof(*r->large));
+	if (err)
+		return err;
+	b.bytes = b.size;
+	b.stack_id = r->stacks[stack].id;
+	t = &r->threads[b.thread];
+	if (t->depth) {
+		b.zone = t->open[t->depth - 1].name;
+		t->open[t->depth - 1].allocations++;
+		t->open[t->depth - 1].allocated_bytes += b.bytes;
+	}
+	t->last_seq = ++r->alloc_seq;
+	*out = &r->large[r->nlarge++];
+	**out = (struct large_block){ .start = start, .len = len, .size = b.size, .seq = r->alloc_seq,
+				      .stack = stack, .thread = b.thread, .zone = b.zone };
+	r->totals.allocations++;
+	r->totals.allocated_bytes += b.bytes;
+	r->live_bytes += b.bytes;
+	r->live_count++;
+	r->trace.budget.large_allocations++;
+	r->trace.budget.large_allocated_bytes += b.bytes;
+	NOTIFY(r, alloc, &b);
+	return 0;
+}
+
+/* Large block I is freed at TS. */
+static int large_free(struct replay *r, size_t i, uint64_t ts)
+{
+	struct large_block lb = r->large[i];
+	struct replay_block b = { .ptr = lb.start + LARGE_HEADER, .size = lb.size, .count = 1, .bytes = lb.size,
+				  .ts = ts, .stack = lb.stack, .stack_id = r->stacks[lb.stack].id, .thread = lb.thread,
+				  .zone = lb.zone, .peak_epoch = r->peak_epoch, .exact = true };
+	bool temporary = r->threads[lb.thread].last_seq == lb.seq;
+
+	r->large[i] = r->large[--r->nlarge];
+	r->totals.temporary_allocations += temporary;
+	r->totals.frees++;
+	r->live_bytes -= lb.size;
+	r->live_count--;
+	r->trace.budget.large_frees++;
+	NOTIFY(r, free, &b, temporary, false);
+	return 0;
+}
+
+#define LARGE_MMAP_FLAGS (0x02 | 0x20 | 0x10 | 0x4000 | 0x20000) /* PRIVATE, ANONYMOUS; FIXED, NORESERVE, STACK */
+
+/* One MAP record M (its stack STACK) for the large blocks. */
+static int large_map(struct replay *r, const struct trace_map *m, uint32_t stack)
+{
+	const struct replay_stack *s = &r->stacks[stack];
+	bool by_allocator = (m->flags & MT_MAP_IN_ALLOC) || (stack && s->addrs && s->nr && in_libc(r, s->addrs[0]));
+	struct large_block *lb;
+	ssize_t i;
+	int err = 0;
+
+	if (!(m->flags & MT_MAP_IN_ALLOC) && by_allocator && (err = stack_past_libc(r, stack, &stack)))
+		return err;
+	switch (m->call) {
+	case MT_MAP_MMAP:
+		if (m->a1 < r->trace.budget.large_bytes || m->a2 != 3 || (m->a3 & LARGE_MMAP_FLAGS) != 0x22 || !by_allocator)
+			return 0; /* not malloc's: the program's own mapping, a stack, a reservation */
+		return large_new(r, m, stack, m->ret, page_len(m->a1), &lb);
+	case MT_MAP_MUNMAP:
+		for (size_t j = 0; j < r->nlarge && !err;) {
+			const struct large_block *b = &r->large[j];
+
+			if (b->start < m->a0 + page_len(m->a1) && m->a0 < b->start + b->len)
+				err = large_free(r, j, m->ts); /* J now holds the last block */
+			else
+				j++;
+		}
+		return err;
+	case MT_MAP_MREMAP:
+		/* realloc of a mapped chunk: a free and a new block */
+		if ((i = large_find(r, m->a0)) < 0 || r->large[i].start != m->a0)
+			return 0;
+		if (!by_allocator)
+			stack = r->large[i].stack;
+		if ((err = large_free(r, (size_t)i, m->ts)) || (err = large_new(r, m, stack, m->ret, page_len(m->a2), &lb)))
+			return err;
+		lb->moved_start = m->a0;
+		lb->moved_len = page_len(m->a1);
+		return 0;
+	}
+	return 0;
+}
+
+/* PTR lies in a large block, whose ALLOC, FREE or REALLOC half it is. */
+static inline bool in_large(const struct replay *r, uint64_t ptr)
+{
+	return r->nlarge && large_find(r, ptr) >= 0;
 }
 
 static int event_halves(struct replay *r, const struct trace_event *e)
@@ -1259,15 +1495,15 @@ static int event_halves(struct replay *r, const struct trace_event *e)
 
 	switch (e->type) {
 	case MT_EVENT_ALLOC:
-		return e->ptr ? alloc(r, e) : 0;
+		return e->ptr && !in_large(r, e->ptr) ? alloc(r, e) : 0;
 	case MT_EVENT_FREE:
 		/* free(NULL) does nothing, so it is not an unmatched free. */
-		return e->ptr ? free_ptr(r, e->ptr, e->ts) : 0;
+		return e->ptr && !in_large(r, e->ptr) ? free_ptr(r, e->ptr, e->ts) : 0;
 	case MT_EVENT_REALLOC:
 		if (!e->ptr && e->size)
 			return 0; /* failed: the old block stays */
-		err = e->old_ptr ? free_ptr(r, e->old_ptr, e->ts) : 0;
-		return !err && e->ptr ? alloc(r, e) : err;
+		err = e->old_ptr && !in_large(r, e->old_ptr) ? free_ptr(r, e->old_ptr, e->ts) : 0;
+		return !err && e->ptr && !in_large(r, e->ptr) ? alloc(r, e) : err;
 	default:
 		return 1; /* a kind this version does not know: skipped */
 	}
@@ -1520,8 +1756,10 @@ int replay__finish(struct replay *r)
 		return err;
 	t->leaked_allocations = r->live_count;
 	t->leaked_bytes = r->live_bytes;
-	if (r->trace.budget.budget_ppm)
+	if (r->trace.budget.budget_ppm) {
+		window_flush(r);
 		budget_finish(r);
+	}
 	t->peak_unknown = r->trace.budget.budget_ppm != 0;
 	t->peak_time_ns = t->peak_bytes && r->peak_ts > start ? r->peak_ts - start : 0;
 	t->dropped_events = r->drops_sum > r->end_dropped ? r->drops_sum : r->end_dropped;

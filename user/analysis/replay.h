@@ -38,6 +38,20 @@
  *   blocks still live are long-lived: they stay counted live (so "leaked"
  *   means "outlived its window's tail") but their pointers are forgotten, so
  *   a later allocation there is new and a later free of one is internal.
+ * - --budget large blocks (meta.large_bytes > 0): an anonymous read-write
+ *   mmap of large_bytes or more made by the allocator (an allocator call
+ *   was open on the thread, or the C library's own code called mmap: its
+ *   stack's first frame lies in libc.so) is one allocation of its usable
+ *   size (the mapping less glibc's 16-byte chunk header), weight 1 at any
+ *   time, windows or not, its stack past the C library's frames; a munmap
+ *   over it is its free, an mremap its free and a new block (realloc). An
+ *   ALLOC, FREE or REALLOC half whose pointer lies in a live large block (or
+ *   where an mremap moved one from) is that block's, already counted: skipped.
+ * - --budget error: a window's allocations at a stack (Y bytes, N calls)
+ *   add W x (W - 1) x Y^2 (and N^2) to the stack's variance, as if each
+ *   window were a slice of time taken with probability 1/W, independently
+ *   (Horvitz-Thompson for Poisson sampling); the totals add the window's
+ *   whole Y and N the same way. Large blocks add nothing.
  * - Peak: the first moment the live bytes reach their maximum, checked after
  *   each event; each new maximum starts a new peak epoch.
  * - Names (zones, pools, frame labels, thread names) are interned by text.
@@ -205,6 +219,10 @@ struct analysis_trace {
 		uint64_t lifetime_ns[3]; /* their p50, p90, p99 (from log-scale buckets) */
 		uint64_t long_lived_allocations; /* survived their window's tail: estimates */
 		uint64_t long_lived_bytes;
+		uint64_t large_bytes;   /* large blocks from this length are exact (meta); 0: none */
+		uint64_t large_allocations, large_allocated_bytes; /* of the totals: exact */
+		uint64_t large_frees;
+		double var_allocations, var_bytes; /* the totals' estimate's variance (less the exact part) */
 	} budget;
 	/* --rss (npoints > 0): resident memory over time, in time order */
 	struct analysis_rss {
@@ -266,6 +284,7 @@ struct replay_block {
 	uint32_t thread;   /* thread index of the thread that made it */
 	uint32_t zone;     /* name of the innermost zone open on it then; REPLAY_NONE */
 	uint64_t peak_epoch; /* replay__peak_epoch at the event */
+	bool exact;        /* --budget: a large block, counted once whatever the windows */
 };
 
 /* One open zone entry on a thread. */
@@ -282,6 +301,11 @@ struct replay_stack {
 	uint32_t id;           /* the trace's stack id; 0: none */
 	uint32_t nr;
 	const uint64_t *addrs; /* NULL until its STACK record came (if ever) */
+	/* --budget: the variance of its estimated bytes and calls (the rules
+	 * above), and the window in progress's unweighted figures */
+	double var_bytes, var_count;
+	uint64_t win_bytes, win_count;
+	bool in_window;        /* has figures in the window in progress */
 };
 
 struct replay;

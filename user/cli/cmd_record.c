@@ -25,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT] [--rss[=only]] [--lib PATH] [--stack-depth N]\n"
+		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT [--large SIZE]] [--rss[=only]] [--lib PATH] [--stack-depth N]\n"
 		"                [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
@@ -38,6 +38,9 @@ static void usage(FILE *f)
 		"                       reported figures become unbiased estimates\n"
 		"      --budget PCT     bound what tracing costs the target to PCT percent of its\n"
 		"                       work: probes live in short windows, figures are estimates\n"
+		"      --large SIZE     with --budget: blocks the allocator maps on their own (glibc:\n"
+		"                       from its mmap threshold, 128K at first) of SIZE or more are\n"
+		"                       recorded exactly, windows or not (default 128K; 0: not)\n"
 		"      --rss[=only]     also sample the target's resident memory (anon, file, shmem)\n"
 		"                       every 100 ms and trace the calls that map memory; =only:\n"
 		"                       that alone, no allocator probes (the cheapest look)\n"
@@ -55,6 +58,7 @@ void record_opts__defaults(struct record_opts *o)
 	o->stack_depth = MT_DEFAULT_STACK_DEPTH;
 	o->unwind_rows = 1 << 20;
 	o->ring_bytes = 8 << 20;
+	o->large = 128 << 10; /* glibc's mmap threshold as it starts */
 }
 
 /* --budget PCT: a number above 0 and at most 100. */
@@ -122,6 +126,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "follow-children", no_argument, NULL, 'F' },
 		{ "empty-probes", required_argument, NULL, 'E' },
 		{ "budget", required_argument, NULL, 'P' },
+		{ "large", required_argument, NULL, 'G' },
 		{ "rss", optional_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
@@ -159,6 +164,12 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			if (parse_size(optarg, &v) || v == 0 || v > (1ULL << 40))
 				return fail("invalid sample size '%s'; give mean bytes between samples, e.g. --sample=512K", optarg);
 			o->sample = v;
+			break;
+		case 'G':
+			if (parse_size(optarg, &v) || (v && v < 4096) || v > (1ULL << 40))
+				return fail("invalid --large '%s'; give the least length of a block the allocator maps "
+					    "to record exactly, 4K or more (e.g. --large 1M), or 0 for none", optarg);
+			o->large = v;
 			break;
 		case 'v': o->verbose = true; break;
 		case 'F': o->follow = true; break;

@@ -10,6 +10,7 @@
 #include "util.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 
 void report_json__trace(struct json_out *j, const struct analysis_trace *t)
@@ -49,6 +50,13 @@ void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 		json_out__key_u64(j, "lifetime_p50_ns", b->lifetime_ns[0]);
 		json_out__key_u64(j, "lifetime_p90_ns", b->lifetime_ns[1]);
 		json_out__key_u64(j, "lifetime_p99_ns", b->lifetime_ns[2]);
+		/* the large blocks, exact (0: not traced), and the error of the rest */
+		json_out__key_u64(j, "large_bytes", b->large_bytes);
+		json_out__key_u64(j, "large_allocations", b->large_allocations);
+		json_out__key_u64(j, "large_allocated_bytes", b->large_allocated_bytes);
+		json_out__key_u64(j, "large_frees", b->large_frees);
+		json_out__key_u64(j, "allocations_se", (uint64_t)(sqrt(b->var_allocations) + 0.5));
+		json_out__key_u64(j, "allocated_bytes_se", (uint64_t)(sqrt(b->var_bytes) + 0.5));
 		json_out__end_object(j);
 	}
 	json_out__end_object(j);
@@ -414,11 +422,19 @@ void report_json__site_keys(struct json_out *j, const char *name, const char *fu
 }
 
 /* The site, its stacks numbered from *NEXT on. */
-static void report_json__site(struct json_out *j, const struct analysis_site *s, uint64_t *next)
+static void report_json__site(struct json_out *j, const struct analysis_site *s, uint64_t *next, bool budget)
 {
 	json_out__begin_object(j, false);
 	report_json__site_keys(j, s->name, s->function, s->file, s->line, s->module);
 	report_json__figures(j, &s->figures);
+	if (budget) {
+		/* of its figures, the large blocks' (exact), and the standard
+		 * error of the estimate of the rest */
+		json_out__key_u64(j, "exact_allocations", s->figures.exact_allocations);
+		json_out__key_u64(j, "exact_bytes", s->figures.exact_bytes);
+		json_out__key_u64(j, "allocations_se", (uint64_t)(sqrt(s->figures.var_allocations) + 0.5));
+		json_out__key_u64(j, "allocated_bytes_se", (uint64_t)(sqrt(s->figures.var_bytes) + 0.5));
+	}
 	json_out__key(j, "stacks");
 	json_out__begin_array(j, true);
 	for (size_t i = 0; i < s->nstacks; i++)
@@ -573,7 +589,7 @@ int report_json__write(FILE *f, const struct analysis *a, unsigned int top)
 	json_out__key(&j, "sites");
 	json_out__begin_array(&j, false);
 	for (size_t i = 0; i < n; i++)
-		report_json__site(&j, &sites[i], &next);
+		report_json__site(&j, &sites[i], &next, analysis__trace(a)->budget.budget_ppm != 0);
 	json_out__end_array(&j);
 	report_json__inproc(&j, analysis__marks(a));
 	err = report_json__stack_tables(&j, sites, n);

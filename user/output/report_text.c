@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,6 +98,46 @@ static void report_text__warnings(FILE *f, const struct analysis *a)
 		fputc('\n', f);
 }
 
+#define BUDGET_ERROR_SITES 10 /* sites listed with their estimate's error */
+
+/* One estimate: its value, its 95% interval (1.96 standard errors of the
+ * estimated part) and its exact part. */
+static void budget_estimate(FILE *f, uint64_t value, double var, uint64_t exact)
+{
+	double half = 1.96 * sqrt(var);
+
+	print_bytes(f, value);
+	fprintf(f, " +- ");
+	print_bytes(f, (uint64_t)(half + 0.5));
+	if (value > exact)
+		fprintf(f, " (%.0f%%)", 100.0 * half / (double)(value - exact));
+	if (exact) {
+		fprintf(f, ", of it exact ");
+		print_bytes(f, exact);
+	}
+}
+
+/* The totals' and the largest sites' estimates with their error. */
+static void report_text__budget_error(FILE *f, const struct analysis *a)
+{
+	const struct analysis_budget *b = &analysis__trace(a)->budget;
+	const struct analysis_site *sites;
+	size_t n;
+
+	fprintf(f, "  error:            95%% intervals, as if each window were a slice of time taken at\n"
+		   "                    random with 1/weight odds (a steady site's is smaller)\n");
+	fprintf(f, "    %-30s ", "all allocated");
+	budget_estimate(f, analysis__totals(a)->allocated_bytes, b->var_bytes, b->large_allocated_bytes);
+	fprintf(f, "\n");
+	sites = analysis__sites(a, &n);
+	for (size_t i = 0; i < n && i < BUDGET_ERROR_SITES; i++) {
+		fprintf(f, "    %-30.30s ", sites[i].name);
+		budget_estimate(f, sites[i].figures.allocated_bytes, sites[i].figures.var_bytes,
+				sites[i].figures.exact_bytes);
+		fprintf(f, "\n");
+	}
+}
+
 /* What a --budget trace saw, how its figures were scaled, and what it
  * cannot know. */
 static void report_text__budget(FILE *f, const struct analysis *a)
@@ -122,6 +163,14 @@ static void report_text__budget(FILE *f, const struct analysis *a)
 		fprintf(f, "  lifetimes seen:   p50 < %s, p90 < %s, p99 < %s (%" PRIu64 " frees seen in windows and tails)\n",
 			p[0], p[1], p[2], b->lifetimes_seen);
 	}
+	if (b->large_bytes) {
+		fprintf(f, "  large blocks:     %" PRIu64 " allocations, ", b->large_allocations);
+		print_bytes(f, b->large_allocated_bytes);
+		fprintf(f, ", %" PRIu64 " freed: EXACT (the allocator's own mappings of ", b->large_frees);
+		print_bytes(f, b->large_bytes);
+		fprintf(f, " or more,\n                    seen at their mmap and munmap whatever the windows)\n");
+	}
+	report_text__budget_error(f, a);
 	fprintf(f, "  cannot know:      the live heap and its peak, leaks (a block older than its tail may\n"
 		   "                    still be freed), and sites that allocate only between windows;\n"
 		   "                    shares between sites are the firm part, totals the estimate\n");

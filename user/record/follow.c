@@ -440,6 +440,8 @@ static int load_shared(struct follow *f)
 	err = f->o->empty_probes ? 0 : loader__attach_maps(f->loader);
 	if (err)
 		return fail("failed to trace the calls that map memory for --rss: %s", strerror(-err));
+	if (!f->o->empty_probes && (err = loader__attach_large(f->loader)))
+		return fail("failed to trace the calls that map memory for --budget: %s", strerror(-err));
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct loader_shared {
 	uint32_t nr_specs;    /* USDT argument specs in use */
 	uint32_t maps_tier;   /* --rss: how the calls that map memory are caught (enum maps_tier) */
 	uint32_t maps_wrapped; /* ... C libraries probed for it (MAPS_WRAPPERS) */
+	uint32_t large_traced; /* --budget: loader__attach_large's kretprobes are live */
 	uint32_t nr_mods;
 	struct shared_module {
 		uint8_t build_id[32];
@@ -117,6 +118,14 @@ static bool is_kernel_map_prog(const struct memtrace_bpf *s, const struct bpf_pr
 	return p == s->progs.map_mmap || p == s->progs.map_munmap || p == s->progs.map_brk ||
 	       p == s->progs.map_mremap || p == s->progs.map_madvise || p == s->progs.map_exit ||
 	       p == s->progs.map_fault;
+}
+
+/* --budget's large blocks without --rss: the kretprobes on mmap, munmap
+ * and mremap, or the C library's wrappers of them */
+static bool is_large_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
+{
+	return p == s->progs.map_mmap || p == s->progs.map_munmap || p == s->progs.map_mremap ||
+	       p == s->progs.map_wrap_enter || p == s->progs.map_wrap_exit;
 }
 
 /* ... and with them glibc's probes (uprobes): loaded with --rss only */
@@ -203,9 +212,10 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->allowed_caps = l->opts.allowed_caps;
 	l->skel->rodata->count_hits = l->opts.windowed;
 	l->skel->rodata->trace_maps = l->opts.trace_maps;
+	l->skel->rodata->large_min = l->opts.large_min;
 	bpf_object__for_each_program(prog, l->skel->obj)
 		if (is_map_prog(l->skel, prog))
-			bpf_program__set_autoload(prog, l->opts.trace_maps);
+			bpf_program__set_autoload(prog, l->opts.trace_maps || (l->opts.large_min && is_large_prog(l->skel, prog)));
 	/* The bench's row R, sessions only: their kfuncs load in no other mode. */
 	bpf_program__set_autoload(l->skel->progs.least_session, l->opts.empty_probes == 4 && mode == LOADER_SESSION);
 	bpf_program__set_autoload(l->skel->progs.least_free, l->opts.empty_probes == 4 && mode == LOADER_SESSION);
@@ -1478,9 +1488,41 @@ int loader__attach_maps(struct loader *l)
 	return err;
 }
 
+int loader__attach_large(struct loader *l)
+{
+	size_t keep = l->nr_links;
+	struct bpf_program *progs[3] = { l->skel->progs.map_mmap, l->skel->progs.map_munmap, l->skel->progs.map_mremap };
+	int err = 0;
+
+	if (!l->owns_skel || !l->opts.large_min)
+		return 0;
+	if (l->opts.trace_maps) { /* --rss attached them, or the wrappers that serve it serve these */
+		if (!loader__maps_by_wrappers(l))
+			__atomic_store_n(&l->shared->large_traced, 1, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	for (size_t i = 0; i < 3 && !err; i++)
+		err = remember_link(l, bpf_program__attach(progs[i]));
+	if (err) {
+		/* no kprobes: each target's C library's wrappers, as --rss's */
+		while (l->nr_links > keep)
+			bpf_link__destroy(l->links[--l->nr_links]);
+		__atomic_store_n(&l->shared->maps_tier, MAPS_WRAPPERS, __ATOMIC_SEQ_CST);
+		return 0;
+	}
+	__atomic_store_n(&l->shared->large_traced, 1, __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+bool loader__large_traced(const struct loader *l)
+{
+	return l->opts.large_min && __atomic_load_n(&l->shared->large_traced, __ATOMIC_SEQ_CST);
+}
+
 bool loader__maps_by_wrappers(struct loader *l)
 {
-	return l->opts.trace_maps && __atomic_load_n(&l->shared->maps_tier, __ATOMIC_SEQ_CST) == MAPS_WRAPPERS;
+	return (l->opts.trace_maps || l->opts.large_min) &&
+	       __atomic_load_n(&l->shared->maps_tier, __ATOMIC_SEQ_CST) == MAPS_WRAPPERS;
 }
 
 int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64_t *offsets, const uint32_t *calls,

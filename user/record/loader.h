@@ -37,6 +37,7 @@ struct loader_opts {
 	uint64_t allowed_caps;    /* its permitted capabilities */
 	bool windowed;            /* --budget: allocator probes only in windows (loader__window_*) */
 	bool trace_maps;          /* --rss: mmap, munmap, mremap, brk, madvise with stacks (loader__attach_maps) */
+	uint64_t large_min;       /* --budget: the allocator's mmap'd blocks from this length, exactly (0: off) */
 	loader_record_fn on_record;
 	void *ctx;
 };
@@ -109,6 +110,13 @@ int loader__attach_thread_names(struct loader *l);
 /* --rss (opts.trace_maps): the syscalls that map memory, for every target
  * of the object; once per object, by the handle that loaded it. */
 int loader__attach_maps(struct loader *l);
+/* --budget (opts.large_min): mmap, munmap and mremap of large blocks,
+ * every target of the object, by kretprobes; once per object. Where the
+ * kernel has no kprobes, loader__maps_by_wrappers says so afterwards: each
+ * target's C library's wrappers are then probed instead. 0 or -errno. */
+int loader__attach_large(struct loader *l);
+/* Whether the large blocks are traced by the kretprobes of loader__attach_large. */
+bool loader__large_traced(const struct loader *l);
 /* --rss on a kernel without kprobes: whether the calls that map memory
  * are to be caught at each target's C library (user/record/map_wrappers.h),
  * and the probes of one: entry and return on N functions at OFFSETS of

@@ -30,7 +30,7 @@ bool map_wrappers__none_possible(const struct procmaps *pm)
 }
 
 /* The wrappers of one C library, entry and return, for L's target. */
-static int attach_lib(struct loader *l, const char *file)
+static int attach_lib(struct loader *l, const char *file, bool large_only)
 {
 	static const struct {
 		const char *name;
@@ -46,7 +46,7 @@ static int attach_lib(struct loader *l, const char *file)
 
 	if (!ef)
 		return -errno;
-	for (size_t i = 0; i < sizeof(fns) / sizeof(fns[0]); i++) {
+	for (size_t i = 0; i < (large_only ? 3 : sizeof(fns) / sizeof(fns[0])); i++) {
 		struct elf_function fn;
 
 		if (!elf_file__find_function(ef, fns[i].name, &fn) && !fn.is_ifunc) {
@@ -73,7 +73,7 @@ int map_wrappers__attach(struct map_wrappers *w, struct loader *l, const struct 
 			return -ENOMEM;
 		if (!file)
 			continue; /* not reached as the file mapped: nothing to attach to */
-		err = attach_lib(l, file);
+		err = attach_lib(l, file, w->large_only);
 		free(file);
 		if (err == -ENOMEM)
 			return err;

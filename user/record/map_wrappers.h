@@ -21,6 +21,7 @@ struct map_wrappers {
 	char **files; /* paths (as the target sees them) looked at */
 	size_t nr_files;
 	size_t nr_libs; /* C libraries probed */
+	bool large_only; /* --budget's large blocks alone (no --rss): mmap, munmap and mremap */
 };
 
 /* Probe the C libraries (libc.so.*) among PM's files not looked at yet.

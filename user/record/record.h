@@ -20,6 +20,7 @@ struct record_opts {
 	bool ring_bytes_given; /* --buffer-size was given */
 	uint64_t sample;
 	double budget;    /* --budget PCT: 0 exact; else windows (user/record/budget.h) */
+	uint64_t large;   /* --budget: the allocator's mmap'd blocks from this length are recorded exactly (0: not) */
 	bool rss;         /* --rss: the target's resident memory, sampled (rss.h) */
 	bool rss_only;    /* --rss=only: that and the calls that map memory, no allocator probes */
 	/* ... a probe hit's cost on this host, when already timed (a followed

@@ -34,6 +34,7 @@ void record_loader_opts(const struct record_opts *o, struct loader_opts *lo)
 	lo->sample_mean = o->sample;
 	lo->windowed = o->budget > 0;
 	lo->trace_maps = o->rss;
+	lo->large_min = o->budget > 0 && !o->rss_only ? o->large : 0;
 	lo->unwind_rows = o->stack_depth ? o->unwind_rows : 0;
 	/* Without CAP_SYS_PTRACE, the kernel's ptrace rule decides what we
 	 * may see, in BPF (bpf/memtrace.bpf.c says how). */

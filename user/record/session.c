@@ -680,6 +680,21 @@ static int attach_map_calls(struct recording *r, const struct procmaps *pm)
 	return 0;
 }
 
+/* --budget's large blocks: the kretprobes on mmap, munmap and mremap
+ * (once per loaded object), else PM's C library's wrappers of them (--rss
+ * probes those itself, all five), which a program without one lacks (its
+ * large blocks are then estimates as the rest, and the trace says so: no
+ * large_bytes). */
+static int attach_large(struct recording *r, const struct procmaps *pm)
+{
+	int err = loader__attach_large(r->loader);
+
+	if (err || r->o.rss || !loader__maps_by_wrappers(r->loader))
+		return err;
+	r->wrappers.large_only = true;
+	return map_wrappers__attach(&r->wrappers, r->loader, pm, r->pid);
+}
+
 /* Every FLUSH_NS, at a dlopen and at the end. Unless a file-backed mapping
  * changed, nothing is read: reading every module for its build-id four
  * times a second cost a traced redis-server several percent of its
@@ -951,6 +966,7 @@ static void fill_meta(struct recording *r, struct trace_meta *meta, struct utsna
 		.flags = (r->o.rss_only ? TRACE_META_NO_HEAP : 0) | (r->o.rss ? TRACE_META_MAPS : 0) |
 			 (r->o.cmd ? 0 : TRACE_META_ATTACHED) |
 			 (mark_finder__count_glibc(r->marks) ? TRACE_META_GLIBC_PROBES : 0),
+		.large_bytes = r->loader && (loader__large_traced(r->loader) || r->wrappers.nr_libs) ? r->o.large : 0,
 	};
 
 	uname(u);
@@ -1142,6 +1158,8 @@ static int attach_probes(struct recording *r)
 		err = loader__attach_maps(r->loader);
 		if (err)
 			return fail("failed to trace the calls that map memory for --rss: %s", strerror(-err));
+		if ((err = attach_large(r, &r->maps)))
+			return fail("failed to attach to the C library for --budget's large blocks: %s", strerror(-err));
 		if (r->o.rss && (err = attach_map_calls(r, &r->maps)))
 			return fail("failed to attach to the C library for --rss: %s", strerror(-err));
 	}

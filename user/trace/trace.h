@@ -35,6 +35,10 @@ struct trace_meta {
 	uint64_t hit_entry_ns;
 	uint64_t hit_return_ns;
 	uint64_t flags;            /* TRACE_META_*; 0 in traces of earlier writers */
+	/* --budget: the allocator's own mappings (mmap, munmap, mremap: MAP
+	 * records) of this length or more are its large blocks, recorded
+	 * exactly; 0: not traced (and in traces of earlier writers) */
+	uint64_t large_bytes;
 };
 
 #define TRACE_META_NO_HEAP 0x1 /* --rss=only: no allocator probes, no heap events */

@@ -206,6 +206,9 @@ static int rec_meta(struct trace_reader *r, const uint8_t *p, const uint8_t *end
 		return -EBADMSG;
 	if (p < end && get_varint(&p, end, &m.flags))
 		return -EBADMSG;
+	m.large_bytes = 0;
+	if (p < end && get_varint(&p, end, &m.large_bytes))
+		return -EBADMSG;
 	r->meta_seen = true;
 	return ops->meta ? deliver(r, ops->meta(ctx, &m)) : 0;
 }

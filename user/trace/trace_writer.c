@@ -359,7 +359,7 @@ static uint8_t *put_u(uint8_t *p, uint64_t v)
 static int writer_add_meta(struct trace_writer *w, const struct trace_meta *m)
 {
 	size_t need = 16 + str_bytes(m->command_line) + str_bytes(m->comm) +
-		      str_bytes(m->kernel) + str_bytes(m->hostname) + 9 * VARINT_MAX_LEN;
+		      str_bytes(m->kernel) + str_bytes(m->hostname) + 10 * VARINT_MAX_LEN;
 	int err = writer_prepare(w, TRACE_CHUNK_META, need);
 	if (err)
 		return err;
@@ -378,6 +378,7 @@ static int writer_add_meta(struct trace_writer *w, const struct trace_meta *m)
 	p = put_u(p, m->hit_entry_ns);
 	p = put_u(p, m->hit_return_ns);
 	p = put_u(p, m->flags);
+	p = put_u(p, m->large_bytes);
 	rec_close(w, payload, p);
 	return 0;
 }
