@@ -46,6 +46,13 @@ if grep -q "^    site_large .*+- 0 B, of it exact" "$TMP/t.txt"; then
 else
 	not_ok "site_large's line in the text report: $(grep site_large "$TMP/t.txt" | head -2 | tr '\n' '|')"
 fi
+"$MEMTRACE" export --format pprof -o "$TMP/t.pb.gz" "$trace" 2>"$TMP/e"
+expect_eq "the pprof profile's comment says the large block is exact" \
+	"$(gzip -dc "$TMP/t.pb.gz" | grep -a -c -- "are exact, windows or not: 1 of ${usable:-?} bytes, 1 freed")" 1
+"$MEMTRACE" report --html "$TMP/t.html" "$trace" 2>"$TMP/e"
+expect_eq "the HTML page says large blocks are exact, and has the block's figures" \
+	"$(grep -c "Large blocks (the allocator" "$TMP/t.html") $(grep -o '"large_allocated_bytes": [0-9]*' "$TMP/t.html")" \
+	"1 \"large_allocated_bytes\": ${usable:-?}"
 
 # --- shares: every estimated site of 0.5% or more within 25% ---
 total_true=0

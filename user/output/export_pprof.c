@@ -379,6 +379,14 @@ static size_t pprof__comments(struct pprof *p, uint64_t *out)
 			 t->duration_ns ? 100.0 * (double)t->budget.live_ns / (double)t->duration_ns : 0.0,
 			 t->budget.min_weight, t->budget.max_weight);
 		out[n++] = pprof__str(p, line);
+		if (t->budget.large_bytes) {
+			snprintf(line, sizeof(line),
+				 "--budget: large blocks (the allocator's own mappings of %llu bytes or more) are exact, "
+				 "windows or not: %llu of %llu bytes, %llu freed",
+				 (unsigned long long)t->budget.large_bytes, (unsigned long long)t->budget.large_allocations,
+				 (unsigned long long)t->budget.large_allocated_bytes, (unsigned long long)t->budget.large_frees);
+			out[n++] = pprof__str(p, line);
+		}
 	}
 	return n;
 }
@@ -398,7 +406,7 @@ int export_pprof__encode(const struct export_pprof_input *in, struct pb_buf *out
 {
 	struct export_pprof_part one = { .live = in->live, .modules = in->modules, .nmodules = in->nmodules };
 	struct pprof p = { .in = in, .parts = in->nparts ? in->parts : &one, .nparts = in->nparts ? in->nparts : 1 };
-	uint64_t comments[4], default_type, base = 0;
+	uint64_t comments[5], default_type, base = 0; /* pprof__comments: at most 5 lines */
 	size_t ncomments;
 	int err;
 

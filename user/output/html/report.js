@@ -11,7 +11,10 @@ function header() {
   var b = t.budget;
   if (b) w.push('Recorded with --budget ' + b.budget_ppm / 1e4 + '%: the probes lived in ' + num(b.windows) + ' windows, allocations traced ' +
     (100 * b.live_ns / Math.max(t.duration_ns, 1)).toFixed(2) + '% of the time. Every figure is an estimate (each recorded allocation stands for ' +
-    (b.min_weight_ppm / 1e6).toFixed(1) + ' to ' + (b.max_weight_ppm / 1e6).toFixed(1) + '). The live heap and its peak are not known; leaked means outlived its window\'s tail (' + dur(b.long_lived_age_ns) + ').');
+    (b.min_weight_ppm / 1e6).toFixed(1) + ' to ' + (b.max_weight_ppm / 1e6).toFixed(1) + '). The live heap and its peak are not known; leaked means outlived its window\'s tail (' + dur(b.long_lived_age_ns) + ').' +
+    (b.allocated_bytes_se !== undefined ? ' Allocated bytes ' + bytes(T.allocated_bytes) + ' \u00b1 ' + bytes(Math.round(1.96 * b.allocated_bytes_se)) + ' (95%).' : '') +
+    (b.large_bytes ? ' Large blocks (the allocator\'s own mappings of ' + bytes(b.large_bytes) + ' or more) are exact, windows or not: ' +
+      num(b.large_allocations) + ' of ' + bytes(b.large_allocated_bytes) + ', ' + num(b.large_frees) + ' freed.' : ''));
   w.forEach(function (s) { $('warnings').appendChild(el('p', 'warn', s)); });
   var mn = document.querySelector('#memory-sec .note');
   if (b && mn) mn.textContent = 'Not the live heap (--budget does not see it): the estimated bytes of the blocks the windows saw allocated and not yet freed, long-lived ones kept. Drag to select the allocations made in a time range.';
