@@ -270,15 +270,21 @@ static void test_resolve_debug_only(void **state)
 	struct trace_symbol want, got;
 	struct symbolizer *sym;
 
+	char debug[128], hex[2 * sizeof(libc->build_id) + 1] = "";
+
+	/* Skipped only where the host has no debug file for this libc: a
+	 * symbolizer that cannot use the one it has fails. */
+	for (uint32_t i = 0; i < libc->build_id_len; i++)
+		snprintf(hex + 2 * i, 3, "%02x", libc->build_id[i]);
+	snprintf(debug, sizeof(debug), "/usr/lib/debug/.build-id/%.2s/%s.debug", hex, hex + 2);
+	if (!libc->build_id_len || access(debug, R_OK))
+		skip();
 	moved.path = "/nonexistent/libc.so.6";
 	sym = symbolizer__new(NULL);
 	assert_non_null(sym);
 	assert_int_equal(symbolizer__add_module(sym, &moved), 0);
 	assert_int_equal(symbolizer__resolve(sym, addr, &got), 0);
-	if (got.nframes == 0) {
-		symbolizer__free(sym);
-		skip(); /* no debug file for this libc here */
-	}
+	assert_true(got.nframes > 0);
 	assert_int_equal(symbolizer__resolve(fx->sym, addr, &want), 0);
 	assert_int_equal(got.module_offset, want.module_offset);
 	assert_int_equal(got.nframes, want.nframes);
