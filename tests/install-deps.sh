@@ -27,7 +27,7 @@ libiberty-dev libcapstone-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg
 protobuf-compiler chromium chromium-driver python3-selenium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libcap2-bin \
 redis-server redis-tools sqlite3 debuginfod libncurses-dev tmux zstd python3 zsh groff-base man-db bsdextrautils \
-libc6-dbg golang-go postgresql-15 lld nodejs python3-tinycss2 libmicrohttpd-dev prometheus curl systemd systemtap-sdt-dev"
+libc6-dbg strace golang-go postgresql-15 lld nodejs python3-tinycss2 libmicrohttpd-dev prometheus curl systemd systemtap-sdt-dev"
 # Rust programs (tests/e2e/rust.sh) build with the machine's rustc (rustup's),
 # else Debian's; lld links them as rustc does by default, and C for the same layout.
 if ! command -v rustc >/dev/null && ! [ -x "${HOME:-/root}/.cargo/bin/rustc" ] && ! [ -x /root/.cargo/bin/rustc ]; then
