@@ -137,7 +137,7 @@ static void make_row(Dwarf_Frame *fr, uint64_t pc, bool signal, struct mt_unwind
 static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint64_t at, uint64_t hdr,
 			uint64_t *out)
 {
-	int64_t v;
+	uint64_t v; /* wraps as the address arithmetic does: a bogus pointer must not overflow */
 
 	switch (enc & 0x0f) {
 	case DW_EH_PE_udata4:
@@ -149,7 +149,7 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 			return -EINVAL;
 		memcpy(&u, *p, 4);
 		memcpy(&s, *p, 4);
-		v = (enc & 0x0f) == DW_EH_PE_sdata4 ? s : (int64_t)u;
+		v = (enc & 0x0f) == DW_EH_PE_sdata4 ? (uint64_t)(int64_t)s : u;
 		*p += 4;
 		break;
 	}
@@ -165,11 +165,11 @@ static int read_encoded(const uint8_t **p, const uint8_t *end, uint8_t enc, uint
 	}
 	switch (enc & 0x70) {
 	case 0: break;
-	case DW_EH_PE_pcrel: v += (int64_t)at; break;
-	case DW_EH_PE_datarel: v += (int64_t)hdr; break;
+	case DW_EH_PE_pcrel: v += at; break;
+	case DW_EH_PE_datarel: v += hdr; break;
 	default: return -ENOTSUP;
 	}
-	*out = (uint64_t)v;
+	*out = v;
 	return 0;
 }
 
