@@ -283,4 +283,14 @@ struct mt_launch {
 	__u32 stopped_at;   /* enum mt_launch_stop, set by the probe */
 };
 
+/* How a process the agent records ended, keyed by its tgid (bpf/exits.bpf.c,
+ * map `exits`): the agent puts an entry in for each target, the programs
+ * fill it in. */
+struct mt_exit {
+	__u64 oom_ns;    /* CLOCK_MONOTONIC: chosen by the OOM killer (oom:mark_victim); 0: never */
+	__u64 exit_ns;   /* CLOCK_MONOTONIC: its last thread exited; 0: not yet */
+	__s32 exit_code; /* the wait status: signal in bits 0-6, 0x80 a core, exit status << 8 */
+	__u32 pad;       /* zero */
+};
+
 #endif /* MEMTRACE_ABI_H */

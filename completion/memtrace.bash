@@ -63,7 +63,7 @@ _memtrace()
 			--alloc-fn -h --help --" -- "$cur")) ;;
 	agent)
 		COMPREPLY=($(compgen -W "-p --pid --comm --exe --cgroup --user --per-user --show-cmdline -d --duration --budget
-			--exact --rss --listen --alloc-fn -o --output --rotate --keep --max-bytes -h --help" -- "$cur")) ;;
+			--exact --rss --listen --alloc-fn -o --output --rotate --keep --max-bytes --oom-dir -h --help" -- "$cur")) ;;
 	report)
 		if [[ $cur == -* ]]; then
 			COMPREPLY=($(compgen -W "--json --html --top --alloc-fn --strict --symfs -h --help" -- "$cur"))

@@ -136,6 +136,7 @@ static void agent_locks_init(struct agent *a)
 	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&a->wait_lock, NULL);
 	pthread_mutex_init(&a->conns_lock, NULL);
+	pthread_mutex_init(&a->deaths_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&a->wake, &ca);
@@ -147,6 +148,7 @@ static void agent_locks_destroy(struct agent *a)
 	pthread_rwlock_destroy(&a->slots_lock);
 	pthread_mutex_destroy(&a->wait_lock);
 	pthread_mutex_destroy(&a->conns_lock);
+	pthread_mutex_destroy(&a->deaths_lock);
 	pthread_cond_destroy(&a->wake);
 }
 
@@ -171,11 +173,17 @@ struct agent *agent__new(void)
 	mallopt(M_ARENA_MAX, 1);
 	agent_signals_install();
 	agent_locks_init(a);
+	a->oom_dirfd = -1;
+	a->oom_dir = AGENT_DEFAULT_OOM_DIR;
 	return a;
 }
 
 void agent__free(struct agent *a)
 {
+	if (a->exits)
+		agent_exits_close(a);
+	if (a->oom_dirfd >= 0)
+		close(a->oom_dirfd);
 	agent_locks_destroy(a);
 	free(a);
 }
@@ -193,6 +201,25 @@ static void agent_knobs(struct agent *a)
 		a->max_stacks = n;
 	if (getenv("MEMTRACE_AGENT_KEEP_ENDED") && !parse_u64(getenv("MEMTRACE_AGENT_KEEP_ENDED"), &n) && n <= 86400)
 		a->keep_ended_ns = n * 1000000000ull;
+}
+
+/* The flight recorder: --oom-dir (the default made if it can be: a host
+ * whose agent cannot write /var/lib goes on without it, said once) and
+ * the programs that tell how a target ended. */
+static void flight_recorder_start(struct agent *a)
+{
+	char why[PATH_MAX + 160] = "";
+	int err;
+
+	if (a->oom_dirfd < 0 && (a->oom_dirfd = agent_oom_dir_open(a->oom_dir, why, sizeof(why))) < 0) {
+		fprintf(stderr, "memtrace: warning: no OOM flight recorder: %s: %s; give --oom-dir DIR\n", a->oom_dir,
+			why);
+		return;
+	}
+	err = agent_exits_open(a);
+	if (err)
+		fprintf(stderr, "memtrace: warning: no OOM flight recorder: cannot watch how processes end (the "
+				"oom:mark_victim and sched_process_exit tracepoints): %s\n", strerror(-err));
 }
 
 /* One pass of the main loop over the slots: an ended matched target is
@@ -274,6 +301,7 @@ int agent__run(struct agent *a)
 		agent__free(a);
 		return -EADDRINUSE;
 	}
+	flight_recorder_start(a);
 	fprintf(stderr, "memtrace: agent serving http://%s:%u/ (%d target%s%s, %s)\n", addr, ntohs(a->listen.sin_port),
 		npids, npids == 1 ? "" : "s", matching ? " and the processes matched" : "",
 		a->o.budget ? "--budget" : "exact");

@@ -10,7 +10,9 @@
  *                  is copied out under it, the trace files;
  *   agent_match.c  discovery: --comm, --exe, --cgroup, --user and the rules
  *                  that keep another user from taking the slots;
- *   agent_http.c   serving: the endpoints and the connections' deadlines.
+ *   agent_http.c   serving: the endpoints and the connections' deadlines;
+ *   agent_oom.c    the flight recorder: a target OOM-killed or crashed
+ *                  leaves its last minute in --oom-dir.
  * user/cli/cmd_agent.c parses the command line into a struct agent and
  * calls agent__run.
  */
@@ -77,6 +79,8 @@
  * process like the service, and one user's processes took every slot. */
 #define AGENT_DEFAULT_PER_USER 16
 #define AGENT_SAY_NS 1000000000ull /* refusals: a line a second at most, of each kind */
+#define AGENT_DEFAULT_OOM_DIR "/var/lib/memtrace/oom"
+#define AGENT_MAX_DEATH_COMMS 64 /* /metrics' OOM kills and crashes: rows by program, the last for the rest */
 enum refused_kind { REFUSED_OWNER, REFUSED_PER_USER, REFUSED_FULL, REFUSED_KINDS };
 
 struct refused {
@@ -87,6 +91,13 @@ struct refused {
 };
 
 struct agent;
+struct exits_bpf;
+
+/* A program's targets that died: /metrics counts them by comm. */
+struct agent_deaths {
+	char comm[64];
+	uint64_t oom_kills, crashes;
+};
 
 /* An HTTP connection and the deadline on its next request's headers. */
 struct http_conn {
@@ -150,6 +161,14 @@ struct agent {
 	bool show_cmdline;              /* --show-cmdline: serve the targets' command lines */
 	struct http_conn conns[AGENT_HTTP_TRACKED]; /* the open connections' deadlines (conns_lock) */
 	pthread_mutex_t conns_lock;
+	/* the flight recorder (agent_oom.c) */
+	const char *oom_dir;            /* --oom-dir DIR (default AGENT_DEFAULT_OOM_DIR) */
+	bool oom_dir_given;             /* ... given: a directory that cannot be used stops the agent */
+	int oom_dirfd;                  /* its descriptor; -1: no flight recorder */
+	struct exits_bpf *exits;        /* bpf/exits.bpf.c: how each target ended; NULL: not known */
+	pthread_mutex_t deaths_lock;
+	struct agent_deaths deaths[AGENT_MAX_DEATH_COMMS];
+	size_t ndeaths;
 };
 
 /* One target's rows, modules and names copied under its lock, so that a
@@ -208,6 +227,25 @@ void agent_remove_files(const char *dir, const char *base);
 int agent_trace_open(int dirfd, const char *name);
 /* -o DIR pruned per program (--keep) and by size (--max-bytes). */
 void agent_prune_traces(struct agent *a);
+/* Why DIR is not safe for the agent's files, into WHY ("" if it is): it
+ * and each directory above it must be root's or ours and writable by no
+ * one else (a sticky one, /tmp, excepted). */
+void agent_dir_unsafe(const char *dir, char *why, size_t cap);
+
+/* ---- agent_oom.c ---- */
+
+/* Load and attach bpf/exits.bpf.c; 0 or -errno. */
+int agent_exits_open(struct agent *a);
+void agent_exits_close(struct agent *a);
+/* PID's end is to be known (agent_target_start), then no longer (the reclaim). */
+void agent_exits_watch(struct agent *a, int pid);
+void agent_exits_forget(struct agent *a, int pid);
+/* --oom-dir DIR made if missing (0700), checked as -o DIR is, opened: a
+ * descriptor, or -1 with why into WHY. */
+int agent_oom_dir_open(const char *dir, char *why, size_t cap);
+/* T's recording ended (its thread): an OOM kill or a crash leaves T's last
+ * minute in --oom-dir, counted for /metrics, its path said on stderr. */
+void agent_target_died(struct agent_target *t);
 
 /* ---- agent_match.c ---- */
 

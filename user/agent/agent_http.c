@@ -4,7 +4,8 @@
  *       serves them, every target labelled pid and comm, or one with
  *       ?pid=PID, ?seconds=N for a delta;
  *   /metrics  the Prometheus text format, a few series per target;
- *   /report   the HTML report of a target's last trace file;
+ *   /report   the HTML report of a target's last trace file, or of a
+ *             flight recorder's file (?file=NAME, in --oom-dir);
  *   /         an index.
  * Only GET and HEAD; any other path is 404, a malformed query 400. */
 #include "agent.h"
@@ -16,6 +17,7 @@
 #include "replay.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -26,6 +28,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -392,6 +395,33 @@ static void metric_line(struct text *o, const char *name, const struct agent_tar
 	text_add(o, "\"} %.17g\n", v);
 }
 
+/* The targets that died, by program (comm): its series outlive the
+ * targets, as counters must. */
+static void serve_deaths(struct agent *a, struct text *o)
+{
+	pthread_mutex_lock(&a->deaths_lock);
+	for (int k = 0; k < 2; k++) {
+		const char *name = k ? "memtrace_crashes_total" : "memtrace_oom_kills_total";
+		bool header = false;
+
+		for (size_t i = 0; i < a->ndeaths; i++) {
+			uint64_t v = k ? a->deaths[i].crashes : a->deaths[i].oom_kills;
+
+			if (!v)
+				continue;
+			if (!header)
+				METRIC(o, name, "counter",
+				       k ? "Targets that died of SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT, by program" :
+					   "Targets killed by the OOM killer, by program");
+			header = true;
+			text_add(o, "%s{comm=\"", name);
+			text_label(o, a->deaths[i].comm[0] ? a->deaths[i].comm : "?");
+			text_add(o, "\"} %" PRIu64 "\n", v);
+		}
+	}
+	pthread_mutex_unlock(&a->deaths_lock);
+}
+
 /* /metrics: low cardinality: a few series per target, and memtrace's own. */
 static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 {
@@ -464,6 +494,7 @@ static enum MHD_Result serve_metrics(struct agent *a, struct MHD_Connection *c)
 		}
 	}
 	pthread_rwlock_unlock(&a->slots_lock);
+	serve_deaths(a, &o);
 	getrusage(RUSAGE_SELF, &ru);
 	METRIC(&o, "memtrace_own_cpu_seconds_total", "counter", "CPU time memtrace agent itself used");
 	text_add(&o, "memtrace_own_cpu_seconds_total %.6f\n",
@@ -497,6 +528,113 @@ static void text_html(struct text *o, const char *s)
 	}
 }
 
+/* Reports are drawn one at a time: the read side keeps its options global. */
+static pthread_mutex_t report_rendering = PTHREAD_MUTEX_INITIALIZER;
+
+/* Whether NAME is one of the flight recorder's files, a plain name:
+ * COMM.PID.<UTC time>.oom.mtrace or .crash.mtrace. */
+static bool death_file_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return name[0] && name[0] != '.' && !strchr(name, '/') && len <= NAME_MAX &&
+	       ((len > 11 && !strcmp(name + len - 11, ".oom.mtrace")) ||
+		(len > 13 && !strcmp(name + len - 13, ".crash.mtrace")));
+}
+
+struct death_file {
+	char *name;
+	time_t mtime;
+};
+
+static int death_newest_first(const void *x, const void *y)
+{
+	const struct death_file *a = x, *b = y;
+
+	return a->mtime != b->mtime ? (a->mtime < b->mtime ? 1 : -1) : strcmp(a->name, b->name);
+}
+
+/* A name in a query: every byte but [A-Za-z0-9._-] as %XX (a comm may hold
+ * any of &, #, ?, %). */
+static void text_url(struct text *o, const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("._-", c))
+			text_add(o, "%c", c);
+		else
+			text_add(o, "%%%02X", c);
+	}
+}
+
+#define AGENT_INDEX_DEATHS 100 /* the index lists the newest files of --oom-dir, this many */
+
+/* The index's list of --oom-dir's files, newest first: our own regular
+ * files named as the flight recorder names them, each a link to its report. */
+static void index_deaths(struct agent *a, struct text *o)
+{
+	struct death_file *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd = a->oom_dirfd >= 0 ? openat(a->oom_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (!death_file_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) ||
+		    !S_ISREG(st.st_mode) || st.st_uid != geteuid() || array_reserve((void **)&v, &cap, n + 1, sizeof(*v)))
+			continue;
+		if ((v[n].name = strdup(de->d_name))) {
+			v[n].mtime = st.st_mtime;
+			n++;
+		}
+	}
+	closedir(d);
+	qsort(v, n, sizeof(*v), death_newest_first);
+	text_add(o, "<h2>OOM kills and crashes (%s)</h2>\n<ul>\n", n ? "newest first" : "none");
+	for (size_t i = 0; i < n; i++) {
+		if (i < AGENT_INDEX_DEATHS) {
+			text_add(o, "<li><a href=\"/report?file=");
+			text_url(o, v[i].name);
+			text_add(o, "\">");
+			text_html(o, v[i].name);
+			text_add(o, "</a></li>\n");
+		}
+		free(v[i].name);
+	}
+	text_add(o, "</ul>\n");
+	free(v);
+}
+
+/* /report?file=NAME: the HTML report of a flight recorder's file in
+ * --oom-dir, opened relative to it, never through a symlink. */
+static enum MHD_Result serve_death_report(struct agent *a, struct MHD_Connection *c, const char *name)
+{
+	char *data, path[64];
+	size_t len;
+	int partial, fd, err;
+
+	if (!death_file_name(name))
+		return reply_text(c, MHD_HTTP_BAD_REQUEST, "give ?file=NAME of a file listed at /\n");
+	if (a->oom_dirfd < 0 || (fd = agent_trace_open(a->oom_dirfd, name)) < 0)
+		return reply_text(c, MHD_HTTP_NOT_FOUND, "no such file in --oom-dir: see / for the files kept\n");
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	pthread_mutex_lock(&report_rendering);
+	err = report_html_of(path, !a->show_cmdline, &data, &len, &partial);
+	pthread_mutex_unlock(&report_rendering);
+	close(fd);
+	if (err)
+		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the file could not be read\n");
+	return reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", data, len, false);
+}
+
 static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 {
 	struct text o = { 0 };
@@ -527,7 +665,9 @@ static enum MHD_Result serve_index(struct agent *a, struct MHD_Connection *c)
 		pthread_mutex_unlock(&t->lock);
 	}
 	pthread_rwlock_unlock(&a->slots_lock);
-	text_add(&o, "</table>\n</body></html>\n");
+	text_add(&o, "</table>\n");
+	index_deaths(a, &o);
+	text_add(&o, "</body></html>\n");
 	if (o.oom) {
 		free(o.s);
 		return reply_text(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
@@ -545,7 +685,6 @@ static int newest_first(const void *x, const void *y)
  * the read side keeps its options global. */
 static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 {
-	static pthread_mutex_t rendering = PTHREAD_MUTEX_INITIALIZER;
 	const char *dir = agent_trace_dir(a);
 	char base[PATH_MAX] = "", **names = NULL;
 	size_t n = 0, cap = 0, plen;
@@ -586,7 +725,7 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 	}
 	qsort(names, n, sizeof(*names), newest_first); /* named by their UTC start */
 	ret = MHD_NO;
-	pthread_mutex_lock(&rendering);
+	pthread_mutex_lock(&report_rendering);
 	for (size_t i = 0; d && i < n && !found; i++) {
 		char *data, path[64];
 		size_t len;
@@ -607,7 +746,7 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 		found = true;
 		ret = reply(c, MHD_HTTP_OK, "text/html; charset=utf-8", data, len, false);
 	}
-	pthread_mutex_unlock(&rendering);
+	pthread_mutex_unlock(&report_rendering);
 	if (d)
 		closedir(d);
 	for (size_t i = 0; i < n; i++)
@@ -697,7 +836,8 @@ static enum MHD_Result check_arg(void *ctx, enum MHD_ValueKind kind, const char 
 {
 	bool *unknown = ctx;
 
-	if (strcmp(key, "pid") && strcmp(key, "seconds") && strcmp(key, "debug") && strcmp(key, "gc"))
+	if (strcmp(key, "pid") && strcmp(key, "seconds") && strcmp(key, "debug") && strcmp(key, "gc") &&
+	    strcmp(key, "file"))
 		*unknown = true;
 	return MHD_YES;
 }
@@ -724,7 +864,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return reply_text(c, MHD_HTTP_BAD_REQUEST, "the agent takes no request body\n");
 	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, check_arg, &unknown);
 	if (!strcmp(url, "/debug/pprof/heap") || !strcmp(url, "/debug/pprof/allocs")) {
-		if (unknown)
+		if (unknown || MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "file"))
 			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the profiles take ?pid=PID and ?seconds=N\n");
 		return serve_pprof(a, c, !strcmp(url, "/debug/pprof/allocs"));
 	}
@@ -733,9 +873,12 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	if (!strcmp(url, "/"))
 		return serve_index(a, c);
 	if (!strcmp(url, "/report")) {
-		if (unknown || MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds"))
-			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the report takes ?pid=PID\n");
-		return serve_report(a, c);
+		const char *file = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "file");
+
+		if (unknown || MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "seconds") ||
+		    (file && MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "pid")))
+			return reply_text(c, MHD_HTTP_BAD_REQUEST, "unknown query: the report takes ?pid=PID or ?file=NAME\n");
+		return file ? serve_death_report(a, c, file) : serve_report(a, c);
 	}
 	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found: see / for what the agent serves\n");
 }

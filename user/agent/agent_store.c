@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,7 @@ static void *agent_record(void *arg)
 				    .done = agent_done };
 
 	t->status = record_run(&t->o, &view);
+	agent_target_died(t); /* its files closed, its mapped files still held by the feed */
 	pthread_mutex_lock(&t->lock);
 	if (!t->ended)
 		t->ended_ns = now_ns(CLOCK_MONOTONIC);
@@ -237,6 +239,44 @@ void agent_remove_files(const char *dir, const char *base)
 		closedir(d);
 }
 
+/* Why DIR (-o DIR, --oom-dir) is not safe for the agent's traces, into WHY ("" if it is):
+ * DIR, and each directory above it, must be root's or ours and writable by
+ * no one else (a sticky one, /tmp, may be: its entries are safe from
+ * others). Otherwise another user could plant a trace the agent parses as
+ * root, a symlink where it writes, or swap the directory itself. */
+void agent_dir_unsafe(const char *dir, char *why, size_t cap)
+{
+	char path[PATH_MAX], *slash;
+	struct stat st;
+	bool top = true;
+
+	if (!realpath(dir, path)) {
+		snprintf(why, cap, "%s", strerror(errno));
+		return;
+	}
+	for (;;) {
+		if (stat(path[0] ? path : "/", &st)) {
+			snprintf(why, cap, "%s: %s", path[0] ? path : "/", strerror(errno));
+			return;
+		}
+		if (st.st_uid != 0 && st.st_uid != geteuid()) {
+			snprintf(why, cap, "%s is owned by uid %u, neither root nor the agent's", path[0] ? path : "/",
+				 (unsigned)st.st_uid);
+			return;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (top || !(st.st_mode & S_ISVTX))) {
+			snprintf(why, cap, "%s is writable by group or others (mode %04o)", path[0] ? path : "/",
+				 (unsigned)(st.st_mode & 07777));
+			return;
+		}
+		if (!path[0])
+			return;
+		top = false;
+		slash = strrchr(path, '/');
+		*slash = 0; /* "" stands for / */
+	}
+}
+
 /* NAME in the traces' directory DIRFD for reading: a regular file of ours,
  * not through a symlink (a planted one would have root parse what it
  * points at), not a FIFO that blocks. A descriptor, or -errno. */
@@ -306,6 +346,7 @@ int agent_target_start(struct agent *a, int pid, bool matched, unsigned uid)
 		t->o.rotate_sec = 0;
 	}
 	t->in_use = true;
+	agent_exits_watch(a, pid);
 	if ((size_t)(t - a->targets) + 1 > a->ntargets)
 		a->ntargets = (size_t)(t - a->targets) + 1;
 	pthread_rwlock_unlock(&a->slots_lock);
@@ -330,6 +371,7 @@ void agent_target_reclaim(struct agent *a, struct agent_target *t)
 	pthread_rwlock_wrlock(&a->slots_lock);
 	t->in_use = false;
 	pthread_rwlock_unlock(&a->slots_lock);
+	agent_exits_forget(a, t->pid);
 	live_feed__free(&t->feed);
 	pthread_mutex_destroy(&t->lock);
 	malloc_trim(0); /* what the ended recording held goes back to the kernel */

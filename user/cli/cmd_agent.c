@@ -2,7 +2,7 @@
 /*
  * memtrace agent (-p PID | --comm NAME | --exe PATH | --cgroup PATH)... [--user NAME|UID]...
  *                [--budget PCT | --exact] [--rss] [--listen ADDR:PORT] [--alloc-fn GLOB]...
- *                [-o DIR [--rotate SEC] [--keep N] [--max-bytes SIZE]] [-d SEC]
+ *                [-o DIR [--rotate SEC] [--keep N] [--max-bytes SIZE]] [--oom-dir DIR] [-d SEC]
  *
  * The command line of the agent (user/agent/: discovery, serving, the
  * per-target store). A long-running recorder for one machine, read over HTTP by the engines a
@@ -47,7 +47,7 @@ static void agent_usage(FILE *f)
 		   "                      [--user NAME|UID]... [--per-user N] [--show-cmdline]\n"
 		   "                      [--budget PCT | --exact] [--rss] [--listen ADDR:PORT]\n"
 		   "                      [--alloc-fn GLOB]... [-o DIR [--rotate SEC] [--keep N] [--max-bytes SIZE]]\n"
-		   "                      [-d SEC]\n"
+		   "                      [--oom-dir DIR] [-d SEC]\n"
 		   "  -p, --pid PID        a process to record (up to %d processes in all)\n"
 		   "      --comm NAME      every process of that name, those started later too\n"
 		   "      --exe PATH       every process running that program\n"
@@ -69,12 +69,15 @@ static void agent_usage(FILE *f)
 		   "                       nothing is written to disk: the last --rotate SEC (default\n"
 		   "                       %d) stay in memory (/dev/shm) for /report\n"
 		   "      --show-cmdline   serve the targets' command lines (in /debug/pprof and /report)\n"
+		   "      --oom-dir DIR    a target killed by the OOM killer (or by SIGSEGV, SIGABRT...)\n"
+		   "                       leaves its last minute there as COMM.PID.<UTC time>.oom.mtrace\n"
+		   "                       (.crash.mtrace) (default %s, made 0700)\n"
 		   "  -d, --duration SEC   stop after SEC seconds (default: until SIGINT, SIGTERM or SIGHUP)\n"
 		   "serves /debug/pprof/heap and /debug/pprof/allocs (gzipped pprof, ?pid=PID for one\n"
 		   "target), /metrics (Prometheus text format), /report?pid=PID (the HTML report of\n"
 		   "the last --rotate SEC) and / (an index)\n",
 		AGENT_MAX_TARGETS, AGENT_DEFAULT_PER_USER, AGENT_MAX_TARGETS, AGENT_DEFAULT_BUDGET, AGENT_DEFAULT_PORT, AGENT_DEFAULT_ROTATE, AGENT_DEFAULT_KEEP,
-		AGENT_MEM_ROTATE);
+		AGENT_MEM_ROTATE, AGENT_DEFAULT_OOM_DIR);
 }
 
 static int parse_listen(const char *s, struct sockaddr_in *out)
@@ -121,44 +124,6 @@ static int parse_user(const char *s, unsigned *uid)
 	return err;
 }
 
-/* Why -o DIR is not safe for the agent's traces, into WHY ("" if it is):
- * DIR, and each directory above it, must be root's or ours and writable by
- * no one else (a sticky one, /tmp, may be: its entries are safe from
- * others). Otherwise another user could plant a trace the agent parses as
- * root, a symlink where it writes, or swap the directory itself. */
-static void out_dir_unsafe(const char *dir, char *why, size_t cap)
-{
-	char path[PATH_MAX], *slash;
-	struct stat st;
-	bool top = true;
-
-	if (!realpath(dir, path)) {
-		snprintf(why, cap, "%s", strerror(errno));
-		return;
-	}
-	for (;;) {
-		if (stat(path[0] ? path : "/", &st)) {
-			snprintf(why, cap, "%s: %s", path[0] ? path : "/", strerror(errno));
-			return;
-		}
-		if (st.st_uid != 0 && st.st_uid != geteuid()) {
-			snprintf(why, cap, "%s is owned by uid %u, neither root nor the agent's", path[0] ? path : "/",
-				 (unsigned)st.st_uid);
-			return;
-		}
-		if ((st.st_mode & (S_IWGRP | S_IWOTH)) && (top || !(st.st_mode & S_ISVTX))) {
-			snprintf(why, cap, "%s is writable by group or others (mode %04o)", path[0] ? path : "/",
-				 (unsigned)(st.st_mode & 07777));
-			return;
-		}
-		if (!path[0])
-			return;
-		top = false;
-		slash = strrchr(path, '/');
-		*slash = 0; /* "" stands for / */
-	}
-}
-
 /* 0 to go on, 1 after --help, -EINVAL after printing why. */
 static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **argv)
 {
@@ -180,6 +145,7 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		{ "per-user", required_argument, NULL, 'N' },
 		{ "show-cmdline", no_argument, NULL, 'S' },
 		{ "max-bytes", required_argument, NULL, 'M' },
+		{ "oom-dir", required_argument, NULL, 'O' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -256,7 +222,7 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			else if (access(optarg, W_OK | X_OK))
 				snprintf(why, sizeof(why), "%s", strerror(errno));
 			else
-				out_dir_unsafe(optarg, why, sizeof(why));
+				agent_dir_unsafe(optarg, why, sizeof(why));
 			if (why[0])
 				return fail("invalid -o '%s': %s; give a directory of root's (or the agent's user's) that no "
 					    "one else can write, e.g. made with mkdir -m 0700", optarg, why);
@@ -295,6 +261,20 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 			a->per_user = (unsigned)n;
 			break;
 		case 'S': a->show_cmdline = true; break;
+		case 'O': {
+			char why[PATH_MAX + 160] = "";
+			int fd = agent_oom_dir_open(optarg, why, sizeof(why));
+
+			if (fd < 0)
+				return fail("invalid --oom-dir '%s': %s; give a directory of root's (or the agent's user's) that "
+					    "no one else can write (it is made 0700 if missing)", optarg, why);
+			if (a->oom_dirfd >= 0)
+				close(a->oom_dirfd);
+			a->oom_dirfd = fd;
+			a->oom_dir = optarg;
+			a->oom_dir_given = true;
+			break;
+		}
 		case 'h': agent_usage(stdout); return 1;
 		default:
 			return fail("failed to parse agent options: '%s' is unknown or lacks its value; see memtrace agent "

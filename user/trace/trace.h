@@ -187,5 +187,7 @@ struct trace_end {
 
 #define TRACE_END_TARGET_EXITED 0x1 /* recording ended because the target exited */
 #define TRACE_END_CREDS_CHANGED 0x2 /* the target changed to credentials we may not trace */
+#define TRACE_END_OOM_KILLED 0x4    /* the target was killed by the OOM killer (the agent's --oom-dir) */
+#define TRACE_END_CRASHED 0x8       /* the target died of SIGSEGV, SIGBUS, SIGILL, SIGFPE or SIGABRT */
 
 #endif /* MEMTRACE_TRACE_H */

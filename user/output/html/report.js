@@ -4,6 +4,7 @@ function header() {
   $('subtitle').textContent = (t.command || t.comm || '') + '  ·  pid ' + t.pid +
     '  ·  ' + dur(t.duration_ns) + (t.target_exited ? '  ·  target exited' : '');
   var w = [], T = D.totals;
+  if (t.stop_reason) w.push(t.stop_reason.charAt(0).toUpperCase() + t.stop_reason.slice(1) + '.'); // how it ended: the OOM killer, a signal, a credential change
   if (T.dropped_events) w.push(num(T.dropped_events) + ' events were dropped by the kernel: the figures below are incomplete.');
   if (t.partial) w.push('The trace is partial (' + (t.problem || 'cut short') + '): figures run up to its last complete chunk.');
   if (t.sample_bytes) w.push('Sampled trace (one sample per ' + bytes(t.sample_bytes) + ' on average): figures are estimates.');

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# memtrace agent's flight recorder: tests/progs/oom_grow grows 4 MiB a step in
+# a cgroup v1 memory cgroup limited to 64 MiB until the OOM killer ends it,
+# under `memtrace agent -p PID --exact --oom-dir DIR`. Its program file is a
+# copy removed once the agent attached, so the trace's names can only come
+# from the files the recording held. Checked: the trace is in DIR within 5 s
+# of the kill, named COMM.PID.<UTC time of the kill>.oom.mtrace, 0600;
+# `memtrace report --json` reads it, says at its top that the OOM killer
+# killed it, its top site is grow_step with the bytes the program counted
+# before the kill (plus the step it was writing when killed, at most);
+# /metrics has memtrace_oom_kills_total{comm="oom_grow"} 1; the agent's line
+# names the file; / links it and /report?file=NAME serves its report (a
+# name with a slash 400, a symlink 404). Beside it, one copy dies of SIGSEGV (.crash.mtrace,
+# memtrace_crashes_total 1) and one exits 0 (no file). Bad --oom-dir values
+# refuse to start; a missing one is made 0700.
+. "$(dirname "$0")/lib.sh"
+
+port=16477
+url=http://127.0.0.1:$port
+cg=/sys/fs/cgroup/memory/memtrace-oom.$$
+oomdir=$TMP/state/oom
+cd "$TMP" || exit 1
+
+if [ ! -d /sys/fs/cgroup/memory ] || ! mkdir "$cg" 2>/dev/null; then
+	skip "no cgroup v1 memory controller at /sys/fs/cgroup/memory to limit a process with"
+	finish
+fi
+agent=
+pids=
+cleanup() {
+	[ -n "$agent" ] && kill -INT "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+	for p in $pids; do kill -KILL "$p" 2>/dev/null; done
+	for i in $(seq 50); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.1; done
+	rmdir "$cg" 2>/dev/null
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+echo $((64 << 20)) >"$cg/memory.limit_in_bytes"
+# no swap to escape to, where the host has it and the kernel the knob
+[ -e "$cg/memory.memsw.limit_in_bytes" ] && echo $((64 << 20)) >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null
+[ -e "$cg/memory.swappiness" ] && echo 0 >"$cg/memory.swappiness" 2>/dev/null
+
+# --- --oom-dir refused unless safe; made 0700 when missing
+mkdir -m 0777 "$TMP/open"
+: >"$TMP/afile"
+for bad in "$TMP/open" "$TMP/afile" "$TMP/open/sub"; do
+	timeout -k 5 "$LIMIT" "$MEMTRACE" agent -p $$ --oom-dir "$bad" >/dev/null 2>"$TMP/u.err"
+	expect_one_error "agent --oom-dir ${bad#"$TMP"/}" $? "$TMP/u.err"
+done
+
+# --- three copies of the program, each waiting for SIGUSR1
+mkdir -m 0700 "$TMP/bin" "$TMP/state"
+cp "$PROGS/oom_grow" "$TMP/bin/oom_grow"
+sh -c "echo \$\$ >$cg/cgroup.procs && exec $TMP/bin/oom_grow 4096 1000" >"$TMP/oom.out" 2>&1 &
+victim=$!
+(exec "$TMP/bin/oom_grow" 1024 3 segv >"$TMP/segv.out" 2>&1) &
+crasher=$!
+(exec "$TMP/bin/oom_grow" 1024 3 >"$TMP/exit.out" 2>&1) &
+exiter=$!
+pids="$victim $crasher $exiter"
+for f in oom segv exit; do wait_for_line "$TMP/$f.out" "oom_grow: waiting" 10 || not_ok "oom_grow ($f) never started"; done
+timeout -k 5 120 "$MEMTRACE" agent -p "$victim" -p "$crasher" -p "$exiter" --exact --oom-dir "$oomdir" \
+	--listen "127.0.0.1:$port" -d 90 2>"$TMP/agent.err" &
+agent=$!
+attached=0
+for p in $pids; do wait_for_line "$TMP/agent.err" "memtrace: attached to PID $p " 20 && attached=$((attached + 1)); done
+expect_eq "the agent attached to the three" "$attached" 3 || sed 's/^/# /' "$TMP/agent.err"
+expect_eq "--oom-dir made 0700" "$(stat -c %a "$oomdir" 2>/dev/null)" 700
+rm "$TMP/bin/oom_grow" # the names must come from the files the recording holds
+
+# --- the OOM kill
+kill -USR1 "$exiter" "$crasher" "$victim"
+for ((i = 0; i < 300; i++)); do kill -0 "$victim" 2>/dev/null || break; sleep 0.05; done
+killed_ns=$(date +%s%N)
+wait "$victim" 2>/dev/null
+st=$?
+expect_eq "oom_grow was killed (SIGKILL)" "$st" 137
+expect_eq "by the OOM killer of its cgroup" "$(sed -n 's/^oom_kill //p' "$cg/memory.oom_control")" 1
+file=
+for ((i = 0; i < 100; i++)); do
+	file=$(cd "$oomdir" && ls -- *.oom.mtrace 2>/dev/null | head -1)
+	[ -n "$file" ] && break
+	sleep 0.1
+done
+took_ms=$((($(date +%s%N) - killed_ns) / 1000000))
+wait_for_line "$TMP/agent.err" "memtrace: PID $victim (oom_grow) was killed" 5
+if [ -n "$file" ] && [ "$took_ms" -le 5000 ]; then ok "the trace is in --oom-dir $took_ms ms after the kill"; else not_ok "no .oom.mtrace within 5 s of the kill ($took_ms ms): $(ls "$oomdir")"; fi
+echo "# kill to file: $took_ms ms (the test's view); the agent's: $(sed -n 's/.*(written \(.*\) after)$/\1/p' "$TMP/agent.err" | head -1)"
+if [[ $file =~ ^oom_grow\.$victim\.([0-9]{8}T[0-9]{6}Z)\.oom\.mtrace$ ]]; then
+	ok "named COMM.PID.<UTC time>.oom.mtrace: $file"
+	when=$(date -u -d "$(sed -E 's/(....)(..)(..)T(..)(..)(..)Z/\1-\2-\3 \4:\5:\6/' <<<"${BASH_REMATCH[1]}")" +%s)
+	d=$((killed_ns / 1000000000 - when))
+	if [ "$d" -ge 0 ] && [ "$d" -le 2 ]; then ok "its time is the kill's ($d s before the test saw it)"; else not_ok "its time is $d s from the kill"; fi
+else
+	not_ok "named '$file', want oom_grow.$victim.<UTC>.oom.mtrace"
+	not_ok "its time (no name)"
+fi
+expect_eq "the file is 0600, ours" "$(stat -c '%a %u' "$oomdir/$file" 2>/dev/null)" "600 $(id -u)"
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file" >"$TMP/oom.json" 2>"$TMP/report.err"
+expect_status "memtrace report --json of it" $? 0 "$TMP/report.err"
+expect_eq "whole (not partial), the target exited" "$(jqr "$TMP/oom.json" '[.trace.partial, .trace.target_exited] | @tsv')" "false	true"
+expect_eq "it says the OOM killer killed it" "$(jqr "$TMP/oom.json" '.trace.stop_reason' | grep -c '^killed by the OOM killer at ')" 1
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$oomdir/$file" >"$TMP/oom.txt" 2>&1
+expect_eq "... at the top of the text report" "$(head -6 "$TMP/oom.txt" | grep -c 'killed by the OOM killer')" 1
+expect_eq "its top site: grow_step" "$(jqr "$TMP/oom.json" '.sites[0].function')" grow_step
+counted=$(awk '$1 == "step" { b = $3 } END { print b + 0 }' "$TMP/oom.out")
+got=$(site "$TMP/oom.json" grow_step allocated_bytes)
+echo "# oom_grow counted $counted bytes in whole steps; the trace has $got at grow_step"
+if [ "$counted" -gt 0 ] && [ "$got" -ge "$counted" ] && [ "$got" -le $((counted + (4 << 20))) ]; then
+	ok "grow_step's bytes: $got, the program's $counted plus the step it was killed in at most"
+else
+	not_ok "grow_step's bytes: $got, want $counted to $((counted + (4 << 20)))"
+fi
+expect_eq "named from the held file (its path is gone): grow_step's line" \
+	"$(jqr "$TMP/oom.json" '.sites[0] | "\(.file | split("/") | last):\(.line > 0)"')" "oom_grow.c:true"
+curl -s "$url/metrics" >"$TMP/metrics"
+expect_eq "/metrics: memtrace_oom_kills_total{comm=\"oom_grow\"}" \
+	"$(sed -n 's/^memtrace_oom_kills_total{comm="oom_grow"} //p' "$TMP/metrics")" 1
+expect_eq "the agent's line says where the file is" \
+	"$(grep -c "^memtrace: PID $victim (oom_grow) was killed by the OOM killer at .*; its last minute is in $oomdir/$file " "$TMP/agent.err")" 1
+
+# --- /report serves it, the index lists it
+http() { curl -s -o "$2" -w '%{http_code}' "$url$1"; }
+expect_eq "/ links its report" "$(http / index.html)/$(grep -c "href=\"/report?file=$file\"" index.html)" 200/1
+expect_eq "/report?file=NAME: 200, the report of that trace" "$(http "/report?file=$file" oom.html)/$(grep -c grow_step oom.html | sed 's/^[1-9][0-9]*$/yes/')/$(grep -c '"stop_reason": "killed by the OOM killer at ' oom.html)" 200/yes/1
+expect_eq "/report?file=../NAME: 400" "$(http "/report?file=..%2F$file" /dev/null)" 400
+expect_eq "/report?file= a file not there: 404" "$(http "/report?file=x.1.20000101T000000Z.oom.mtrace" /dev/null)" 404
+ln -s "$oomdir/$file" "$oomdir/link.1.20000101T000000Z.oom.mtrace"
+expect_eq "/report?file= a symlink: 404, never followed" "$(http "/report?file=link.1.20000101T000000Z.oom.mtrace" /dev/null)" 404
+rm "$oomdir/link.1.20000101T000000Z.oom.mtrace"
+
+# --- the crash and the normal exit
+wait "$crasher" 2>/dev/null
+expect_eq "the second copy died of SIGSEGV" "$?" 139
+wait "$exiter" 2>/dev/null
+expect_eq "the third exited 0" "$?" 0
+crash=
+for ((i = 0; i < 100; i++)); do
+	crash=$(cd "$oomdir" && ls -- *.crash.mtrace 2>/dev/null | head -1)
+	[ -n "$crash" ] && break
+	sleep 0.1
+done
+if [[ $crash =~ ^oom_grow\.$crasher\.[0-9]{8}T[0-9]{6}Z\.crash\.mtrace$ ]]; then ok "the SIGSEGV: $crash"; else not_ok "the SIGSEGV's trace: '$crash'"; fi
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$crash" >"$TMP/crash.json" 2>/dev/null
+expect_eq "... says so, its 3 MiB at grow_step" \
+	"$(jqr "$TMP/crash.json" '.trace.stop_reason | startswith("killed by SIGSEGV at ")')/$(site "$TMP/crash.json" grow_step allocated_bytes)" \
+	"true/$((3 << 20))"
+sleep 1 # the exit's recording ends within its poll
+expect_eq "a target that exits leaves no file: $(ls "$oomdir" | tr '\n' ' ')" "$(ls "$oomdir" | grep -c "\.$exiter\.")" 0
+curl -s "$url/metrics" >"$TMP/metrics"
+expect_eq "/metrics: memtrace_crashes_total{comm=\"oom_grow\"}" \
+	"$(sed -n 's/^memtrace_crashes_total{comm="oom_grow"} //p' "$TMP/metrics")" 1
+expect_eq "... and still one OOM kill" "$(sed -n 's/^memtrace_oom_kills_total{comm="oom_grow"} //p' "$TMP/metrics")" 1
+kill -INT "$agent"
+wait "$agent"
+expect_eq "the agent stops cleanly" "$?" 0
+agent=
+finish
