@@ -13,7 +13,10 @@
 # names the file; / links it and /report?file=NAME serves its report (a
 # name with a slash 400, a symlink 404). Beside it, one copy dies of SIGSEGV (.crash.mtrace,
 # memtrace_crashes_total 1) and one exits 0 (no file). Bad --oom-dir values
-# refuse to start; a missing one is made 0700.
+# refuse to start; a missing one is made 0700. Then under the default
+# --budget 1 with --rss and files of 1 s in memory, 256 KiB a step (5 s to
+# the limit): the trace is the last two files copied into one (their
+# allocations and bytes together), its RSS series ending near the limit.
 . "$(dirname "$0")/lib.sh"
 
 port=16477
@@ -155,5 +158,45 @@ expect_eq "... and still one OOM kill" "$(sed -n 's/^memtrace_oom_kills_total{co
 kill -INT "$agent"
 wait "$agent"
 expect_eq "the agent stops cleanly" "$?" 0
+agent=
+
+# --- the default mode (--budget 1) with --rss, files of 1 s in memory: the
+# trace is the last two files copied into one (their allocations and bytes
+# together, each once), its large blocks exact, its RSS series up to the kill
+(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom2.out" 2>&1) &
+victim2=$!
+pids="$pids $victim2"
+wait_for_line "$TMP/oom2.out" "oom_grow: waiting" 10
+timeout -k 5 120 "$MEMTRACE" agent -p "$victim2" --rss --rotate 1 --oom-dir "$oomdir" \
+	--listen "127.0.0.1:$((port + 1))" -d 90 2>"$TMP/agent2.err" &
+agent=$!
+wait_for_line "$TMP/agent2.err" "memtrace: attached to PID $victim2 " 20 || not_ok "never attached: $(cat "$TMP/agent2.err")"
+sleep 1.5 # a file rotated before the growth
+kill -USR1 "$victim2"
+for ((i = 0; i < 300; i++)); do kill -0 "$victim2" 2>/dev/null || break; sleep 0.05; done
+wait "$victim2" 2>/dev/null
+expect_eq "the second oom_grow OOM-killed too" "$?/$(sed -n 's/^oom_kill //p' "$cg/memory.oom_control")" 137/2
+wait_for_line "$TMP/agent2.err" "memtrace: PID $victim2 (oom_grow) was killed by the OOM killer" 10
+file2=$(cd "$oomdir" && ls -- "oom_grow.$victim2".*.oom.mtrace 2>/dev/null | head -1)
+mem=$(sed -n "s|^memtrace: attached to PID $victim2 .*, writing \(/dev/shm/memtrace-agent\.[^/]*\)/.*|\1|p" "$TMP/agent2.err")
+sum='0 0'
+nfiles=0
+withallocs=0
+for f in "$mem/oom_grow.$victim2".*.mtrace; do
+	[ -f "$f" ] || continue
+	nfiles=$((nfiles + 1))
+	[ "$("$MEMTRACE" report --json "$f" | jq .totals.allocations)" -gt 0 ] && withallocs=$((withallocs + 1))
+	sum=$("$MEMTRACE" report --json "$f" | jq -r --arg s "$sum" '($s | split(" ") | map(tonumber)) as $p | "\($p[0] + .totals.allocations) \($p[1] + .totals.allocated_bytes)"')
+done
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file2" >"$TMP/oom2.json" 2>"$TMP/report2.err"
+expect_status "report --json of $file2" $? 0 "$TMP/report2.err"
+echo "# the last $nfiles files in memory: allocations and bytes $sum; the program counted $(awk '$1 == "step" { b = $3 } END { print b + 0 }' "$TMP/oom2.out")"
+expect_eq "its allocations and bytes: the last two files' together (files/with allocations/sum)" "$nfiles/$withallocs/$(jqr "$TMP/oom2.json" '"\(.totals.allocations) \(.totals.allocated_bytes)"')" "2/2/$sum"
+expect_eq "--budget's large blocks exact, all at grow_step" \
+	"$(jqr "$TMP/oom2.json" '.trace.budget.large_allocated_bytes == .totals.allocated_bytes')/$(jqr "$TMP/oom2.json" '.sites[0].function')" true/grow_step
+anon=$(jqr "$TMP/oom2.json" '.rss.last.anon_bytes // 0')
+if [ "$anon" -ge $((40 << 20)) ] && [ "$anon" -le $((64 << 20)) ]; then ok "its RSS series ends near the 64 MiB limit: anon $anon"; else not_ok "its RSS series' last anon: $anon, want 40 to 64 MiB"; fi
+kill -INT "$agent"
+wait "$agent"
 agent=
 finish
