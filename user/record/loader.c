@@ -1121,7 +1121,18 @@ static struct {
 	pthread_cond_t work;
 	struct closing *head, **tail;
 	int queued, idle, threads;
-} closers = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &closers.head, 0, 0, 0 };
+	pid_t pid; /* the process the closers run in: a fork (record's teardown) has none */
+} closers = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, &closers.head, 0, 0, 0, 0 };
+
+/* This process is not the one whose closers the counts and the queue are:
+ * the child record's teardown forks, which has none of its threads (nor,
+ * maybe, the lock a thread held). Waiting there for a close in flight in
+ * the parent waited forever, the child holding every map and link (2 of
+ * about 35 --budget recordings here); there it closes inline. */
+static bool closers_elsewhere(void)
+{
+	return closers.pid && closers.pid != getpid();
+}
 
 static void *closer_main(void *arg)
 {
@@ -1163,7 +1174,10 @@ static int closer_take(struct closing *c)
 {
 	int err = 0;
 
+	if (closers_elsewhere())
+		return ECHILD; /* closed inline: nobody here to take it */
 	pthread_mutex_lock(&closers.lock);
+	closers.pid = getpid();
 	if (closers.queued >= closers.idle && closers.threads < CLOSERS_MAX) {
 		pthread_attr_t attr;
 		pthread_t t;
@@ -1220,7 +1234,7 @@ static void close_later(struct loader *l, struct fd_list *f)
 /* Wait until every link handed to a closer thread is closed. */
 static void closer_join(struct loader *l)
 {
-	while (__atomic_load_n(&l->closing, __ATOMIC_SEQ_CST))
+	while (!closers_elsewhere() && __atomic_load_n(&l->closing, __ATOMIC_SEQ_CST))
 		usleep(1000);
 }
 
