@@ -51,7 +51,10 @@
  *   add W x (W - 1) x Y^2 (and N^2) to the stack's variance, as if each
  *   window were a slice of time taken with probability 1/W, independently
  *   (Horvitz-Thompson for Poisson sampling); the totals add the window's
- *   whole Y and N the same way. Large blocks add nothing.
+ *   whole Y and N the same way. The weight's model adds D^2, D the sum over
+ *   windows of (W - U) / 2 x Y, U the weight by the unscaled price
+ *   (WINDOW_END's; none where it is 0): systematic, so summed before it is
+ *   squared, per stack and for the totals. Large blocks add nothing.
  * - Peak: the first moment the live bytes reach their maximum, checked after
  *   each event; each new maximum starts a new peak epoch.
  * - Names (zones, pools, frame labels, thread names) are interned by text.
@@ -304,6 +307,7 @@ struct replay_stack {
 	/* --budget: the variance of its estimated bytes and calls (the rules
 	 * above), and the window in progress's unweighted figures */
 	double var_bytes, var_count;
+	double model_bytes, model_count; /* its estimate less the one by the unscaled weights */
 	uint64_t win_bytes, win_count;
 	bool in_window;        /* has figures in the window in progress */
 };

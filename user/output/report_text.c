@@ -124,8 +124,9 @@ static void report_text__budget_error(FILE *f, const struct analysis *a)
 	const struct analysis_site *sites;
 	size_t n;
 
-	fprintf(f, "  error:            95%% intervals, as if each window were a slice of time taken at\n"
-		   "                    random with 1/weight odds (a steady site's is smaller)\n");
+	fprintf(f, "  error:            95%% intervals: luck, as if each window were a slice of time taken\n"
+		   "                    with 1/weight odds (a steady site's is smaller), and the weights'\n"
+		   "                    model (how the fitted price of a hit moves them)\n");
 	fprintf(f, "    %-30s ", "all allocated");
 	budget_estimate(f, analysis__totals(a)->allocated_bytes, b->var_bytes, b->large_allocated_bytes);
 	fprintf(f, "\n");
@@ -166,9 +167,10 @@ static void report_text__budget(FILE *f, const struct analysis *a)
 	if (b->large_bytes) {
 		fprintf(f, "  large blocks:     %" PRIu64 " allocations, ", b->large_allocations);
 		print_bytes(f, b->large_allocated_bytes);
-		fprintf(f, ", %" PRIu64 " freed: EXACT (the allocator's own mappings of ", b->large_frees);
+		fprintf(f, ", %" PRIu64 " freed: EXACT, windows or not\n"
+			   "                    (the allocator's own mappings, from ", b->large_frees);
 		print_bytes(f, b->large_bytes);
-		fprintf(f, " or more,\n                    seen at their mmap and munmap whatever the windows)\n");
+		fprintf(f, " up, at mmap and munmap)\n");
 	}
 	report_text__budget_error(f, a);
 	fprintf(f, "  cannot know:      the live heap and its peak, leaks (a block older than its tail may\n"

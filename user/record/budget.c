@@ -329,11 +329,12 @@ static double live_calls(const struct window_span *s)
 	return half > s->frees_live ? half : s->frees_live;
 }
 
-double budget__window_weight(const struct budget *b, const struct window_span *s, uint64_t next, uint64_t run_next)
+/* ... with C ns of the target's for each ns priced at calibration. */
+static double weight_at(const struct window_span *s, uint64_t next, uint64_t run_next, double c)
 {
 	uint64_t live = s->end > s->begin ? s->end - s->begin : 1;
 	double all = (double)(next > s->begin ? next - s->begin : live);
-	double c = b->scale, slow = 1;
+	double slow = 1;
 	bool runs = s->run_begin && s->run_end >= s->run_begin && s->run_tail >= s->run_end && run_next >= s->run_tail;
 
 	if (runs && s->frees_live >= BUDGET_MIN_FREES && s->frees_tail >= BUDGET_MIN_FREES) {
@@ -383,4 +384,14 @@ double budget__window_weight(const struct budget *b, const struct window_span *s
 	}
 	slow = slow < 1 ? 1 : slow > 50 ? 50 : slow;
 	return all / (double)live * slow;
+}
+
+double budget__window_weight(const struct budget *b, const struct window_span *s, uint64_t next, uint64_t run_next)
+{
+	return weight_at(s, next, run_next, b->scale);
+}
+
+double budget__window_weight_unscaled(const struct window_span *s, uint64_t next, uint64_t run_next)
+{
+	return weight_at(s, next, run_next, 1.0);
 }

@@ -229,6 +229,7 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 static int write_window(struct windows *w, const struct window_span *s, uint64_t next, uint64_t run_next)
 {
 	double weight = budget__window_weight(&w->ctl, s, next, run_next);
+	double unscaled = budget__window_weight_unscaled(s, next, run_next);
 	struct trace_mark m = { .kind = MT_MARK_WINDOW_BEGIN, .tid = (uint32_t)w->pid, .ts = s->begin };
 	int err;
 
@@ -242,7 +243,9 @@ static int write_window(struct windows *w, const struct window_span *s, uint64_t
 
 	m.size = (uint64_t)(weight < 1 ? 1e6 : weight * 1e6 + 0.5);
 	err = drain__add_mark(w->d, &m);
-	m = (struct trace_mark){ .kind = MT_MARK_WINDOW_END, .tid = (uint32_t)w->pid, .ts = s->end };
+	/* the weight by the calibration's price as it is: the model's part of the error */
+	m = (struct trace_mark){ .kind = MT_MARK_WINDOW_END, .tid = (uint32_t)w->pid, .ts = s->end,
+				 .size = (uint64_t)(unscaled < 1 ? 1e6 : unscaled * 1e6 + 0.5) };
 	if (!err)
 		err = drain__add_mark(w->d, &m);
 	m = (struct trace_mark){ .kind = MT_MARK_TAIL_END, .tid = (uint32_t)w->pid, .ts = s->tail_end };

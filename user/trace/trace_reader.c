@@ -343,6 +343,9 @@ static int rec_mark(struct trace_reader *r, struct delta_state *st, const uint8_
 	}
 	if ((m.kind == MT_MARK_POOL_ALLOC || m.kind == MT_MARK_WINDOW_BEGIN) && get_varint(&p, end, &m.size))
 		return -EBADMSG;
+	/* added later: a WINDOW_END of an earlier writer ends here (size 0) */
+	if (m.kind == MT_MARK_WINDOW_END && p < end && get_varint(&p, end, &m.size))
+		return -EBADMSG;
 	m.tid = st->tid;
 	m.ts = st->ts;
 	return ops->mark ? deliver(r, ops->mark(ctx, &m)) : 0;

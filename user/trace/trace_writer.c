@@ -833,7 +833,7 @@ int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 		p = put_delta(p, m->ptr, w->prev_pool_ptr);
 		w->prev_pool_ptr = m->ptr;
 	}
-	if (m->kind == MT_MARK_POOL_ALLOC || m->kind == MT_MARK_WINDOW_BEGIN)
+	if (m->kind == MT_MARK_POOL_ALLOC || m->kind == MT_MARK_WINDOW_BEGIN || m->kind == MT_MARK_WINDOW_END)
 		p = put_u(p, m->size);
 	rec_close(w, payload, p);
 	return writer_done_record(w);
