@@ -223,11 +223,13 @@ static int index_symbols(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh, Elf_Data *
 			 struct sym_index *idx)
 {
 	Elf_Data *data = elf_getdata(scn, NULL);
-	size_t n, i;
+	size_t sym_size = gelf_fsize(elf, ELF_T_SYM, 1, EV_CURRENT), n, i;
 
-	if (!data || !sh->sh_entsize)
+	if (!data || !sh->sh_entsize || !sym_size)
 		return 0;
-	n = sh->sh_size / sh->sh_entsize;
+	/* As many as the section's data holds, whatever its sh_entsize says:
+	 * a hostile entry size of 1 made 32 bytes of index per byte of file. */
+	n = data->d_size / sym_size;
 	idx->syms = calloc(n ? n : 1, sizeof(*idx->syms));
 	if (!idx->syms)
 		return -ENOMEM;
