@@ -23,9 +23,14 @@ struct {
 	__type(value, struct mt_exit);
 } exits SEC(".maps");
 
-static __always_inline int mark_victim(struct task_struct *task)
+/* ARG0 is the victim's task; kernels before the tracepoint gained the
+ * victim's memory figures and uid (6.8) passed its pid instead. Which one
+ * is known at load time (the branch not taken is never verified). */
+static __always_inline int mark_victim(__u64 arg0)
 {
-	__u32 tgid = BPF_CORE_READ(task, tgid);
+	__u32 tgid = bpf_core_field_exists(struct trace_event_raw_mark_victim, uid) ?
+			     BPF_CORE_READ((struct task_struct *)arg0, tgid) :
+			     (__u32)arg0;
 	struct mt_exit *e = bpf_map_lookup_elem(&exits, &tgid);
 
 	if (e)
@@ -50,7 +55,7 @@ static __always_inline int process_exit(struct task_struct *task)
 }
 
 SEC("tp_btf/mark_victim")
-int BPF_PROG(mark_victim_enter, struct task_struct *task) { return mark_victim(task); }
+int BPF_PROG(mark_victim_enter, __u64 arg0) { return mark_victim(arg0); }
 
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(sched_process_exit_enter, struct task_struct *task) { return process_exit(task); }

@@ -13,10 +13,11 @@
 # names the file; / links it and /report?file=NAME serves its report (a
 # name with a slash 400, a symlink 404). Beside it, one copy dies of SIGSEGV (.crash.mtrace,
 # memtrace_crashes_total 1) and one exits 0 (no file). Bad --oom-dir values
-# refuse to start; a missing one is made 0700. Then under the default
-# --budget 1 with --rss and files of 1 s in memory, 256 KiB a step (5 s to
-# the limit): the trace is the last two files copied into one (their
-# allocations and bytes together), its RSS series ending near the limit.
+# refuse to start; a missing one is made 0700. Then under --exact and under
+# the default --budget 1, with --rss and files of 1 s in memory, 256 KiB a
+# step (5 s to the limit): the trace is the last two files copied into one
+# (their allocations and bytes together), its RSS series ending near the
+# limit.
 . "$(dirname "$0")/lib.sh"
 
 port=16477
@@ -103,7 +104,9 @@ expect_eq "the file is 0600, ours" "$(stat -c '%a %u' "$oomdir/$file" 2>/dev/nul
 timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file" >"$TMP/oom.json" 2>"$TMP/report.err"
 expect_status "memtrace report --json of it" $? 0 "$TMP/report.err"
 expect_eq "whole (not partial), the target exited" "$(jqr "$TMP/oom.json" '[.trace.partial, .trace.target_exited] | @tsv')" "false	true"
-expect_eq "it says the OOM killer killed it" "$(jqr "$TMP/oom.json" '.trace.stop_reason' | grep -c '^killed by the OOM killer at ')" 1
+expect_eq "it says the OOM killer killed it, and the limit hit" "$(jqr "$TMP/oom.json" '.trace.stop_reason' |
+	grep -c "^killed by the OOM killer at .*, its memory cgroup (v1 /${cg##*/}) limited to 64.0 MiB$")" 1 ||
+	jqr "$TMP/oom.json" '.trace.stop_reason' | sed 's/^/# /'
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$oomdir/$file" >"$TMP/oom.txt" 2>&1
 expect_eq "... at the top of the text report" "$(head -6 "$TMP/oom.txt" | grep -c 'killed by the OOM killer')" 1
 expect_eq "its top site: grow_step" "$(jqr "$TMP/oom.json" '.sites[0].function')" grow_step
@@ -160,43 +163,54 @@ wait "$agent"
 expect_eq "the agent stops cleanly" "$?" 0
 agent=
 
-# --- the default mode (--budget 1) with --rss, files of 1 s in memory: the
-# trace is the last two files copied into one (their allocations and bytes
-# together, each once), its large blocks exact, its RSS series up to the kill
-(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom2.out" 2>&1) &
-victim2=$!
-pids="$pids $victim2"
-wait_for_line "$TMP/oom2.out" "oom_grow: waiting" 10
-timeout -k 5 120 "$MEMTRACE" agent -p "$victim2" --rss --rotate 1 --oom-dir "$oomdir" \
-	--listen "127.0.0.1:$((port + 1))" -d 90 2>"$TMP/agent2.err" &
-agent=$!
-wait_for_line "$TMP/agent2.err" "memtrace: attached to PID $victim2 " 20 || not_ok "never attached: $(cat "$TMP/agent2.err")"
-sleep 1.5 # a file rotated before the growth
-kill -USR1 "$victim2"
-for ((i = 0; i < 300; i++)); do kill -0 "$victim2" 2>/dev/null || break; sleep 0.05; done
-wait "$victim2" 2>/dev/null
-expect_eq "the second oom_grow OOM-killed too" "$?/$(sed -n 's/^oom_kill //p' "$cg/memory.oom_control")" 137/2
-wait_for_line "$TMP/agent2.err" "memtrace: PID $victim2 (oom_grow) was killed by the OOM killer" 10
-file2=$(cd "$oomdir" && ls -- "oom_grow.$victim2".*.oom.mtrace 2>/dev/null | head -1)
-mem=$(sed -n "s|^memtrace: attached to PID $victim2 .*, writing \(/dev/shm/memtrace-agent\.[^/]*\)/.*|\1|p" "$TMP/agent2.err")
-sum='0 0'
-nfiles=0
-withallocs=0
-for f in "$mem/oom_grow.$victim2".*.mtrace; do
-	[ -f "$f" ] || continue
-	nfiles=$((nfiles + 1))
-	[ "$("$MEMTRACE" report --json "$f" | jq .totals.allocations)" -gt 0 ] && withallocs=$((withallocs + 1))
-	sum=$("$MEMTRACE" report --json "$f" | jq -r --arg s "$sum" '($s | split(" ") | map(tonumber)) as $p | "\($p[0] + .totals.allocations) \($p[1] + .totals.allocated_bytes)"')
-done
-timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file2" >"$TMP/oom2.json" 2>"$TMP/report2.err"
-expect_status "report --json of $file2" $? 0 "$TMP/report2.err"
-echo "# the last $nfiles files in memory: allocations and bytes $sum; the program counted $(awk '$1 == "step" { b = $3 } END { print b + 0 }' "$TMP/oom2.out")"
-expect_eq "its allocations and bytes: the last two files' together (files/with allocations/sum)" "$nfiles/$withallocs/$(jqr "$TMP/oom2.json" '"\(.totals.allocations) \(.totals.allocated_bytes)"')" "2/2/$sum"
-expect_eq "--budget's large blocks exact, all at grow_step" \
-	"$(jqr "$TMP/oom2.json" '.trace.budget.large_allocated_bytes == .totals.allocated_bytes')/$(jqr "$TMP/oom2.json" '.sites[0].function')" true/grow_step
-anon=$(jqr "$TMP/oom2.json" '.rss.last.anon_bytes // 0')
-if [ "$anon" -ge $((40 << 20)) ] && [ "$anon" -le $((64 << 20)) ]; then ok "its RSS series ends near the 64 MiB limit: anon $anon"; else not_ok "its RSS series' last anon: $anon, want 40 to 64 MiB"; fi
-kill -INT "$agent"
-wait "$agent"
-agent=
+# --- with --rss, files of 1 s in memory, under --exact and under the default
+# --budget 1: the trace is the last two files copied into one (their
+# allocations and bytes together, each once: under --exact both files hold
+# some, the older one copied too), its RSS series up to the kill; under
+# --budget the large blocks are exact
+run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--budget 1")
+	local mode=$1 n=$2 v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon
+	(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom$n.out" 2>&1) &
+	v=$!
+	pids="$pids $v"
+	wait_for_line "$TMP/oom$n.out" "oom_grow: waiting" 10
+	timeout -k 5 120 "$MEMTRACE" agent -p "$v" $mode --rss --rotate 1 --oom-dir "$oomdir" \
+		--listen "127.0.0.1:$((port + n))" -d 90 2>"$TMP/agent$n.err" &
+	agent=$!
+	wait_for_line "$TMP/agent$n.err" "memtrace: attached to PID $v " 20 || not_ok "$mode: never attached: $(cat "$TMP/agent$n.err")"
+	sleep 1.5 # a file rotated before the growth
+	kill -USR1 "$v"
+	for ((i = 0; i < 300; i++)); do kill -0 "$v" 2>/dev/null || break; sleep 0.05; done
+	wait "$v" 2>/dev/null
+	expect_eq "$mode --rss: oom_grow OOM-killed (the cgroup's kill $n)" "$?/$(sed -n 's/^oom_kill //p' "$cg/memory.oom_control")" "137/$n"
+	wait_for_line "$TMP/agent$n.err" "memtrace: PID $v (oom_grow) was killed by the OOM killer" 10
+	file2=$(cd "$oomdir" && ls -- "oom_grow.$v".*.oom.mtrace 2>/dev/null | head -1)
+	mem=$(sed -n "s|^memtrace: attached to PID $v .*, writing \(/dev/shm/memtrace-agent\.[^/]*\)/.*|\1|p" "$TMP/agent$n.err")
+	for f in "$mem/oom_grow.$v".*.mtrace; do
+		[ -f "$f" ] || continue
+		nfiles=$((nfiles + 1))
+		[ "$("$MEMTRACE" report --json "$f" | jq .totals.allocations)" -gt 0 ] && withallocs=$((withallocs + 1))
+		sum=$("$MEMTRACE" report --json "$f" | jq -r --arg s "$sum" '($s | split(" ") | map(tonumber)) as $p | "\($p[0] + .totals.allocations) \($p[1] + .totals.allocated_bytes)"')
+	done
+	timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file2" >"$TMP/oom$n.json" 2>"$TMP/report$n.err"
+	expect_status "$mode --rss: report --json of $file2" $? 0 "$TMP/report$n.err"
+	echo "# $mode: the last $nfiles files in memory ($withallocs with allocations): allocations and bytes $sum; the program counted $(awk '$1 == "step" { b = $3 } END { print b + 0 }' "$TMP/oom$n.out")"
+	if [ "$mode" = --exact ]; then
+		expect_eq "$mode --rss: its allocations and bytes, the last two files' together (files/with allocations/sum)" \
+			"$nfiles/$withallocs/$(jqr "$TMP/oom$n.json" '"\(.totals.allocations) \(.totals.allocated_bytes)"')" "2/2/$sum"
+	else
+		expect_eq "$mode --rss: its allocations and bytes, the last two files' together (files/sum)" \
+			"$nfiles/$(jqr "$TMP/oom$n.json" '"\(.totals.allocations) \(.totals.allocated_bytes)"')" "2/$sum"
+		expect_eq "$mode --rss: the large blocks exact, all at grow_step" \
+			"$(jqr "$TMP/oom$n.json" '.trace.budget.large_allocated_bytes == .totals.allocated_bytes')" true
+	fi
+	expect_eq "$mode --rss: its top site" "$(jqr "$TMP/oom$n.json" '.sites[0].function')" grow_step
+	anon=$(jqr "$TMP/oom$n.json" '.rss.last.anon_bytes // 0')
+	if [ "$anon" -ge $((40 << 20)) ] && [ "$anon" -le $((64 << 20)) ]; then ok "$mode --rss: its RSS series ends near the 64 MiB limit: anon $anon"; else not_ok "$mode --rss: its RSS series' last anon: $anon, want 40 to 64 MiB"; fi
+	kill -INT "$agent"
+	wait "$agent"
+	agent=
+}
+run_rss --exact 2
+run_rss "--budget 1" 3
 finish

@@ -121,6 +121,7 @@ struct agent_target {
 	int pid;
 	char comm[64];
 	uint64_t start_ns, dropped, events, folded;
+	char memcg[256];  /* its memory cgroup when found: "v1:/PATH", "v2:/PATH"; "": none known */
 	bool attached, ended, exited;
 	int status;
 };
@@ -243,6 +244,9 @@ void agent_exits_forget(struct agent *a, int pid);
 /* --oom-dir DIR made if missing (0700), checked as -o DIR is, opened: a
  * descriptor, or -1 with why into WHY. */
 int agent_oom_dir_open(const char *dir, char *why, size_t cap);
+/* PID's memory cgroup into BUF: "v1:/PATH" (the v1 memory controller's)
+ * or "v2:/PATH"; "" if neither is known. */
+void agent_memcg_of(int pid, char *buf, size_t cap);
 /* T's recording ended (its thread): an OOM kill or a crash leaves T's last
  * minute in --oom-dir, counted for /metrics, its path said on stderr. */
 void agent_target_died(struct agent_target *t);

@@ -32,6 +32,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,6 +140,91 @@ int agent_oom_dir_open(const char *dir, char *why, size_t cap)
 		return -1;
 	}
 	return fd;
+}
+
+/* ---- the memory limit an OOM kill hit ---- */
+
+/* PID's memory cgroup into BUF: "v1:/PATH" (the v1 memory controller's)
+ * or "v2:/PATH"; "" if neither is known. The kernel writes
+ * /proc/PID/cgroup; a path with ".." is refused anyway, as it is joined
+ * to /sys/fs/cgroup below. */
+void agent_memcg_of(int pid, char *buf, size_t cap)
+{
+	char text[4096], *line, *save;
+	ssize_t n = read_proc_file(pid, "cgroup", text, sizeof(text) - 1);
+
+	buf[0] = 0;
+	if (n <= 0)
+		return;
+	text[n] = 0;
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
+
+		if (!path || path[1] != '/' || strstr(path, "/.."))
+			continue;
+		*path++ = 0;
+		if (!strcmp(ctl + 1, "memory") || (!ctl[1] && !buf[0])) /* v1's memory line, else v2's (0::) */
+			snprintf(buf, cap, "%s:%s", ctl[1] ? "v1" : "v2", path);
+	}
+}
+
+/* The file of the cgroup v2 directory of PATH (where the v2 hierarchy is
+ * mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1) into
+ * VALUE; 0 or -errno. */
+static int memcg_v2_read(const char *path, const char *file, char *value, size_t cap)
+{
+	static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
+	char p[PATH_MAX + 64];
+
+	for (size_t i = 0; i < 2; i++) {
+		FILE *f;
+
+		snprintf(p, sizeof(p), "%s%s/%s", roots[i], strcmp(path, "/") ? path : "", file);
+		if (!(f = fopen(p, "re")))
+			continue;
+		if (!fgets(value, (int)cap, f))
+			value[0] = 0;
+		fclose(f);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* The limit on MEMCG's memory, its ancestors' included: bytes, or
+ * UINT64_MAX for none (or none known). */
+static uint64_t memcg_limit(const char *memcg)
+{
+	uint64_t limit = UINT64_MAX, v;
+	char p[PATH_MAX], line[256], v2[sizeof(((struct agent_target *)0)->memcg)];
+	FILE *f;
+
+	if (!strncmp(memcg, "v1:", 3)) {
+		/* v1: the hierarchy's effective limit, past which its OOM killer runs */
+		snprintf(p, sizeof(p), "/sys/fs/cgroup/memory%s/memory.stat", strcmp(memcg + 3, "/") ? memcg + 3 : "");
+		f = fopen(p, "re");
+		while (f && fgets(line, sizeof(line), f))
+			if (sscanf(line, "hierarchical_memory_limit %" SCNu64, &v) == 1)
+				limit = v;
+		if (f)
+			fclose(f);
+		/* no limit reads as the largest page-aligned long */
+		return limit >= (1ull << 62) ? UINT64_MAX : limit;
+	}
+	if (strncmp(memcg, "v2:", 3))
+		return UINT64_MAX;
+	/* v2: memory.max of the cgroup and of each ancestor below the root */
+	snprintf(v2, sizeof(v2), "%s", memcg + 3);
+	while (strcmp(v2, "/") && v2[0]) {
+		char *slash = strrchr(v2, '/');
+
+		if (!memcg_v2_read(v2, "memory.max", line, sizeof(line)) && !parse_u64(strtok(line, "\n"), &v) &&
+		    v < limit)
+			limit = v;
+		if (slash == v2)
+			break;
+		*slash = 0;
+	}
+	return limit;
 }
 
 /* ---- the counts /metrics serves ---- */
@@ -432,17 +519,25 @@ static int copy_file(struct oom_copy *c, int dirfd, const char *name, bool meta_
 	return meta_only && err == 1 ? 0 : err;
 }
 
-/* How PID died, in a sentence for the report's top and the log. */
-static void death_sentence(char *buf, size_t cap, bool oom, int status, uint64_t real_ns)
+/* How the target died, in a sentence for the report's top and the log:
+ * for an OOM kill, the limit its memory cgroup had (MEMCG), or none: the
+ * host's memory ran out. */
+static void death_sentence(char *buf, size_t cap, bool oom, int status, uint64_t real_ns, const char *memcg)
 {
 	time_t sec = (time_t)(real_ns / 1000000000ull);
+	uint64_t limit = oom && memcg[0] ? memcg_limit(memcg) : UINT64_MAX;
 	struct tm tm;
-	char when[32];
+	char when[32], bytes[32];
 
 	gmtime_r(&sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	if (oom)
-		snprintf(buf, cap, "killed by the OOM killer at %s", when);
+	format_bytes(limit, bytes, sizeof(bytes));
+	if (oom && limit != UINT64_MAX)
+		snprintf(buf, cap, "killed by the OOM killer at %s, its memory cgroup (%s %s) limited to %s", when,
+			 memcg[1] == '1' ? "v1" : "v2", memcg + 3, bytes);
+	else if (oom)
+		snprintf(buf, cap, "killed by the OOM killer at %s, its memory cgroup%s unlimited: the host's memory ran out",
+			 when, memcg[0] ? "" : " unknown or");
 	else
 		snprintf(buf, cap, "killed by SIG%s at %s%s", sigabbrev_np(status & 0x7f) ?: "?", when,
 			 status & 0x80 ? " (core dumped)" : "");
@@ -524,7 +619,7 @@ void agent_target_died(struct agent_target *t)
 	struct agent *a = t->agent;
 	struct mt_exit e = { 0 };
 	__u32 key = (__u32)t->pid;
-	char reason[128], name[NAME_MAX + 1], when[32];
+	char reason[PATH_MAX], name[NAME_MAX + 1], when[32];
 	uint64_t death_ns, real_ns, now = now_ns(CLOCK_MONOTONIC);
 	time_t sec;
 	struct tm tm;
@@ -541,7 +636,7 @@ void agent_target_died(struct agent_target *t)
 	count_death(a, t->comm, oom);
 	death_ns = oom ? e.oom_ns : e.exit_ns;
 	real_ns = now_ns(CLOCK_REALTIME) - (now > death_ns ? now - death_ns : 0);
-	death_sentence(reason, sizeof(reason), oom, e.exit_code, real_ns);
+	death_sentence(reason, sizeof(reason), oom, e.exit_code, real_ns, t->memcg);
 	if (a->oom_dirfd < 0 || !agent_trace_dir(a)) {
 		fprintf(stderr, "memtrace: PID %d (%s) was %s; no trace kept: %s\n", t->pid, t->comm, reason,
 			a->oom_dirfd < 0 ? "no --oom-dir" : "the agent keeps no trace files");
