@@ -17,7 +17,7 @@
 # the default --budget 1, with --rss and files of 1 s in memory, 256 KiB a
 # step (5 s to the limit): the trace is the last two files copied into one
 # (their allocations and bytes together), its RSS series ending near the
-# limit.
+# limit. And `memtrace record -p` of such a target: its report says so.
 . "$(dirname "$0")/lib.sh"
 
 port=16477
@@ -213,4 +213,19 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 }
 run_rss --exact 2
 run_rss "--budget 1" 3
+
+# --- memtrace record -p: the trace's report says so at its top
+(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 4096 1000" >"$TMP/oom4.out" 2>&1) &
+v=$!
+pids="$pids $v"
+wait_for_line "$TMP/oom4.out" "oom_grow: waiting" 10
+timeout -k 5 120 "$MEMTRACE" record -p "$v" -o "$TMP/rec.mtrace" 2>"$TMP/rec.err" &
+rec=$!
+wait_for_line "$TMP/rec.err" "memtrace: attached to PID $v " 20 || not_ok "record never attached: $(cat "$TMP/rec.err")"
+kill -USR1 "$v"
+wait "$rec"
+expect_status "record -p of a target OOM-killed: exit status" $? 0 "$TMP/rec.err"
+expect_eq "... it says so on stderr" "$(grep -c "^memtrace: PID $v (oom_grow) was killed by the OOM killer at .*, its memory cgroup (v1 /${cg##*/}) limited to 64.0 MiB$" "$TMP/rec.err")" 1
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/rec.mtrace" >"$TMP/rec.txt" 2>&1
+expect_eq "... and its report at the top" "$(head -6 "$TMP/rec.txt" | grep -c '^  killed by the OOM killer at .* limited to 64.0 MiB$')" 1 || head -8 "$TMP/rec.txt" | sed 's/^/# /'
 finish

@@ -91,7 +91,7 @@ struct refused {
 };
 
 struct agent;
-struct exits_bpf;
+struct exit_watch;
 
 /* A program's targets that died: /metrics counts them by comm. */
 struct agent_deaths {
@@ -166,7 +166,7 @@ struct agent {
 	const char *oom_dir;            /* --oom-dir DIR (default AGENT_DEFAULT_OOM_DIR) */
 	bool oom_dir_given;             /* ... given: a directory that cannot be used stops the agent */
 	int oom_dirfd;                  /* its descriptor; -1: no flight recorder */
-	struct exits_bpf *exits;        /* bpf/exits.bpf.c: how each target ended; NULL: not known */
+	struct exit_watch *exits;       /* how each target ended (exit_watch.h); NULL: not known */
 	pthread_mutex_t deaths_lock;
 	struct agent_deaths deaths[AGENT_MAX_DEATH_COMMS];
 	size_t ndeaths;
@@ -244,9 +244,6 @@ void agent_exits_forget(struct agent *a, int pid);
 /* --oom-dir DIR made if missing (0700), checked as -o DIR is, opened: a
  * descriptor, or -1 with why into WHY. */
 int agent_oom_dir_open(const char *dir, char *why, size_t cap);
-/* PID's memory cgroup into BUF: "v1:/PATH" (the v1 memory controller's)
- * or "v2:/PATH"; "" if neither is known. */
-void agent_memcg_of(int pid, char *buf, size_t cap);
 /* T's recording ended (its thread): an OOM kill or a crash leaves T's last
  * minute in --oom-dir, counted for /metrics, its path said on stderr. */
 void agent_target_died(struct agent_target *t);

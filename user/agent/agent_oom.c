@@ -5,11 +5,9 @@
  * goes into --oom-dir as one trace that stands alone, named
  * COMM.PID.<UTC time of the death>.oom.mtrace (.crash.mtrace), with names.
  *
- * How a death is known: bpf/exits.bpf.c fills in the target's entry of
- * `exits` from the kernel's oom:mark_victim and sched_process_exit
- * tracepoints. An OOM kill is a process the OOM killer chose that then died
- * of SIGKILL (the killer also marks a process already exiting, which is no
- * kill). The agent cannot wait() for a process it did not start.
+ * How a death is known: exit_watch.h (bpf/exits.bpf.c on the kernel's
+ * oom:mark_victim and sched_process_exit tracepoints); the agent cannot
+ * wait() for a process it did not start.
  *
  * What the trace is: the target's last trace files (the recording's two in
  * memory, or -o DIR's), the newest and, when it began less than a minute
@@ -21,14 +19,13 @@
  * died (TRACE_END_OOM_KILLED or TRACE_END_CRASHED, and a sentence).
  */
 #include "agent.h"
-#include "exits.skel.h"
+#include "exit_watch.h"
 #include "procmaps.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
 #include "util.h"
 
-#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -44,55 +41,33 @@
 
 #define OOM_SPAN_NS (60 * 1000000000ull) /* the last minute: the file before the newest when it is needed */
 
-/* ---- the kernel's side: bpf/exits.bpf.c ---- */
-
-static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
+/* ---- the kernel's side: exit_watch.h ---- */
 
 /* Load and attach the exits programs; 0 or -errno. */
 int agent_exits_open(struct agent *a)
 {
-	struct exits_bpf *skel;
-	int err;
-
-	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
-	skel = exits_bpf__open_and_load();
-	if (!skel)
-		return -errno ? -errno : -EINVAL;
-	err = exits_bpf__attach(skel);
-	if (err) {
-		exits_bpf__destroy(skel);
-		return err;
-	}
-	a->exits = skel;
-	return 0;
+	a->exits = exit_watch__open();
+	return a->exits ? 0 : -errno;
 }
 
 void agent_exits_close(struct agent *a)
 {
-	exits_bpf__destroy(a->exits);
+	exit_watch__free(a->exits);
 	a->exits = NULL;
 }
 
-/* PID's death is to be told (an entry of zeros the programs fill in). */
+/* PID's death is to be told. */
 void agent_exits_watch(struct agent *a, int pid)
 {
-	struct mt_exit e = { 0 };
-	__u32 key = (__u32)pid;
-
 	if (a->exits)
-		bpf_map__update_elem(a->exits->maps.exits, &key, sizeof(key), &e, sizeof(e), BPF_ANY);
+		exit_watch__add(a->exits, pid);
 }
 
 /* PID's entry gone, unless another slot records that PID again. */
 void agent_exits_forget(struct agent *a, int pid)
 {
-	__u32 key = (__u32)pid;
-
 	if (a->exits && !agent_recorded(a, pid))
-		bpf_map__delete_elem(a->exits->maps.exits, &key, sizeof(key), 0);
+		exit_watch__remove(a->exits, pid);
 }
 
 /* ---- --oom-dir ---- */
@@ -140,91 +115,6 @@ int agent_oom_dir_open(const char *dir, char *why, size_t cap)
 		return -1;
 	}
 	return fd;
-}
-
-/* ---- the memory limit an OOM kill hit ---- */
-
-/* PID's memory cgroup into BUF: "v1:/PATH" (the v1 memory controller's)
- * or "v2:/PATH"; "" if neither is known. The kernel writes
- * /proc/PID/cgroup; a path with ".." is refused anyway, as it is joined
- * to /sys/fs/cgroup below. */
-void agent_memcg_of(int pid, char *buf, size_t cap)
-{
-	char text[4096], *line, *save;
-	ssize_t n = read_proc_file(pid, "cgroup", text, sizeof(text) - 1);
-
-	buf[0] = 0;
-	if (n <= 0)
-		return;
-	text[n] = 0;
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *ctl = strchr(line, ':'), *path = ctl ? strchr(ctl + 1, ':') : NULL;
-
-		if (!path || path[1] != '/' || strstr(path, "/.."))
-			continue;
-		*path++ = 0;
-		if (!strcmp(ctl + 1, "memory") || (!ctl[1] && !buf[0])) /* v1's memory line, else v2's (0::) */
-			snprintf(buf, cap, "%s:%s", ctl[1] ? "v1" : "v2", path);
-	}
-}
-
-/* The file of the cgroup v2 directory of PATH (where the v2 hierarchy is
- * mounted: /sys/fs/cgroup, or /sys/fs/cgroup/unified beside v1) into
- * VALUE; 0 or -errno. */
-static int memcg_v2_read(const char *path, const char *file, char *value, size_t cap)
-{
-	static const char *const roots[] = { "/sys/fs/cgroup", "/sys/fs/cgroup/unified" };
-	char p[PATH_MAX + 64];
-
-	for (size_t i = 0; i < 2; i++) {
-		FILE *f;
-
-		snprintf(p, sizeof(p), "%s%s/%s", roots[i], strcmp(path, "/") ? path : "", file);
-		if (!(f = fopen(p, "re")))
-			continue;
-		if (!fgets(value, (int)cap, f))
-			value[0] = 0;
-		fclose(f);
-		return 0;
-	}
-	return -ENOENT;
-}
-
-/* The limit on MEMCG's memory, its ancestors' included: bytes, or
- * UINT64_MAX for none (or none known). */
-static uint64_t memcg_limit(const char *memcg)
-{
-	uint64_t limit = UINT64_MAX, v;
-	char p[PATH_MAX], line[256], v2[sizeof(((struct agent_target *)0)->memcg)];
-	FILE *f;
-
-	if (!strncmp(memcg, "v1:", 3)) {
-		/* v1: the hierarchy's effective limit, past which its OOM killer runs */
-		snprintf(p, sizeof(p), "/sys/fs/cgroup/memory%s/memory.stat", strcmp(memcg + 3, "/") ? memcg + 3 : "");
-		f = fopen(p, "re");
-		while (f && fgets(line, sizeof(line), f))
-			if (sscanf(line, "hierarchical_memory_limit %" SCNu64, &v) == 1)
-				limit = v;
-		if (f)
-			fclose(f);
-		/* no limit reads as the largest page-aligned long */
-		return limit >= (1ull << 62) ? UINT64_MAX : limit;
-	}
-	if (strncmp(memcg, "v2:", 3))
-		return UINT64_MAX;
-	/* v2: memory.max of the cgroup and of each ancestor below the root */
-	snprintf(v2, sizeof(v2), "%s", memcg + 3);
-	while (strcmp(v2, "/") && v2[0]) {
-		char *slash = strrchr(v2, '/');
-
-		if (!memcg_v2_read(v2, "memory.max", line, sizeof(line)) && !parse_u64(strtok(line, "\n"), &v) &&
-		    v < limit)
-			limit = v;
-		if (slash == v2)
-			break;
-		*slash = 0;
-	}
-	return limit;
 }
 
 /* ---- the counts /metrics serves ---- */
@@ -519,30 +409,6 @@ static int copy_file(struct oom_copy *c, int dirfd, const char *name, bool meta_
 	return meta_only && err == 1 ? 0 : err;
 }
 
-/* How the target died, in a sentence for the report's top and the log:
- * for an OOM kill, the limit its memory cgroup had (MEMCG), or none: the
- * host's memory ran out. */
-static void death_sentence(char *buf, size_t cap, bool oom, int status, uint64_t real_ns, const char *memcg)
-{
-	time_t sec = (time_t)(real_ns / 1000000000ull);
-	uint64_t limit = oom && memcg[0] ? memcg_limit(memcg) : UINT64_MAX;
-	struct tm tm;
-	char when[32], bytes[32];
-
-	gmtime_r(&sec, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tm);
-	format_bytes(limit, bytes, sizeof(bytes));
-	if (oom && limit != UINT64_MAX)
-		snprintf(buf, cap, "killed by the OOM killer at %s, its memory cgroup (%s %s) limited to %s", when,
-			 memcg[1] == '1' ? "v1" : "v2", memcg + 3, bytes);
-	else if (oom)
-		snprintf(buf, cap, "killed by the OOM killer at %s, its memory cgroup%s unlimited: the host's memory ran out",
-			 when, memcg[0] ? "" : " unknown or");
-	else
-		snprintf(buf, cap, "killed by SIG%s at %s%s", sigabbrev_np(status & 0x7f) ?: "?", when,
-			 status & 0x80 ? " (core dumped)" : "");
-}
-
 /* T's last files into OUTFD/NAME; 0 or -errno, and nothing left behind
  * on failure. Written as .NAME.part, then renamed (never over a file): a
  * reader that sees NAME sees it whole. */
@@ -605,53 +471,43 @@ static int write_death_trace(struct agent_target *t, int outfd, const char *name
 	return err;
 }
 
-/* Whether a death by signal SIG is a crash the recorder keeps. */
-static bool crash_signal(int sig)
-{
-	return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT;
-}
-
 /* T's recording ended (its thread, after record_run): if the target was
  * OOM-killed or crashed, its last minute into --oom-dir, counted, and a
  * line on stderr says where. */
 void agent_target_died(struct agent_target *t)
 {
 	struct agent *a = t->agent;
-	struct mt_exit e = { 0 };
-	__u32 key = (__u32)t->pid;
+	struct exit_info e;
 	char reason[PATH_MAX], name[NAME_MAX + 1], when[32];
-	uint64_t death_ns, real_ns, now = now_ns(CLOCK_MONOTONIC);
 	time_t sec;
 	struct tm tm;
 	bool oom;
-	int sig, err;
+	int err;
 
-	if (!a->exits || !t->attached ||
-	    bpf_map__lookup_elem(a->exits->maps.exits, &key, sizeof(key), &e, sizeof(e), 0) || !e.exit_ns)
+	if (!a->exits || !t->attached)
 		return;
-	sig = e.exit_code & 0x7f;
-	oom = e.oom_ns && sig == SIGKILL;
-	if (!oom && !crash_signal(sig))
+	exit_watch__get(a->exits, t->pid, &e);
+	if (e.kind != EXIT_OOM_KILLED && e.kind != EXIT_CRASHED)
 		return;
+	oom = e.kind == EXIT_OOM_KILLED;
 	count_death(a, t->comm, oom);
-	death_ns = oom ? e.oom_ns : e.exit_ns;
-	real_ns = now_ns(CLOCK_REALTIME) - (now > death_ns ? now - death_ns : 0);
-	death_sentence(reason, sizeof(reason), oom, e.exit_code, real_ns, t->memcg);
+	exit_watch_describe(&e, t->memcg, reason, sizeof(reason));
 	if (a->oom_dirfd < 0 || !agent_trace_dir(a)) {
 		fprintf(stderr, "memtrace: PID %d (%s) was %s; no trace kept: %s\n", t->pid, t->comm, reason,
 			a->oom_dirfd < 0 ? "no --oom-dir" : "the agent keeps no trace files");
 		return;
 	}
-	sec = (time_t)(real_ns / 1000000000ull);
+	sec = (time_t)(e.death_real_ns / 1000000000ull);
 	gmtime_r(&sec, &tm);
 	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(name, sizeof(name), "%s.%s.%s.mtrace", agent_trace_base(t), when, oom ? "oom" : "crash");
-	err = write_death_trace(t, a->oom_dirfd, name, reason, e.exit_code,
-				oom ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED, death_ns);
+	err = write_death_trace(t, a->oom_dirfd, name, reason, e.status, oom ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED,
+				e.death_mono_ns);
 	if (err)
 		fprintf(stderr, "memtrace: PID %d (%s) was %s; failed to write %s/%s: %s\n", t->pid, t->comm, reason,
 			a->oom_dir, name, strerror(-err));
 	else
 		fprintf(stderr, "memtrace: PID %d (%s) was %s; its last minute is in %s/%s (written %.1f s after)\n",
-			t->pid, t->comm, reason, a->oom_dir, name, (double)(now_ns(CLOCK_MONOTONIC) - death_ns) / 1e9);
+			t->pid, t->comm, reason, a->oom_dir, name,
+			(double)(now_ns(CLOCK_MONOTONIC) - e.death_mono_ns) / 1e9);
 }

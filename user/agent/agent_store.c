@@ -3,6 +3,7 @@
  * own feeding a live engine under the target's lock, what is copied out
  * under that lock, and the trace files it leaves. */
 #include "agent.h"
+#include "exit_watch.h"
 #include "util.h"
 
 #include <dirent.h>
@@ -347,7 +348,7 @@ int agent_target_start(struct agent *a, int pid, bool matched, unsigned uid)
 	}
 	t->in_use = true;
 	agent_exits_watch(a, pid);
-	agent_memcg_of(pid, t->memcg, sizeof(t->memcg)); /* gone with the process: the limit an OOM kill hit */
+	exit_watch_memcg(pid, t->memcg, sizeof(t->memcg)); /* gone with the process: the limit an OOM kill hit */
 	if ((size_t)(t - a->targets) + 1 > a->ntargets)
 		a->ntargets = (size_t)(t - a->targets) + 1;
 	pthread_rwlock_unlock(&a->slots_lock);

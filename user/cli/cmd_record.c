@@ -234,6 +234,7 @@ int cmd_record(int argc, char **argv)
 	if (parse_opts(&o, argc, argv))
 		return MEMTRACE_EXIT_USAGE;
 	o.teardown_detached = true;
+	o.watch_exit = true;
 	if (!isatty(STDERR_FILENO) || o.follow || record_output_is_stdout(o.output ? o.output : "") ||
 	    !(st.replay = replay__new()))
 		return record_run(&o, NULL);

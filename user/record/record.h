@@ -33,6 +33,7 @@ struct record_opts {
 	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */
 	bool discard_output; /* no trace: the records go nowhere, nothing is written (top and agent without -o) */
 	bool teardown_detached; /* record: the kernel's release of links and maps off the user's clock */
+	bool watch_exit;        /* record: how the target ended (an OOM kill, a crash) in the trace's END */
 	/* Rotated traces (the agent's -o DIR): OUTPUT is a prefix, each file is
 	 * PREFIX.<UTC start, YYYYmmddTHHMMSSZ>.mtrace and stands alone, a new
 	 * one every rotate_sec; at most rotate_keep are kept (0: all), the

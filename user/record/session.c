@@ -20,6 +20,7 @@
 #include "rss.h"
 #include "map_wrappers.h"
 #include "symbolizer.h"
+#include "exit_watch.h"
 #include "trace_writer.h"
 #include "unwinder.h"
 #include "mark_finder.h"
@@ -103,6 +104,8 @@ struct recording {
 	void *tap_ctx;
 	uint64_t end_ns; /* when recording stopped */
 	char stop_reason[256]; /* set when the target crossed the privilege boundary */
+	struct exit_watch *exits; /* o.watch_exit: how the target ended; NULL: not known */
+	char memcg[256];          /* ... and its memory cgroup, for the limit an OOM kill hit */
 	/* rotated traces (o.rotate_sec) */
 	uint64_t next_rotate_ns;
 	uint64_t file_events;  /* drain__events when the current file began */
@@ -284,7 +287,33 @@ static int watch_target(struct recording *r)
 		return access_denied(r->pid, path, errno);
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
+	/* an OOM kill or a crash said in the trace (finish); without the
+	 * programs (an old kernel) the trace just does not say */
+	if (r->o.watch_exit && !r->o.supervisor && (r->exits = exit_watch__open()) && exit_watch__add(r->exits, r->pid)) {
+		exit_watch__free(r->exits);
+		r->exits = NULL;
+	}
+	if (r->exits)
+		exit_watch_memcg(r->pid, r->memcg, sizeof(r->memcg));
 	return 0;
+}
+
+/* The target was OOM-killed or crashed (o.watch_exit): said in END's flags,
+ * status and stop_reason, and on stderr. */
+static void note_death(struct recording *r, struct trace_end *end)
+{
+	struct exit_info e;
+
+	exit_watch__get(r->exits, r->pid, &e);
+	if (e.kind != EXIT_OOM_KILLED && e.kind != EXIT_CRASHED)
+		return;
+	exit_watch_describe(&e, r->memcg, r->stop_reason, sizeof(r->stop_reason));
+	end->flags |= e.kind == EXIT_OOM_KILLED ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED;
+	end->stop_reason = r->stop_reason;
+	if (end->exit_status == -1)
+		end->exit_status = e.status;
+	fprintf(stderr, "%smemtrace: PID %d (%s) was %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", r->pid, r->comm,
+		r->stop_reason);
 }
 
 static int find_process(struct recording *r)
@@ -1564,6 +1593,8 @@ static int finish(struct recording *r)
 		end.stop_reason = r->stop_reason;
 	}
 	end.exit_status = r->exit_status;
+	if (r->exits && r->target_exited && !r->stop_reason[0])
+		note_death(r, &end);
 	if (err) {
 		trace_writer__abort(r->w);
 		r->w = NULL;
@@ -1683,6 +1714,7 @@ static void cleanup(struct recording *r, bool failed)
 		close(r->pidfd);
 	if (r->rootfd >= 0)
 		close(r->rootfd);
+	exit_watch__free(r->exits);
 	free(r->cmdline);
 }
 
