@@ -119,7 +119,7 @@ struct replay {
 		uint64_t seq;
 		uint32_t stack, thread, zone;
 	} *large;
-	size_t nlarge, large_cap;
+	size_t nlarge, large_cap, nmoved; /* nmoved: of them, moved by an mremap */
 	struct u64map past_libc;  /* stack index + 1 -> its stack past the C library's frames */
 	/* --budget: the window in progress's stacks and figures, for the error */
 	uint32_t *win_stacks;
@@ -1381,15 +1381,37 @@ static int stack_past_libc(struct replay *r, uint32_t stack, uint32_t *out)
 	return 0;
 }
 
+/* How many live large blocks start at or before ADDR: they are kept in
+ * the order of their starts (mappings do not overlap), so that every
+ * event's lookup is a binary search, not a walk of thousands of a
+ * service's large buffers. */
+static size_t large_upto(const struct replay *r, uint64_t addr)
+{
+	size_t lo = 0, hi = r->nlarge;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (r->large[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 /* The live large block whose mapping holds PTR (or held it before an
- * mremap moved it), or -1. */
+ * mremap moved it: a few blocks at most, walked), or -1. */
 static ssize_t large_find(const struct replay *r, uint64_t ptr)
 {
-	for (size_t i = 0; i < r->nlarge; i++) {
+	size_t i = large_upto(r, ptr);
+
+	if (i && ptr < r->large[i - 1].start + r->large[i - 1].len)
+		return (ssize_t)(i - 1);
+	for (i = 0; r->nmoved && i < r->nlarge; i++) {
 		const struct large_block *lb = &r->large[i];
 
-		if ((ptr >= lb->start && ptr < lb->start + lb->len) ||
-		    (ptr >= lb->moved_start && ptr < lb->moved_start + lb->moved_len))
+		if (ptr >= lb->moved_start && ptr < lb->moved_start + lb->moved_len)
 			return (ssize_t)i;
 	}
 	return -1;
@@ -1421,7 +1443,9 @@ static int large_new(struct replay *r, const struct trace_map *m, uint32_t stack
 		t->open[t->depth - 1].allocated_bytes += b.bytes;
 	}
 	t->last_seq = ++r->alloc_seq;
-	*out = &r->large[r->nlarge++];
+	*out = &r->large[large_upto(r, start)];
+	memmove(*out + 1, *out, (size_t)(r->large + r->nlarge - *out) * sizeof(**out));
+	r->nlarge++;
 	**out = (struct large_block){ .start = start, .len = len, .size = b.size, .seq = r->alloc_seq,
 				      .stack = stack, .thread = b.thread, .zone = b.zone };
 	r->totals.allocations++;
@@ -1443,7 +1467,8 @@ static int large_free(struct replay *r, size_t i, uint64_t ts)
 				  .zone = lb.zone, .peak_epoch = r->peak_epoch, .exact = true };
 	bool temporary = r->threads[lb.thread].last_seq == lb.seq;
 
-	r->large[i] = r->large[--r->nlarge];
+	r->nmoved -= lb.moved_len != 0;
+	memmove(&r->large[i], &r->large[i + 1], (--r->nlarge - i) * sizeof(*r->large));
 	r->totals.temporary_allocations += temporary;
 	r->totals.frees++;
 	r->live_bytes -= lb.size;
@@ -1476,7 +1501,7 @@ static int large_map(struct replay *r, const struct trace_map *m, uint32_t stack
 			const struct large_block *b = &r->large[j];
 
 			if (b->start < m->a0 + page_len(m->a1) && m->a0 < b->start + b->len)
-				err = large_free(r, j, m->ts); /* J now holds the last block */
+				err = large_free(r, j, m->ts); /* J now holds the next block */
 			else
 				j++;
 		}
@@ -1491,6 +1516,7 @@ static int large_map(struct replay *r, const struct trace_map *m, uint32_t stack
 			return err;
 		lb->moved_start = m->a0;
 		lb->moved_len = page_len(m->a1);
+		r->nmoved++;
 		return 0;
 	}
 	return 0;
