@@ -169,12 +169,14 @@ agent=
 # some, the older one copied too), its RSS series up to the kill; under
 # --budget the large blocks are exact
 run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--budget 1")
-	local mode=$1 n=$2 v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon
+	local mode=$1 n=$2 v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon who
 	(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom$n.out" 2>&1) &
 	v=$!
 	pids="$pids $v"
 	wait_for_line "$TMP/oom$n.out" "oom_grow: waiting" 10
-	timeout -k 5 120 "$MEMTRACE" agent -p "$v" $mode --rss --rotate 1 --oom-dir "$oomdir" \
+	# --exact finds it by --comm (a matched target), --budget by -p
+	if [ "$mode" = --exact ]; then who=(--comm oom_grow); else who=(-p "$v"); fi
+	timeout -k 5 120 "$MEMTRACE" agent "${who[@]}" $mode --rss --rotate 1 --oom-dir "$oomdir" \
 		--listen "127.0.0.1:$((port + n))" -d 90 2>"$TMP/agent$n.err" &
 	agent=$!
 	wait_for_line "$TMP/agent$n.err" "memtrace: attached to PID $v " 20 || not_ok "$mode: never attached: $(cat "$TMP/agent$n.err")"
