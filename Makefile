@@ -121,10 +121,10 @@ PROG_FLAGS := -O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-in
 $(PROG_BIN): inproc/memtrace.h
 $(BUILD)/progs/%: tests/progs/%.c | $(BUILD)
 	@mkdir -p $(@D)
-	$(CC) $(PROG_FLAGS) -o $@ $< $(shell sed -n 's,^// link: ,,p' $<)
+	$(CC) $(PROG_FLAGS) -o $@ $< $(subst -Lbuild/,-L$(BUILD)/,$(shell sed -n 's,^// link: ,,p' $<))
 $(BUILD)/progs/%: tests/progs/%.cpp | $(BUILD)
 	@mkdir -p $(@D)
-	$(CXX) $(PROG_FLAGS) -o $@ $< $(shell sed -n 's,^// link: ,,p' $<)
+	$(CXX) $(PROG_FLAGS) -o $@ $< $(subst -Lbuild/,-L$(BUILD)/,$(shell sed -n 's,^// link: ,,p' $<))
 $(BUILD)/progs/libtinyalloc.so: tests/progs/tinyalloc/tinyalloc.c | $(BUILD)
 	@mkdir -p $(@D)
 	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $<
