@@ -20,6 +20,12 @@ for bad in 0 101 abc 5x -1 ""; do
 	expect_one_error "--budget '$bad'" "$rc" "$TMP/e"
 	expect_eq "--budget '$bad': exit status" "$rc" 2
 done
+for bad in 100 4095 abc 2T; do
+	mt record --budget 5 --large "$bad" -o "$TMP/bad.mtrace" -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
+	rc=$?
+	expect_one_error "--large '$bad'" "$rc" "$TMP/e"
+	expect_eq "--large '$bad': exit status" "$rc" 2
+done
 mt record --budget 5 --sample=64K -o "$TMP/bad.mtrace" -- "$PROP" 1 >"$TMP/o" 2>"$TMP/e"
 rc=$?
 expect_one_error "--budget with --sample" "$rc" "$TMP/e" \
@@ -54,6 +60,7 @@ expect_eq "report --json of it: exit status" $? 0
 windows=$(jqr "$TMP/b5.json" '.trace.budget.windows')
 if [ "${windows:-0}" -ge 10 ]; then ok "$windows windows in 20 s"; else not_ok "only '${windows}' windows in 20 s"; fi
 expect_eq "trace.budget.budget_ppm" "$(jqr "$TMP/b5.json" '.trace.budget.budget_ppm')" 50000
+expect_eq "trace.budget.large_bytes: large blocks traced, from the default 128 KiB" "$(jqr "$TMP/b5.json" '.trace.budget.large_bytes')" 131072
 expect_eq "totals.peak_bytes (not known)" "$(jqr "$TMP/b5.json" '.totals.peak_bytes')" null
 small=$(site "$TMP/b5.json" site_small allocations)
 if [ "${small:-0}" -gt 0 ]; then
@@ -114,8 +121,8 @@ expect_eq "the HTML page warns it is an estimate" "$(grep -c "Recorded with --bu
 "$PROP" 6 0 -1 8000 >"$TMP/p.out" &
 target=$!
 sleep 0.5
-mt record -p "$target" -d 3 --budget 1 -o "$TMP/b1.mtrace" >/dev/null 2>"$TMP/e"
-expect_status "record -p --budget 1 -d 3: exit status" $? 0 "$TMP/e"
+mt record -p "$target" -d 3 --budget 1 --large 1M -o "$TMP/b1.mtrace" >/dev/null 2>"$TMP/e"
+expect_status "record -p --budget 1 --large 1M -d 3: exit status" $? 0 "$TMP/e"
 wait "$target"
 expect_eq "the target's own exit status" $? 0
 if grep -q "^rounds [0-9]" "$TMP/p.out"; then ok "the target ran to its end"; else not_ok "the target printed no rounds"; fi
@@ -123,6 +130,7 @@ report_json "$TMP/b1.mtrace" "$TMP/b1.json"
 expect_eq "report --json of it: exit status" $? 0
 expect_eq "all three sites seen at 1%" "$(jq -r '[.sites[].function] | map(select(test("^site_"))) | sort | join(" ")' "$TMP/b1.json")" \
 	"site_keep site_mid site_small"
+expect_eq "trace.budget.large_bytes with --large 1M" "$(jqr "$TMP/b1.json" '.trace.budget.large_bytes')" 1048576
 
 # --- --follow-children: each process its own windows, the hit timed once ---
 mkdir -p "$TMP/f"
