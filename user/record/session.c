@@ -1723,9 +1723,9 @@ static void cleanup(struct recording *r, bool failed)
  * kernel's: releasing the uprobe links and the rings' maps waits on RCU
  * grace periods, one after another (90 ms of link closes and 60 ms of map
  * deletes after `record -- /bin/true` here, against 0.4 s in all). A child
- * that shares every descriptor does it: ours then only drop a reference
- * when we exit, and the user's shell has its prompt back. It keeps no
- * terminal and writes nothing. Whether a child took it.
+ * that shares every descriptor does it, by exiting: ours then only drop a
+ * reference when we exit, and the user's shell has its prompt back. It
+ * keeps no terminal and writes nothing. Whether a child took it.
  */
 static bool teardown_in_child(struct recording *r)
 {
@@ -1749,8 +1749,10 @@ static bool teardown_in_child(struct recording *r)
 		dup2(null, STDOUT_FILENO);
 		dup2(null, STDERR_FILENO);
 	}
-	r->child.pid = -1; /* reaped by the parent already, or none */
-	cleanup(r, false);
+	/* Its exit is the teardown: closing the last reference to each link
+	 * and map releases it, as cleanup() would, without anything of ours
+	 * that runs in the parent (the loader's closer threads are not here:
+	 * waiting for them hung, f03e3ca). */
 	_exit(0);
 }
 
