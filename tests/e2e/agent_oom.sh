@@ -173,10 +173,11 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 	(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom$n.out" 2>&1) &
 	v=$!
 	pids="$pids $v"
+	rss_victims="$rss_victims $v"
 	wait_for_line "$TMP/oom$n.out" "oom_grow: waiting" 10
 	# --exact finds it by --comm (a matched target), --budget by -p
 	if [ "$mode" = --exact ]; then who=(--comm oom_grow); else who=(-p "$v"); fi
-	timeout -k 5 120 "$MEMTRACE" agent "${who[@]}" $mode --rss --rotate 1 --oom-dir "$oomdir" \
+	MEMTRACE_AGENT_OOM_KEEP=2 timeout -k 5 120 "$MEMTRACE" agent "${who[@]}" $mode --rss --rotate 1 --oom-dir "$oomdir" \
 		--listen "127.0.0.1:$((port + n))" -d 90 2>"$TMP/agent$n.err" &
 	agent=$!
 	wait_for_line "$TMP/agent$n.err" "memtrace: attached to PID $v " 20 || not_ok "$mode: never attached: $(cat "$TMP/agent$n.err")"
@@ -213,8 +214,22 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 	wait "$agent"
 	agent=
 }
+rss_victims=
+# what an agent killed while writing left: swept at start once a minute old
+old_part=$oomdir/.oom_grow.1.20000101T000000Z.oom.mtrace.part
+young_part=$oomdir/.oom_grow.2.20000101T000000Z.oom.mtrace.part
+: >"$old_part"
+: >"$young_part"
+touch -d '-2 min' "$old_part"
 run_rss --exact 2
+expect_eq "a .part file a minute old swept at start, a younger one (another agent's?) left" \
+	"$([ -e "$old_part" ] && echo old) $([ -e "$young_part" ] && echo young)" " young"
+rm -f "$young_part"
 run_rss "--budget 1" 3
+# kept per program (MEMTRACE_AGENT_OOM_KEEP=2 here, 16 by default): the
+# first OOM kill's and the crash's files went, the newest two stay
+expect_eq "--oom-dir pruned to the newest 2 of oom_grow" "$(cd "$oomdir" && ls | sed -E 's/^oom_grow\.([0-9]+)\..*\.(oom|crash)\.mtrace$/\1.\2/' | sort | tr '\n' ' ')" \
+	"$(for p in $rss_victims; do echo "$p.oom"; done | sort | tr '\n' ' ')"
 
 # --- memtrace record -p: the trace's report says so at its top
 (exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 4096 1000" >"$TMP/oom4.out" 2>&1) &

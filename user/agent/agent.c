@@ -189,12 +189,17 @@ void agent__free(struct agent *a)
 }
 
 /* The test knobs: MEMTRACE_AGENT_KEEP_ENDED=SEC, how long an ended target
- * stays; MEMTRACE_AGENT_MAX_STACKS=N, the stacks kept per target. */
+ * stays; MEMTRACE_AGENT_MAX_STACKS=N, the stacks kept per target;
+ * MEMTRACE_AGENT_OOM_KEEP=N, --oom-dir's files kept per program. */
 static void agent_knobs(struct agent *a)
 {
 	uint64_t n;
 
 	a->keep_ended_ns = AGENT_KEEP_ENDED_NS;
+	a->oom_keep = AGENT_OOM_KEEP;
+	if (getenv("MEMTRACE_AGENT_OOM_KEEP") && !parse_u64(getenv("MEMTRACE_AGENT_OOM_KEEP"), &n) && n >= 1 &&
+	    n <= 100000)
+		a->oom_keep = (unsigned)n;
 	a->max_stacks = AGENT_MAX_STACKS;
 	if (getenv("MEMTRACE_AGENT_MAX_STACKS") && !parse_u64(getenv("MEMTRACE_AGENT_MAX_STACKS"), &n) && n >= 1 &&
 	    n <= (1u << 24))
@@ -216,6 +221,7 @@ static void flight_recorder_start(struct agent *a)
 			why);
 		return;
 	}
+	agent_oom_sweep(a);
 	err = agent_exits_open(a);
 	if (err)
 		fprintf(stderr, "memtrace: warning: no OOM flight recorder: cannot watch how processes end (the "

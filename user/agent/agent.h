@@ -81,6 +81,10 @@
 #define AGENT_SAY_NS 1000000000ull /* refusals: a line a second at most, of each kind */
 #define AGENT_DEFAULT_OOM_DIR "/var/lib/memtrace/oom"
 #define AGENT_MAX_DEATH_COMMS 64 /* /metrics' OOM kills and crashes: rows by program, the last for the rest */
+/* --oom-dir's files kept: a service in a crash loop (systemd restarting it
+ * every few seconds) left a file each time, up to 32 MB each, without end */
+#define AGENT_OOM_KEEP 16                     /* per program (COMM), the newest */
+#define AGENT_OOM_MAX_BYTES (1ull << 30)      /* ... and in all, the oldest removed first */
 enum refused_kind { REFUSED_OWNER, REFUSED_PER_USER, REFUSED_FULL, REFUSED_KINDS };
 
 struct refused {
@@ -166,6 +170,7 @@ struct agent {
 	const char *oom_dir;            /* --oom-dir DIR (default AGENT_DEFAULT_OOM_DIR) */
 	bool oom_dir_given;             /* ... given: a directory that cannot be used stops the agent */
 	int oom_dirfd;                  /* its descriptor; -1: no flight recorder */
+	unsigned oom_keep;              /* its files kept per program (MEMTRACE_AGENT_OOM_KEEP=N, for tests) */
 	struct exit_watch *exits;       /* how each target ended (exit_watch.h); NULL: not known */
 	pthread_mutex_t deaths_lock;
 	struct agent_deaths deaths[AGENT_MAX_DEATH_COMMS];
@@ -244,6 +249,8 @@ void agent_exits_forget(struct agent *a, int pid);
 /* --oom-dir DIR made if missing (0700), checked as -o DIR is, opened: a
  * descriptor, or -1 with why into WHY. */
 int agent_oom_dir_open(const char *dir, char *why, size_t cap);
+/* --oom-dir's .NAME.part files a minute old, of an agent killed writing them. */
+void agent_oom_sweep(struct agent *a);
 /* T's recording ended (its thread): an OOM kill or a crash leaves T's last
  * minute in --oom-dir, counted for /metrics, its path said on stderr. */
 void agent_target_died(struct agent_target *t);

@@ -471,6 +471,124 @@ static int write_death_trace(struct agent_target *t, int outfd, const char *name
 	return err;
 }
 
+/* A file of --oom-dir: COMM.PID.<UTC time>.oom.mtrace or .crash.mtrace. */
+struct kept_file {
+	char *name;
+	size_t comm_len; /* COMM is NAME's first COMM_LEN bytes (a comm may hold dots) */
+	uint64_t bytes;
+	struct timespec mtime;
+};
+
+/* COMM's length in NAME, if NAME is one of the flight recorder's; 0 if not. */
+static size_t kept_comm_len(const char *name)
+{
+	size_t len = strlen(name), end;
+	const char *time, *pid;
+
+	if (len > 11 && !strcmp(name + len - 11, ".oom.mtrace"))
+		end = len - 11;
+	else if (len > 13 && !strcmp(name + len - 13, ".crash.mtrace"))
+		end = len - 13;
+	else
+		return 0;
+	time = memrchr(name, '.', end);
+	pid = time && time > name ? memrchr(name, '.', (size_t)(time - name)) : NULL;
+	return pid && pid > name && name[0] != '.' ? (size_t)(pid - name) : 0;
+}
+
+static int kept_newest_first(const void *x, const void *y)
+{
+	const struct kept_file *a = x, *b = y;
+
+	if (a->mtime.tv_sec != b->mtime.tv_sec)
+		return a->mtime.tv_sec < b->mtime.tv_sec ? 1 : -1;
+	if (a->mtime.tv_nsec != b->mtime.tv_nsec)
+		return a->mtime.tv_nsec < b->mtime.tv_nsec ? 1 : -1;
+	return strcmp(b->name, a->name);
+}
+
+/* --oom-dir pruned: the newest oom_keep files of each program, and the
+ * newest of those while they hold AGENT_OOM_MAX_BYTES at most (the newest
+ * file always stays). Only our own regular files named as ours, each
+ * removed relative to the directory. One thread at a time (deaths_lock). */
+static void prune_kept(struct agent *a)
+{
+	struct kept_file *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *de;
+	int fd = openat(a->oom_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	pthread_mutex_lock(&a->deaths_lock);
+	while ((de = readdir(d))) {
+		size_t comm_len = kept_comm_len(de->d_name);
+		struct stat st;
+
+		if (!comm_len || fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || array_reserve((void **)&v, &cap, n + 1, sizeof(*v)))
+			continue;
+		v[n] = (struct kept_file){ .name = strdup(de->d_name), .comm_len = comm_len, .bytes = (uint64_t)st.st_size,
+					   .mtime = st.st_mtim };
+		if (v[n].name)
+			n++;
+	}
+	qsort(v, n, sizeof(*v), kept_newest_first);
+	for (size_t i = 0; i < n; i++) {
+		size_t same = 0;
+
+		for (size_t k = 0; k < i; k++)
+			same += v[k].name && v[k].comm_len == v[i].comm_len && !memcmp(v[k].name, v[i].name, v[i].comm_len);
+		if (same >= a->oom_keep || (i && total + v[i].bytes > AGENT_OOM_MAX_BYTES)) {
+			unlinkat(dirfd(d), v[i].name, 0);
+			free(v[i].name);
+			v[i].name = NULL;
+		} else {
+			total += v[i].bytes;
+		}
+	}
+	pthread_mutex_unlock(&a->deaths_lock);
+	for (size_t i = 0; i < n; i++)
+		free(v[i].name);
+	free(v);
+	closedir(d);
+}
+
+/* What an agent killed while writing left in --oom-dir: .NAME.part files
+ * of ours a minute old (a younger one may be another agent's, being
+ * written). */
+void agent_oom_sweep(struct agent *a)
+{
+	int fd = a->oom_dirfd >= 0 ? openat(a->oom_dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *de;
+	time_t now = time(NULL);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+		char name[NAME_MAX + 1];
+		struct stat st;
+
+		if (de->d_name[0] != '.' || len < 7 || strcmp(de->d_name + len - 5, ".part"))
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 6), de->d_name + 1);
+		if (kept_comm_len(name) && !fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) &&
+		    S_ISREG(st.st_mode) && st.st_uid == geteuid() && st.st_mtime + 60 < now)
+			unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+}
+
 /* T's recording ended (its thread, after record_run): if the target was
  * OOM-killed or crashed, its last minute into --oom-dir, counted, and a
  * line on stderr says where. */
@@ -503,6 +621,8 @@ void agent_target_died(struct agent_target *t)
 	snprintf(name, sizeof(name), "%s.%s.%s.mtrace", agent_trace_base(t), when, oom ? "oom" : "crash");
 	err = write_death_trace(t, a->oom_dirfd, name, reason, e.status, oom ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED,
 				e.death_mono_ns);
+	if (!err)
+		prune_kept(a);
 	if (err)
 		fprintf(stderr, "memtrace: PID %d (%s) was %s; failed to write %s/%s: %s\n", t->pid, t->comm, reason,
 			a->oom_dir, name, strerror(-err));
