@@ -158,6 +158,11 @@ curl -s "$url/metrics" >"$TMP/metrics"
 expect_eq "/metrics: memtrace_crashes_total{comm=\"oom_grow\"}" \
 	"$(sed -n 's/^memtrace_crashes_total{comm="oom_grow"} //p' "$TMP/metrics")" 1
 expect_eq "... and still one OOM kill" "$(sed -n 's/^memtrace_oom_kills_total{comm="oom_grow"} //p' "$TMP/metrics")" 1
+if command -v promtool >/dev/null; then
+	expect_eq "promtool check metrics parses them" "$(promtool check metrics <"$TMP/metrics" 2>&1 | grep -ci 'error\|invalid')" 0
+else
+	skip "no promtool"
+fi
 kill -INT "$agent"
 wait "$agent"
 expect_eq "the agent stops cleanly" "$?" 0
