@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # memtrace agent's flight recorder: tests/progs/oom_grow grows 4 MiB a step in
-# a cgroup v1 memory cgroup limited to 64 MiB until the OOM killer ends it,
+# a memory cgroup (v1's; v2's where v1's is not mounted) limited to 64 MiB
+# until the OOM killer ends it,
 # under `memtrace agent -p PID --exact --oom-dir DIR`. Its program file is a
 # copy removed once the agent attached, so the trace's names can only come
 # from the files the recording held. Checked: the trace is in DIR within 5 s
@@ -22,12 +23,25 @@
 
 port=16477
 url=http://127.0.0.1:$port
-cg=/sys/fs/cgroup/memory/memtrace-oom.$$
 oomdir=$TMP/state/oom
 cd "$TMP" || exit 1
 
-if [ ! -d /sys/fs/cgroup/memory ] || ! mkdir "$cg" 2>/dev/null; then
-	skip "no cgroup v1 memory controller at /sys/fs/cgroup/memory to limit a process with"
+# A memory cgroup of 64 MiB: cgroup v1's memory controller where it is
+# mounted (this host: beside a v2 hierarchy without it), else v2's
+# (memory.max; not run here: no host of ours has it)
+v2=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+if [ -d /sys/fs/cgroup/memory ]; then
+	cgv=v1
+	cg=/sys/fs/cgroup/memory/memtrace-oom.$$
+elif [ -n "$v2" ] && grep -qw memory "$v2/cgroup.controllers" 2>/dev/null; then
+	cgv=v2
+	cg=$v2/memtrace-oom.$$
+	grep -qw memory "$v2/cgroup.subtree_control" || echo +memory >"$v2/cgroup.subtree_control" 2>/dev/null
+else
+	cgv=
+fi
+if [ -z "$cgv" ] || ! mkdir "$cg" 2>/dev/null; then
+	skip "no memory cgroup (v1 or v2) this test can make to limit a process with"
 	finish
 fi
 agent=
@@ -40,10 +54,22 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT
-echo $((64 << 20)) >"$cg/memory.limit_in_bytes"
-# no swap to escape to, where the host has it and the kernel the knob
-[ -e "$cg/memory.memsw.limit_in_bytes" ] && echo $((64 << 20)) >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null
-[ -e "$cg/memory.swappiness" ] && echo 0 >"$cg/memory.swappiness" 2>/dev/null
+if [ $cgv = v1 ]; then
+	echo $((64 << 20)) >"$cg/memory.limit_in_bytes"
+	# no swap to escape to, where the host has it and the kernel the knob
+	[ -e "$cg/memory.memsw.limit_in_bytes" ] && echo $((64 << 20)) >"$cg/memory.memsw.limit_in_bytes" 2>/dev/null
+	[ -e "$cg/memory.swappiness" ] && echo 0 >"$cg/memory.swappiness" 2>/dev/null
+else
+	echo $((64 << 20)) >"$cg/memory.max"
+	[ -e "$cg/memory.swap.max" ] && echo 0 >"$cg/memory.swap.max"
+fi
+# The OOM kills in the cgroup, as the kernel counts them
+oom_kills() {
+	if [ $cgv = v1 ]; then sed -n 's/^oom_kill //p' "$cg/memory.oom_control"; else sed -n 's/^oom_kill //p' "$cg/memory.events"; fi
+}
+# How the agent names it: v1 /memtrace-oom.PID, v2 its path under the v2 mount
+cgname="$cgv ${cg#/sys/fs/cgroup/memory}"
+[ $cgv = v2 ] && cgname="v2 ${cg#"$v2"}"
 
 # --- --oom-dir refused unless safe; made 0700 when missing
 mkdir -m 0777 "$TMP/open"
@@ -80,7 +106,7 @@ killed_ns=$(date +%s%N)
 wait "$victim" 2>/dev/null
 st=$?
 expect_eq "oom_grow was killed (SIGKILL)" "$st" 137
-expect_eq "by the OOM killer of its cgroup" "$(sed -n 's/^oom_kill //p' "$cg/memory.oom_control")" 1
+expect_eq "by the OOM killer of its cgroup" "$(oom_kills)" 1
 file=
 for ((i = 0; i < 100; i++)); do
 	file=$(cd "$oomdir" && ls -- *.oom.mtrace 2>/dev/null | head -1)
@@ -105,7 +131,7 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file" >"$TMP/oom.json"
 expect_status "memtrace report --json of it" $? 0 "$TMP/report.err"
 expect_eq "whole (not partial), the target exited" "$(jqr "$TMP/oom.json" '[.trace.partial, .trace.target_exited] | @tsv')" "false	true"
 expect_eq "it says the OOM killer killed it, and the limit hit" "$(jqr "$TMP/oom.json" '.trace.stop_reason' |
-	grep -c "^killed by the OOM killer at .*, its memory cgroup (v1 /${cg##*/}) limited to 64.0 MiB$")" 1 ||
+	grep -c "^killed by the OOM killer at .*, its memory cgroup ($cgname) limited to 64.0 MiB$")" 1 ||
 	jqr "$TMP/oom.json" '.trace.stop_reason' | sed 's/^/# /'
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$oomdir/$file" >"$TMP/oom.txt" 2>&1
 expect_eq "... at the top of the text report" "$(head -6 "$TMP/oom.txt" | grep -c 'killed by the OOM killer')" 1
@@ -190,7 +216,7 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 	kill -USR1 "$v"
 	for ((i = 0; i < 300; i++)); do kill -0 "$v" 2>/dev/null || break; sleep 0.05; done
 	wait "$v" 2>/dev/null
-	expect_eq "$mode --rss: oom_grow OOM-killed (the cgroup's kill $n)" "$?/$(sed -n 's/^oom_kill //p' "$cg/memory.oom_control")" "137/$n"
+	expect_eq "$mode --rss: oom_grow OOM-killed (the cgroup's kill $n)" "$?/$(oom_kills)" "137/$n"
 	wait_for_line "$TMP/agent$n.err" "memtrace: PID $v (oom_grow) was killed by the OOM killer" 10
 	file2=$(cd "$oomdir" && ls -- "oom_grow.$v".*.oom.mtrace 2>/dev/null | head -1)
 	mem=$(sed -n "s|^memtrace: attached to PID $v .*, writing \(/dev/shm/memtrace-agent\.[^/]*\)/.*|\1|p" "$TMP/agent$n.err")
@@ -247,7 +273,7 @@ wait_for_line "$TMP/rec.err" "memtrace: attached to PID $v " 20 || not_ok "recor
 kill -USR1 "$v"
 wait "$rec"
 expect_status "record -p of a target OOM-killed: exit status" $? 0 "$TMP/rec.err"
-expect_eq "... it says so on stderr" "$(grep -c "^memtrace: PID $v (oom_grow) was killed by the OOM killer at .*, its memory cgroup (v1 /${cg##*/}) limited to 64.0 MiB$" "$TMP/rec.err")" 1
+expect_eq "... it says so on stderr" "$(grep -c "^memtrace: PID $v (oom_grow) was killed by the OOM killer at .*, its memory cgroup ($cgname) limited to 64.0 MiB$" "$TMP/rec.err")" 1
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/rec.mtrace" >"$TMP/rec.txt" 2>&1
 expect_eq "... and its report at the top" "$(head -6 "$TMP/rec.txt" | grep -c '^  killed by the OOM killer at .* limited to 64.0 MiB$')" 1 || head -8 "$TMP/rec.txt" | sed 's/^/# /'
 finish
