@@ -359,10 +359,10 @@ static size_t last_files(DIR *d, const char *base, char *names[2])
 		size_t len = strlen(de->d_name);
 		char *keep;
 
-		if (strncmp(de->d_name, base, plen) || de->d_name[plen] != '.' || len < 7 ||
-		    strcmp(de->d_name + len - 7, ".mtrace") ||
-		    (len > 11 && !strcmp(de->d_name + len - 11, ".oom.mtrace")) ||
-		    (len > 13 && !strcmp(de->d_name + len - 13, ".crash.mtrace")))
+		/* BASE.<start>.mtrace, the start without a dot: a comm may hold
+		 * dots, and comm "a" of PID 1 is not comm "a.1" of PID 5 */
+		if (strncmp(de->d_name, base, plen) || de->d_name[plen] != '.' || len < plen + 9 ||
+		    strcmp(de->d_name + len - 7, ".mtrace") || strchr(de->d_name + plen + 1, '.') != de->d_name + len - 7)
 			continue;
 		/* keep the two greatest names: the UTC starts sort as text */
 		if (n == 2) {
