@@ -182,27 +182,32 @@ no_canary "name" "$TMP/name.mtrace" "$TMP/name.json" "$TMP/name.txt" "$TMP/name.
 # --- 3. 200 deleted copies of a library, loaded and dropped ----------------------------
 COPIES=200
 PER=10
+# fds_over_copies WHO PID: let the copies target go, follow PID's descriptors
+# until it is done (and the refresh after its last dlclose), check the bound
+fds_over_copies() {
+	local who=$1 pid=$2 fds0 most n i
+	fds0=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+	most=$fds0
+	kill -USR1 "$target"
+	for ((i = 0; i < 600; i++)); do
+		n=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+		[ "$n" -gt "$most" ] && most=$n
+		grep -q "^hostile: done" "$TMP/t.out" && break
+		sleep 0.05
+	done
+	sleep 0.5
+	n=$(ls "/proc/$pid/fd" 2>/dev/null | wc -l)
+	[ "$n" -gt "$most" ] && most=$n
+	echo "# $who descriptors: $fds0 at attach, at most $most while $COPIES copies came and went"
+	if [ "$most" -le $((fds0 + 16)) ]; then ok "copies: the $who's descriptors stay within 16 of attach's ($fds0 -> at most $most)"; else
+		not_ok "copies: the $who's descriptors grew from $fds0 to $most over $COPIES copies"; fi
+}
 start_target copies "$TMP/u" "$TMP/bin/libplugin.so" $COPIES $PER
 timeout -k 5 120 "$MEMTRACE" record -o "$TMP/copies.mtrace" -p "$target" 2>"$TMP/copies.rec.err" &
 rec=$!
 if wait_for_line "$TMP/copies.rec.err" "memtrace: attached" 20; then ok "copies: record -p attached"; else
 	not_ok "copies: record -p never attached: $(head -c 300 "$TMP/copies.rec.err" | tr '\n' '|')"; fi
-recorder=$(pgrep -P "$rec" | head -n1) # under timeout
-fds0=$(ls "/proc/$recorder/fd" 2>/dev/null | wc -l)
-most=$fds0
-kill -USR1 "$target"
-for ((i = 0; i < 600; i++)); do
-	n=$(ls "/proc/$recorder/fd" 2>/dev/null | wc -l)
-	[ "$n" -gt "$most" ] && most=$n
-	grep -q "^hostile: done" "$TMP/t.out" && break
-	sleep 0.05
-done
-sleep 0.5 # the recorder's refresh after the last dlclose
-n=$(ls "/proc/$recorder/fd" 2>/dev/null | wc -l)
-[ "$n" -gt "$most" ] && most=$n
-echo "# recorder descriptors: $fds0 at attach, at most $most while $COPIES copies came and went"
-if [ "$most" -le $((fds0 + 16)) ]; then ok "copies: the recorder's descriptors stay within 16 of attach's ($fds0 -> at most $most)"; else
-	not_ok "copies: the recorder's descriptors grew from $fds0 to $most over $COPIES copies"; fi
+fds_over_copies recorder "$(pgrep -P "$rec" | head -n1)" # under timeout
 stop_target
 wait "$rec"
 expect_status "copies: record -p exit status" "$?" 0 "$TMP/copies.rec.err"
@@ -215,23 +220,7 @@ timeout -k 5 120 "$MEMTRACE" agent -p "$target" --exact --listen "127.0.0.1:$por
 helper=$!
 if wait_for_line "$TMP/agent.copies.err" "memtrace: attached to PID $target" 20; then ok "copies: the agent attached"; else
 	not_ok "copies: the agent never attached: $(head -c 300 "$TMP/agent.copies.err" | tr '\n' '|')"; fi
-agent=$(pgrep -P "$helper" | head -n1)
-fds0=$(ls "/proc/$agent/fd" 2>/dev/null | wc -l)
-most=$fds0
-: >"$TMP/t.out"
-kill -USR1 "$target"
-for ((i = 0; i < 600; i++)); do
-	n=$(ls "/proc/$agent/fd" 2>/dev/null | wc -l)
-	[ "$n" -gt "$most" ] && most=$n
-	grep -q "^hostile: done" "$TMP/t.out" && break
-	sleep 0.05
-done
-sleep 0.5
-n=$(ls "/proc/$agent/fd" 2>/dev/null | wc -l)
-[ "$n" -gt "$most" ] && most=$n
-echo "# agent descriptors: $fds0 at attach, at most $most while $COPIES copies came and went"
-if [ "$most" -le $((fds0 + 16)) ]; then ok "copies: the agent's descriptors stay within 16 of attach's ($fds0 -> at most $most)"; else
-	not_ok "copies: the agent's descriptors grew from $fds0 to $most over $COPIES copies"; fi
+fds_over_copies agent "$(pgrep -P "$helper" | head -n1)"
 curl -s -m 10 -o "$TMP/copies.heap.pb.gz" "$url/debug/pprof/heap"
 # Counted at the copies' frame, named or not: the agent's live view names
 # a library only if one of its reads of the maps saw it (a known gap: a
