@@ -224,6 +224,20 @@ static void held_sweep(int pid, uint64_t read_no)
 	pthread_mutex_unlock(&held_lock);
 }
 
+/* A released pid none of whose files is held any more is forgotten: an
+ * agent sees a new pid for every process it ever matched. Under the lock. */
+static void held_pid_forget(int pid)
+{
+	struct held_pid *p = held_pid_of(pid, false);
+
+	if (!p || p->users || !p->released)
+		return;
+	for (size_t i = 0; i < nr_held; i++)
+		if (held[i].pid == pid)
+			return;
+	*p = held_pids[--nr_held_pids];
+}
+
 /* A procmaps no longer names FILE (a held file's /proc/self/fd path). */
 static void held_unref(const char *file)
 {
@@ -238,8 +252,12 @@ static void held_unref(const char *file)
 		if (held[i].fd != fd || !held[i].refs)
 			continue;
 		p = held_pid_of(held[i].pid, false);
-		if (!--held[i].refs && p && p->released)
+		if (!--held[i].refs && p && p->released) {
+			int pid = held[i].pid;
+
 			held_drop(i);
+			held_pid_forget(pid);
+		}
 		break;
 	}
 	pthread_mutex_unlock(&held_lock);
@@ -269,6 +287,7 @@ void procmaps__release(int pid)
 		for (size_t i = nr_held; i-- > 0;)
 			if (held[i].pid == pid && !held[i].refs)
 				held_drop(i);
+		held_pid_forget(pid);
 	}
 	pthread_mutex_unlock(&held_lock);
 }
@@ -305,6 +324,16 @@ const char *procmaps__name(const char *file, char *buf, size_t cap)
 		}
 	pthread_mutex_unlock(&held_lock);
 	return buf;
+}
+
+size_t procmaps__nr_pids(void)
+{
+	size_t n;
+
+	pthread_mutex_lock(&held_lock);
+	n = nr_held_pids;
+	pthread_mutex_unlock(&held_lock);
+	return n;
 }
 
 size_t procmaps__nr_held(int pid)

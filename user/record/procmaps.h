@@ -42,6 +42,9 @@ int procmaps__file_build_id(const char *file, uint8_t *id, size_t cap, uint32_t 
 const char *procmaps__name(const char *file, char *buf, size_t cap);
 /* How many files are held for PID now. */
 size_t procmaps__nr_held(int pid);
+/* How many pids the holding knows (a released one with no file left is
+ * forgotten). */
+size_t procmaps__nr_pids(void);
 
 /* A hash of PID's file-backed lines of /proc/PID/maps (addresses, offsets,
  * inodes, paths): what procmaps__read would see differently if it changed.
