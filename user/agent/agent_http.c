@@ -181,15 +181,8 @@ static int base_row(void *ctx, const struct live_row *row)
 	struct u64map_entry *e;
 	bool existed;
 
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? 2 * d->cap : 256;
-		struct analysis_figures *v = realloc(d->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		d->v = v;
-		d->cap = cap;
-	}
+	if (array_reserve((void **)&d->v, &d->cap, d->n + 1, sizeof(*d->v)))
+		return -ENOMEM;
 	e = u64map__insert(&d->index, row_key(d->pid, row), &existed);
 	if (!e)
 		return -ENOMEM;
@@ -713,13 +706,8 @@ static enum MHD_Result serve_report(struct agent *a, struct MHD_Connection *c)
 
 		if (strncmp(de->d_name, base, plen) || len < 7 || strcmp(de->d_name + len - 7, ".mtrace"))
 			continue;
-		if (n == cap) {
-			char **v = realloc(names, (cap = cap ? 2 * cap : 16) * sizeof(*v));
-
-			if (!v)
-				break;
-			names = v;
-		}
+		if (array_reserve((void **)&names, &cap, n + 1, sizeof(*names)))
+			break;
 		if ((names[n] = strdup(de->d_name)))
 			n++;
 	}

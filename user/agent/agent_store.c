@@ -150,15 +150,8 @@ static int part_copy__row(void *ctx, const struct live_row *row)
 	struct live_row *r;
 	struct analysis_frame *f;
 
-	if (pc->nrows == pc->cap) {
-		size_t cap = pc->cap ? 2 * pc->cap : 256;
-		struct live_row *v = realloc(pc->rows, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		pc->rows = v;
-		pc->cap = cap;
-	}
+	if (array_reserve((void **)&pc->rows, &pc->cap, pc->nrows + 1, sizeof(*pc->rows)))
+		return -ENOMEM;
 	r = &pc->rows[pc->nrows++];
 	*r = *row;
 	r->thread_name = part_copy__dup(pc, row->thread_name, 0);
