@@ -31,7 +31,7 @@ node_check() {
 	fi
 }
 
-for js in common.js report.js diff.js; do
+for js in common.js rss.js report.js diff.js; do
 	node_check "user/output/html/$js" "$assets/$js"
 done
 
@@ -72,6 +72,7 @@ holds() {
 holds report.html style.css
 holds report.html common.js
 holds report.html report.js
+holds report.html rss.js
 holds diff.html style.css
 holds diff.html common.js
 holds diff.html diff.js

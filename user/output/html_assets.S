@@ -22,5 +22,6 @@
 	asset html_common_js, "user/output/html/common.js"
 	asset html_report_js, "user/output/html/report.js"
 	asset html_diff_js, "user/output/html/diff.js"
+	asset html_rss_js, "user/output/html/rss.js"
 
 	.section .note.GNU-stack, "", @progbits

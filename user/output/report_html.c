@@ -170,6 +170,7 @@ const char *html_asset(const char *name, size_t len)
 		{ "report.html", html_report_html }, { "diff.html", html_diff_html },
 		{ "style.css", html_style_css },     { "common.js", html_common_js },
 		{ "report.js", html_report_js },     { "diff.js", html_diff_js },
+		{ "rss.js", html_rss_js },
 	};
 
 	for (size_t i = 0; i < sizeof(assets) / sizeof(assets[0]); i++)

@@ -503,6 +503,7 @@ chart();
 flameInit();
 update();
 wholeTraceTables();
+rssViews();
 var resized = 0;
 window.addEventListener('resize', function () {
   clearTimeout(resized);

@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""The --rss views of report --html, rendered in Debian's headless Chromium
+(chromium-driver, python3-selenium), against report --json of the same
+trace (tests/e2e/rss_html.sh runs it).
+
+usage: rss_html.py PAGE.html REPORT.json LABEL [ARTIFACTS_DIR]
+
+Every figure the page shows for --rss (the samples, the reconciliation at
+the last snapshot and at the peak, the sites of the program's mmaps, the
+pages first written by site) is read from the rendered tables (each cell
+keeps its exact figure in data-value or data-bytes beside the rounded text)
+and must equal report --json's exactly. Prints TAP lines.
+"""
+import json
+import os
+import re
+import sys
+
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+
+FAILS = 0
+LABEL = ""
+
+
+def check(name, got, want):
+    global FAILS
+    if got == want:
+        print("ok - %s: %s" % (LABEL, name))
+    else:
+        FAILS += 1
+        print("not ok - %s: %s: got %r, want %r" % (LABEL, name, got, want))
+
+
+def browser():
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for a in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--no-first-run", "--disable-background-networking", "--window-size=1600,1400"):
+        opts.add_argument(a)
+    return webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+
+
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40}
+
+
+def shown(text):
+    """The bytes a cell's rounded text says ("7.76 MiB"), or None."""
+    m = re.fullmatch(r"([0-9.]+) (B|KiB|MiB|GiB|TiB)", text.strip())
+    return float(m.group(1)) * UNITS[m.group(2)] if m else None
+
+
+def cell_value(td):
+    v = td.get_attribute("data-value")
+    return None if v is None else int(v)
+
+
+def rounded_ok(td):
+    """The text shown rounds the exact figure (to the 3 significant digits
+    bytes() keeps), or says '-' where there is none."""
+    v, s = cell_value(td), shown(td.text)
+    if v is None:
+        return td.text == "-"
+    return s is not None and abs(s - v) <= max(0.006 * v, 0.5)
+
+
+def site_rows(d, box):
+    return sorted((tr.get_attribute("data-name"), int(tr.get_attribute("data-line")), int(tr.get_attribute("data-bytes")),
+                   None if tr.get_attribute("data-count") is None else int(tr.get_attribute("data-count")))
+                  for tr in d.find_elements(By.CSS_SELECTOR, "#%s tbody tr" % box))
+
+
+def want_sites(lst, key, count):
+    return sorted((s["name"], s["line"] or 0, s[key], s[count] if count else None) for s in lst or [])
+
+
+RC_KEYS = ["heap_live_resident_bytes", "allocator_free_resident_bytes", "allocator_resident_bytes",
+           "outside_resident_bytes", "thread_stacks_bytes", "file_private_bytes", "other_bytes",
+           "resident_anon_bytes", "rss_anon_bytes", "rss_file_bytes", "rss_shmem_bytes", "heap_live_bytes",
+           "heap_live_not_resident_bytes"]
+
+
+def test_reconcile(d, R):
+    last, peak = R["reconciled_last"], R["reconciled_peak"]
+    known = last["heap_live_resident_bytes"] is not None
+    cols = ["last"] + (["peak"] if peak and peak["time_ns"] != last["time_ns"] else [])
+    rows = d.find_elements(By.CSS_SELECTOR, "#rss-reconcile tbody tr")
+    got = {}
+    rounding = []
+    for tr in rows:
+        for td in tr.find_elements(By.CSS_SELECTOR, "td[data-col]"):
+            got[(tr.get_attribute("data-key"), td.get_attribute("data-col"))] = cell_value(td)
+            rounding.append(rounded_ok(td))
+    want = {}
+    for k in RC_KEYS:
+        if k in ("heap_live_resident_bytes", "allocator_free_resident_bytes", "heap_live_bytes",
+                 "heap_live_not_resident_bytes") and not known:
+            continue
+        if k == "allocator_resident_bytes" and known:
+            continue
+        if k in ("rss_file_bytes", "rss_shmem_bytes") and not (last["rss_file_bytes"] or last["rss_shmem_bytes"]):
+            continue
+        for c in cols:
+            want[(k, c)] = (last if c == "last" else peak)[k]
+    check("the reconciliation table (%d rows x %s) is report --json's reconciled_%s" %
+          (len(rows), "/".join(cols), " and reconciled_".join(cols)), got, want)
+    check("... each cell's text rounds its exact figure", all(rounding) and len(rounding) == len(want), True)
+    parts = sum(got[(k, "last")] for k in RC_KEYS[:7] if (k, "last") in got)
+    check("... its parts add up to its resident anonymous pages", parts, got.get(("resident_anon_bytes", "last")))
+    check("the program's mmaps resident at the last snapshot, by site, are reconciled_last.outside_sites",
+          site_rows(d, "rss-outside"), want_sites(last["outside_sites"], "resident_bytes", None))
+    adv = d.find_elements(By.CSS_SELECTOR, "#rss-reconcile .warn")
+    check("the advice line is reconciled_last.advice", adv[0].text if adv else None,
+          "Advice: " + last["advice"] if last["advice"] else None)
+    return got
+
+
+def test_samples(d, R):
+    got = {}
+    for tr in d.find_elements(By.CSS_SELECTOR, "#rss-samples tbody tr"):
+        for td in tr.find_elements(By.CSS_SELECTOR, "td[data-key]"):
+            got[(tr.get_attribute("data-key"), td.get_attribute("data-key"))] = cell_value(td)
+    want = {}
+    for w in ("first", "peak", "last"):
+        for k in ("resident_bytes", "anon_bytes", "file_bytes", "shmem_bytes", "heap_bytes"):
+            want[(w, k)] = R[w][k] if k != "heap_bytes" or R["heap_known"] else None
+    check("the samples table (first, peak, last) is report --json's rss.first, .peak, .last", got, want)
+
+
+def test_maps(d, R):
+    M = R["maps"]
+    note = d.find_element(By.ID, "rss-maps-note")
+    check("mapped by the program outside the allocator, and the allocator's, are rss.maps'",
+          (int(note.get_attribute("data-outside")), int(note.get_attribute("data-allocator"))),
+          (M["outside_bytes"], M["allocator_bytes"]))
+    check("the program's own mappings by site are rss.maps.sites",
+          site_rows(d, "rss-maps"), want_sites(M["sites"], "bytes", "mappings"))
+    F = M["faults"]
+    fn = d.find_element(By.ID, "rss-faults-note")
+    check("pages first written, in all, are rss.maps.faults.bytes", int(fn.get_attribute("data-bytes") or -1), F["bytes"])
+    check("pages first written by site are rss.maps.faults.sites",
+          site_rows(d, "rss-faults"), want_sites(F["sites"], "bytes", "samples"))
+
+
+def main():
+    global LABEL
+    page, rep, LABEL = sys.argv[1:4]
+    out = sys.argv[4] if len(sys.argv) > 4 else None
+    R = json.load(open(rep))["rss"]
+    d = browser()
+    try:
+        d.get("file://" + page)
+        check("the script ran", d.find_element(By.TAG_NAME, "html").get_attribute("data-status"), "ok")
+        check("the --rss section is shown", d.find_element(By.ID, "rss-sec").is_displayed(), True)
+        test_samples(d, R)
+        got = test_reconcile(d, R)
+        test_maps(d, R)
+        print("# rss_html.py: every check ran")
+        print("# rss_html.py: reconcile " + json.dumps({"%s/%s" % k: v for k, v in got.items()}))
+        if out:
+            os.makedirs(out, exist_ok=True)
+            d.find_element(By.ID, "rss-sec").screenshot(os.path.join(out, "rss-%s.png" % LABEL))
+    finally:
+        d.quit()
+    return 1 if FAILS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
