@@ -7,8 +7,8 @@ trace (tests/e2e/rss_html.sh runs it).
 usage: rss_html.py PAGE.html REPORT.json LABEL [ARTIFACTS_DIR]
 
 Every figure the page shows for --rss (the samples, the reconciliation at
-the last snapshot and at the peak, the sites of the program's mmaps, the
-pages first written by site) is read from the rendered tables (each cell
+the last snapshot and at the peak, its parts stacked over time, the sites
+of the program's mmaps, the pages first written by site) is read from the rendered tables (each cell
 keeps its exact figure in data-value or data-bytes beside the rounded text)
 and must equal report --json's exactly. Prints TAP lines.
 """
@@ -19,6 +19,7 @@ import sys
 
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 
 FAILS = 0
@@ -129,6 +130,43 @@ def test_samples(d, R):
     check("the samples table (first, peak, last) is report --json's rss.first, .peak, .last", got, want)
 
 
+SERIES_COL = {"heap_live_resident_bytes": 2, "allocator_free_resident_bytes": 3, "allocator_resident_bytes": 4,
+              "outside_resident_bytes": 5, "thread_stacks_bytes": 6, "file_private_bytes": 7, "other_bytes": 8}
+
+
+def legend(d):
+    lg = d.find_element(By.ID, "rss-legend")
+    return int(lg.get_attribute("data-index")), {e.get_attribute("data-key"): int(e.get_attribute("data-value"))
+                                                 for e in lg.find_elements(By.CSS_SELECTOR, "[data-key]")}
+
+
+def test_chart(d, R):
+    """The parts stacked over time: each drawn layer's values are
+    reconciled_series' column, the legend at the last snapshot is the
+    table's last column, the series holds the peak's column, and hovering at
+    the chart's left edge shows the first snapshot."""
+    S, last, peak = R["reconciled_series"], R["reconciled_last"], R["reconciled_peak"]
+    known = last["heap_live_resident_bytes"] is not None
+    layers = {p.get_attribute("data-key"): [int(v) for v in p.get_attribute("data-values").split(",")]
+              for p in d.find_elements(By.CSS_SELECTOR, "#rss-chart-svg path.rc-part")}
+    want = {k: [s[c] for s in S] for k, c in SERIES_COL.items()
+            if (k != "allocator_resident_bytes" or not known) and (k not in ("heap_live_resident_bytes", "allocator_free_resident_bytes") or known)}
+    check("the stacked chart draws %d parts over %d snapshots, each layer reconciled_series' column" % (len(want), len(S)),
+          layers, want)
+    i, lg = legend(d)
+    check("the chart's legend shows the last snapshot, the table's last column",
+          (i, lg), (len(S) - 1, {k: last[k] for k in list(want) + ["resident_anon_bytes"]}))
+    at_peak = [s for s in S if s[0] == peak["time_ns"]]
+    check("the series holds the peak's snapshot, the table's peak column",
+          [{k: s[SERIES_COL[k]] for k in want} for s in at_peak], [{k: peak[k] for k in want}])
+    svg = d.find_element(By.ID, "rss-chart-svg")
+    ActionChains(d).move_to_element_with_offset(svg, int(-svg.size["width"] / 2 + 90), 0).perform()
+    i, lg = legend(d)
+    check("hovering at the chart's left edge shows the first snapshot's parts",
+          (i, lg), (0, {**{k: S[0][SERIES_COL[k]] for k in want}, "resident_anon_bytes": S[0][1]}))
+    return layers
+
+
 def test_maps(d, R):
     M = R["maps"]
     note = d.find_element(By.ID, "rss-maps-note")
@@ -157,8 +195,10 @@ def main():
         test_samples(d, R)
         got = test_reconcile(d, R)
         test_maps(d, R)
+        layers = test_chart(d, R)
         print("# rss_html.py: every check ran")
         print("# rss_html.py: reconcile " + json.dumps({"%s/%s" % k: v for k, v in got.items()}))
+        print("# rss_html.py: layers " + json.dumps(layers))
         if out:
             os.makedirs(out, exist_ok=True)
             d.find_element(By.ID, "rss-sec").screenshot(os.path.join(out, "rss-%s.png" % LABEL))

@@ -43,12 +43,25 @@ page() {
 # truth NAME: rss_merged's own figure NAME from its line
 truth() { sed -n "s/^rss_merged .*$1=\([0-9]*\).*/\1/p" "$TMP/g.out"; }
 
-timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/g.mtrace" -- "$PROGS/rss_merged" 1200 >"$TMP/g.out" 2>"$TMP/g.err"
+# 700 ms after each step: a resident snapshot (one at least every half second) between any two
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/g.mtrace" -- "$PROGS/rss_merged" 1200 700 >"$TMP/g.out" 2>"$TMP/g.err"
 expect_status "rss_merged: record --rss exit status" $? 0 "$TMP/g.err"
 page merged "$TMP/g.mtrace"
 # what the page answers, against the program's own truth (rss_reconcile.sh checks the analysis itself)
 expect_eq "merged: the page's row 'mapped by the program outside the allocator' is the program's own mapping" \
 	"$(sed -n 's/^# rss_html.py: reconcile //p' "$TMP/merged.tap" | jq '."outside_resident_bytes/last"')" "$(truth outside)"
+# the chart's layers hold each step in order, as [outside, live heap resident]: the small blocks'
+# half left live, the 96 MiB block touched, the program's 64 MiB mapped and touched, 16 MiB of it
+# unmapped, 32 MiB of the block given back
+MiB=$((1 << 20))
+small=$(($(truth live) - 96 * MiB))
+steps="[[0,$small],[0,$(truth live)],[$((64 * MiB)),$(truth live)],[$(truth outside),$(truth live)],[$(truth outside),$(truth live_resident)]]"
+expect_eq "merged: the stacked chart holds each of the program's steps in order (outside, live heap resident)" \
+	"$(sed -n 's/^# rss_html.py: layers //p' "$TMP/merged.tap" | jq -c --argjson want "$steps" '
+		[.outside_resident_bytes, .heap_live_resident_bytes] | transpose as $p
+		| reduce $want[] as $w ({i: 0, seen: []}; (($p[.i:] | index([$w])) as $k
+			| if $k == null then .i = ($p | length) else .i += $k + 1 | .seen += [$w] end))
+		| .seen')" "$steps"
 
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -o "$TMP/o.mtrace" -- "$PROGS/rss_merged" 1200 >"$TMP/o.out" 2>"$TMP/o.err"
 expect_status "rss_merged: record --rss=only exit status" $? 0 "$TMP/o.err"

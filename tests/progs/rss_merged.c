@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * rss_merged [HOLD_MS]: resident memory whose mappings the kernel merged,
+ * rss_merged [HOLD_MS [STEP_MS]]: resident memory whose mappings the kernel merged,
  * with the program's own truth, for --rss's reconciliation
  * (tests/e2e/rss_reconcile.sh).
  *   1. 8000 blocks of 2000 bytes on the main heap, all touched, every other
@@ -21,7 +21,10 @@
  * all touched; M: 1 when /proc/self/maps shows one mapping from its own
  * pages past the hole to the end of malloc's block (what the test is
  * about); K: its RssAnon. It holds HOLD_MS (default 1500) with nothing
- * changing, so a resident snapshot comes after, and exits 0.
+ * changing, so a resident snapshot comes after, and exits 0. With STEP_MS
+ * (default 0) it also holds that long after each of steps 1 to 5, so that
+ * resident snapshots (one at least every half second) come between them
+ * (tests/e2e/rss_html.sh: the parts over time).
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -89,8 +92,9 @@ static int one_mapping(uintptr_t start, uintptr_t end)
 
 int main(int argc, char **argv)
 {
-	long hold_ms = argc > 1 ? atol(argv[1]) : 1500;
+	long hold_ms = argc > 1 ? atol(argv[1]) : 1500, step_ms = argc > 2 ? atol(argv[2]) : 0;
 	struct timespec ts = { hold_ms / 1000, (hold_ms % 1000) * 1000000 };
+	struct timespec step = { step_ms / 1000, (step_ms % 1000) * 1000000 };
 	size_t live = 0, freed = 0;
 	uintptr_t chunk, chunk_end;
 	char line[256], *big, *own;
@@ -111,11 +115,13 @@ int main(int argc, char **argv)
 			live += SMALL;
 		}
 	}
+	nanosleep(&step, NULL);
 	big = malloc(BIG);
 	if (!big)
 		return 1;
 	memset(big, 1, BIG);
 	live += BIG;
+	nanosleep(&step, NULL);
 	/* glibc's mmapped chunk: its header on the page before, its usable
 	 * size 16 bytes short of the pages it maps */
 	chunk = (uintptr_t)big & ~(uintptr_t)4095;
@@ -127,8 +133,10 @@ int main(int argc, char **argv)
 	if (own == MAP_FAILED)
 		return 1;
 	memset(own, 1, OWN);
+	nanosleep(&step, NULL);
 	if (munmap(own + HOLE, HOLE))
 		return 1;
+	nanosleep(&step, NULL);
 	if (madvise((char *)chunk + 4096 + (16ul << 20), DROPPED, MADV_DONTNEED))
 		return 1;
 	merged = one_mapping((uintptr_t)own + 2 * HOLE, chunk_end);

@@ -740,6 +740,116 @@ static void check_observers_agree(uint64_t sample)
 	analysis__free(a);
 }
 
+/* The parts of C as the series has them (no sites, no advice). */
+static void assert_same_parts(const struct analysis_reconcile *c, const struct analysis_reconcile *s)
+{
+	assert_int_equal(s->time_ns, c->time_ns);
+	assert_int_equal(s->resident_anon, c->resident_anon);
+	assert_int_equal(s->rss_anon, c->rss_anon);
+	assert_int_equal(s->heap_known, c->heap_known);
+	assert_int_equal(s->heap_live_resident, c->heap_live_resident);
+	assert_int_equal(s->allocator_free_resident, c->allocator_free_resident);
+	assert_int_equal(s->allocator_resident, c->allocator_resident);
+	assert_int_equal(s->outside_resident, c->outside_resident);
+	assert_int_equal(s->thread_stacks, c->thread_stacks);
+	assert_int_equal(s->file_private, c->file_private);
+	assert_int_equal(s->other, c->other);
+	assert_int_equal(s->heap_live, c->heap_live);
+	assert_int_equal(s->heap_live_not_resident, c->heap_live_not_resident);
+}
+
+/* Every resident snapshot is added up by the one rule, in time order: the
+ * series' last is at_end's figures, the peak's at_peak's. The program maps
+ * 4 pages (2 resident), then a live block of the allocator's fills its
+ * first 3 pages of the heap, then the program unmaps its mapping. Past
+ * REPLAY_RECONCILED_MAX snapshots every other one goes, never the peak's
+ * nor the last. */
+static void test_rss_reconciled_series(void **state)
+{
+	enum { P = 4096 };
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	static const uint64_t frames[] = { 0x401000 };
+	struct trace_stack st = { .id = 3, .nr = 1, .frames = frames };
+	struct trace_vma vm[] = {
+		{ .start = 0x5000, .end = 0x5000 + 8 * P, .kind = TRACE_VMA_HEAP, .nruns = 1 },
+		{ .start = 0x10000000, .end = 0x10000000 + 4 * P, .kind = TRACE_VMA_ANON, .nruns = 1 },
+	};
+	struct trace_page_run rn[] = {
+		{ .start = 0x5000, .end = 0x5000 + 3 * P },
+		{ .start = 0x10000000, .end = 0x10000000 + 2 * P },
+	};
+	struct trace_resident res = { .ts = START + 100, .page_size = P, .nvmas = 2, .nruns = 2, .vmas = vm, .runs = rn };
+	struct trace_map m = { .ts = START + 10, .tid = 7, .call = MT_MAP_MMAP, .stack_id = 3, .ret = 0x10000000,
+			       .a1 = 4 * P, .a2 = 3, .a3 = 0x22 };
+	const struct analysis_rss *rs;
+	struct analysis *a = analysis__new();
+	struct replay *r;
+	size_t n;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_stack(a, &st), 0);
+	/* before the program's mmap: its range made before the trace, the heap free */
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	assert_int_equal(replay__add_map(r, &m), 0);
+	res.ts = START + 200;
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	ev(a, MT_EVENT_ALLOC, 7, START + 250, 0, 0x5010, 3 * P - 16, 0);
+	res.ts = START + 300;
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	m = (struct trace_map){ .ts = START + 350, .tid = 7, .call = MT_MAP_MUNMAP, .a0 = 0x10000000, .a1 = 4 * P };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	res.ts = START + 400;
+	res.nvmas = res.nruns = 1;
+	assert_int_equal(replay__add_resident(r, &res), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	rs = &analysis__trace(a)->rss;
+	assert_int_equal(rs->nresident, 4);
+	assert_int_equal(rs->nreconciled, 4);
+	assert_int_equal(rs->reconciled[0].time_ns, 100);
+	assert_int_equal(rs->reconciled[0].other, 2 * P);
+	assert_int_equal(rs->reconciled[0].outside_resident, 0);
+	assert_int_equal(rs->reconciled[1].other, 0);
+	assert_int_equal(rs->reconciled[1].outside_resident, 2 * P);
+	assert_int_equal(rs->reconciled[1].allocator_free_resident, 3 * P);
+	assert_int_equal(rs->reconciled[2].outside_resident, 2 * P);
+	assert_int_equal(rs->reconciled[2].heap_live_resident, 3 * P - 16);
+	assert_int_equal(rs->reconciled[2].allocator_free_resident, 16);
+	assert_int_equal(rs->reconciled[3].time_ns, 400);
+	assert_int_equal(rs->reconciled[3].outside_resident, 0);
+	assert_int_equal(rs->reconciled[3].resident_anon, 3 * P);
+	for (size_t i = 0; i < rs->nreconciled; i++)
+		assert_null(rs->reconciled[i].advice);
+	assert_same_parts(&rs->at_end, &rs->reconciled[3]);
+	assert_same_parts(&rs->at_peak, &rs->reconciled[0]); /* the first of most resident (5 pages) */
+	analysis__free(a);
+
+	/* past the most kept: the peak (the second) and the last stay */
+	a = analysis__new();
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	res.nvmas = res.nruns = 1;
+	for (size_t i = 0; i < REPLAY_RECONCILED_MAX + 10; i++) {
+		res.nvmas = res.nruns = i == 1 ? 2 : 1;
+		res.ts = START + 1000 * (i + 1);
+		assert_int_equal(replay__add_resident(r, &res), 0);
+	}
+	assert_int_equal(analysis__finish(a), 0);
+	rs = &analysis__trace(a)->rss;
+	n = rs->nreconciled;
+	assert_int_equal(rs->nresident, REPLAY_RECONCILED_MAX + 10);
+	assert_in_range(n, REPLAY_RECONCILED_MAX / 2, REPLAY_RECONCILED_MAX);
+	assert_int_equal(rs->reconciled[1].time_ns, 2000);
+	assert_same_parts(&rs->at_peak, &rs->reconciled[1]);
+	assert_int_equal(rs->reconciled[n - 1].time_ns, 1000 * (REPLAY_RECONCILED_MAX + 10));
+	assert_same_parts(&rs->at_end, &rs->reconciled[n - 1]);
+	for (size_t i = 1; i < n; i++)
+		assert_true(rs->reconciled[i].time_ns > rs->reconciled[i - 1].time_ns);
+	analysis__free(a);
+}
+
 static void test_observers_agree_exact(void **state)
 {
 	check_observers_agree(0);
@@ -760,6 +870,7 @@ int main(void)
 		cmocka_unit_test(test_rss_maps),
 		cmocka_unit_test(test_rss_reconcile),
 		cmocka_unit_test(test_rss_reconcile_merged),
+		cmocka_unit_test(test_rss_reconciled_series),
 		cmocka_unit_test(test_allocator_frames),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),

@@ -100,6 +100,15 @@ struct replay {
 	uint64_t first_brk, brk;
 	struct resident_snapshot res_last, res_peak, res_new; /* --rss: RESIDENT records laid over the heap */
 	struct analysis_map_site *res_sites[2]; /* trace.rss.end's and peak's */
+	struct res_point {                      /* --rss: each snapshot kept, added up at the end */
+		uint64_t ts, resident_anon, heap_live, heap_live_not_resident;
+		bool heap_known;
+		size_t group, ngroups;          /* its groups in res_groups */
+	} *res_points;
+	size_t nres_points, res_points_cap, res_points_peak; /* _peak: res_peak's point */
+	struct resident_group *res_groups;
+	size_t nres_groups, res_groups_cap;
+	struct analysis_reconcile *reconciled;  /* trace.rss.reconciled */
 	struct analysis_map_site *fault_sites;  /* trace.rss.maps.fault_sites */
 	size_t fault_sites_cap;
 	struct analysis_map_site *arena_sites;  /* trace.rss.maps.glibc.arena_sites */
@@ -229,6 +238,9 @@ void replay__free(struct replay *r)
 	free(r->glibc_heaps);
 	free(r->res_sites[0]);
 	free(r->res_sites[1]);
+	free(r->res_points);
+	free(r->res_groups);
+	free(r->reconciled);
 	free(r->maps_now.v);
 	free(r->map_log);
 	free(r->map_sites);
@@ -714,12 +726,60 @@ static int glibc_add(struct replay *r, struct analysis_glibc *g, const struct tr
 	return 0;
 }
 
+/* Halve the snapshots kept for the series: every other one goes, never
+ * the peak's nor the last. */
+static void res_points_thin(struct replay *r)
+{
+	size_t out = 0, g = 0, peak = 0;
+
+	for (size_t i = 0; i < r->nres_points; i++) {
+		struct res_point p = r->res_points[i];
+
+		if (i % 2 && i != r->res_points_peak && i + 1 != r->nres_points)
+			continue;
+		/* G never passes P.group: the groups move down, in order */
+		memmove(&r->res_groups[g], &r->res_groups[p.group], p.ngroups * sizeof(*r->res_groups));
+		if (i == r->res_points_peak)
+			peak = out;
+		p.group = g;
+		r->res_points[out++] = p;
+		g += p.ngroups;
+	}
+	r->nres_points = out;
+	r->nres_groups = g;
+	r->res_points_peak = peak;
+}
+
+/* Keep snapshot S (its sums and its groups) for the series; PEAK: it is
+ * the peak's now. */
+static int res_points_add(struct replay *r, const struct resident_snapshot *s, bool peak)
+{
+	if (r->nres_points >= REPLAY_RECONCILED_MAX || r->nres_groups + s->ngroups > REPLAY_RECONCILED_GROUPS_MAX)
+		res_points_thin(r);
+	if (array_reserve((void **)&r->res_points, &r->res_points_cap, r->nres_points + 1, sizeof(*r->res_points)) ||
+	    array_reserve((void **)&r->res_groups, &r->res_groups_cap, r->nres_groups + s->ngroups + 1,
+			  sizeof(*r->res_groups)))
+		return -ENOMEM;
+	if (s->ngroups)
+		memcpy(&r->res_groups[r->nres_groups], s->groups, s->ngroups * sizeof(*s->groups));
+	if (peak)
+		r->res_points_peak = r->nres_points;
+	r->res_points[r->nres_points++] = (struct res_point){
+		.ts = s->ts, .resident_anon = s->resident_anon, .heap_live = s->heap_live,
+		.heap_live_not_resident = s->heap_live_not_resident, .heap_known = s->heap_known,
+		.group = r->nres_groups, .ngroups = s->ngroups,
+	};
+	r->nres_groups += s->ngroups;
+	return 0;
+}
+
 int replay__add_resident(struct replay *r, const struct trace_resident *res)
 {
 	/* the blocks of a process recorded since it ran are not all known;
 	 * those seen still tell the allocator's mappings */
 	bool known = analysis_heap_known(&r->trace) && !r->trace.attached;
 	struct resident_snapshot t;
+	bool peak;
 	int err;
 
 	err = resident_snapshot__take(&r->res_new, res, r->maps_now.v, r->maps_now.n,
@@ -727,8 +787,11 @@ int replay__add_resident(struct replay *r, const struct trace_resident *res)
 	if (err)
 		return err;
 	r->trace.rss.nresident++;
-	if (!r->res_peak.ts || r->res_new.resident_anon > r->res_peak.resident_anon)
+	peak = !r->res_peak.ts || r->res_new.resident_anon > r->res_peak.resident_anon;
+	if (peak)
 		err = resident_snapshot__copy(&r->res_peak, &r->res_new);
+	if (!err)
+		err = res_points_add(r, &r->res_new, peak);
 	t = r->res_last;
 	r->res_last = r->res_new;
 	r->res_new = t;
@@ -1698,7 +1761,8 @@ static enum holder range_holder(const struct resident_group *g, const struct ana
 	return g->kind == TRACE_VMA_FILE ? HOLD_FILE : HOLD_OTHER;
 }
 
-/* A resident snapshot added up (analysis_reconcile), its mappings named. */
+/* A resident snapshot added up (analysis_reconcile), its mappings named;
+ * with SITES, the program's part by site into *SITES and the advice. */
 static int reconcile(struct replay *r, const struct resident_snapshot *s, struct analysis_reconcile *out,
 		     struct analysis_map_site **sites)
 {
@@ -1722,9 +1786,11 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 			best = d, out->rss_anon = rs->points[i].anon, out->rss_file = rs->points[i].file,
 			out->rss_shmem = rs->points[i].shmem;
 	}
-	*sites = s->ngroups ? calloc(s->ngroups, sizeof(**sites)) : NULL;
-	if (s->ngroups && !*sites)
-		return -ENOMEM;
+	if (sites) {
+		*sites = s->ngroups ? calloc(s->ngroups, sizeof(**sites)) : NULL;
+		if (s->ngroups && !*sites)
+			return -ENOMEM;
+	}
 	for (size_t i = 0; i < s->ngroups; i++) {
 		const struct resident_group *g = &s->groups[i];
 		const struct analysis_frame *site = NULL, *f;
@@ -1740,7 +1806,7 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 			break;
 		case HOLD_PROGRAM:
 			out->outside_resident += rest;
-			if (rest)
+			if (rest && sites)
 				site_add(*sites, &out->nsites, site, rest);
 			break;
 		case HOLD_THREAD_STACK:
@@ -1757,10 +1823,37 @@ static int reconcile(struct replay *r, const struct resident_snapshot *s, struct
 	out->allocator_resident = out->heap_live_resident + out->allocator_free_resident;
 	if (!out->heap_known) /* the allocator's part is not split without every live block */
 		out->heap_live_resident = out->allocator_free_resident = out->heap_live = out->heap_live_not_resident = 0;
+	if (!sites)
+		return 0;
 	if (out->nsites) /* none: *sites is NULL, which qsort may not be given */
 		qsort(*sites, out->nsites, sizeof(**sites), by_map_bytes);
 	out->sites = *sites;
 	return reconcile_advice(r, out);
+}
+
+/* Every snapshot kept, added up by the same rule (trace.rss.reconciled). */
+static int reconcile_series(struct replay *r)
+{
+	int err = 0;
+
+	if (!r->nres_points)
+		return 0;
+	r->reconciled = calloc(r->nres_points, sizeof(*r->reconciled));
+	if (!r->reconciled)
+		return -ENOMEM;
+	for (size_t i = 0; i < r->nres_points && !err; i++) {
+		const struct res_point *p = &r->res_points[i];
+		struct resident_snapshot s = {
+			.ts = p->ts, .resident_anon = p->resident_anon, .heap_live = p->heap_live,
+			.heap_live_not_resident = p->heap_live_not_resident, .heap_known = p->heap_known,
+			.groups = &r->res_groups[p->group], .ngroups = p->ngroups,
+		};
+
+		err = reconcile(r, &s, &r->reconciled[i], NULL);
+	}
+	r->trace.rss.reconciled = r->reconciled;
+	r->trace.rss.nreconciled = r->nres_points;
+	return err;
 }
 
 int replay__finish(struct replay *r)
@@ -1787,6 +1880,8 @@ int replay__finish(struct replay *r)
 		err = reconcile(r, &r->res_last, &r->trace.rss.at_end, &r->res_sites[0]);
 	if (!err)
 		err = reconcile(r, &r->res_peak, &r->trace.rss.at_peak, &r->res_sites[1]);
+	if (!err)
+		err = reconcile_series(r);
 	for (size_t th = 0; th < r->nthreads && !err; th++) {
 		while (!err && r->threads[th].depth)
 			err = zone_close(r, (uint32_t)th, replay__end_ns(r), true);

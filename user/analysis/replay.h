@@ -77,6 +77,8 @@
  *   goes by the kernel's mapping: the allocator's if the part of it between
  *   seen mappings holds a live block or it is [heap], else a stack, a
  *   file's, or the rest.
+ * - --rss: every resident snapshot is added up by that rule (trace.rss's
+ *   at_end, at_peak and the series reconciled: one function for all).
  * - Stack frames: an address resolves through the trace's symbols into one
  *   frame per inlined call; --alloc-fn GLOB makes the innermost frames of
  *   matching functions (and unnamed frames among or inside them) the
@@ -93,6 +95,8 @@
 
 #define REPLAY_NONE UINT32_MAX /* no zone, no name */
 #define REPLAY_MAX_OBSERVERS 8
+#define REPLAY_RECONCILED_MAX 2048            /* --rss: snapshots kept for trace.rss.reconciled */
+#define REPLAY_RECONCILED_GROUPS_MAX (1 << 20) /* ... and their groups together */
 
 /* What the report says about the trace itself. */
 /* --rss: one sample of the target's resident memory. */
@@ -238,6 +242,10 @@ struct analysis_trace {
 		size_t nresident;  /* RESIDENT snapshots seen */
 		struct analysis_reconcile at_end;  /* the last snapshot (the recording's end) */
 		struct analysis_reconcile at_peak; /* the snapshot of most resident anonymous memory */
+		/* the snapshots added up, in time order, without sites or advice: every one up to
+		 * REPLAY_RECONCILED_MAX, past that every other one dropped (never the peak's nor the last) */
+		size_t nreconciled;
+		const struct analysis_reconcile *reconciled;
 	} rss;
 };
 

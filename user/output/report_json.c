@@ -259,6 +259,38 @@ static void rss_reconcile(struct json_out *j, const char *key, const struct anal
 	json_out__end_object(j);
 }
 
+/* Key "reconciled_series": every snapshot kept, added up, as [time_ns,
+ * resident_anon, heap_live_resident, allocator_free_resident,
+ * allocator_resident, outside_resident, thread_stacks, file_private, other,
+ * rss_anon] in bytes (the two of the heap null where it is not known). */
+static void rss_reconciled_series(struct json_out *j, const struct analysis_rss *rs)
+{
+	json_out__key(j, "reconciled_series");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < rs->nreconciled; i++) {
+		const struct analysis_reconcile *c = &rs->reconciled[i];
+
+		json_out__begin_array(j, true);
+		json_out__u64(j, c->time_ns);
+		json_out__u64(j, c->resident_anon);
+		if (c->heap_known) {
+			json_out__u64(j, c->heap_live_resident);
+			json_out__u64(j, c->allocator_free_resident);
+		} else {
+			json_out__null(j);
+			json_out__null(j);
+		}
+		json_out__u64(j, c->allocator_resident);
+		json_out__u64(j, c->outside_resident);
+		json_out__u64(j, c->thread_stacks);
+		json_out__u64(j, c->file_private);
+		json_out__u64(j, c->other);
+		json_out__u64(j, c->rss_anon);
+		json_out__end_array(j);
+	}
+	json_out__end_array(j);
+}
+
 void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 {
 	const struct analysis_rss *rs = &t->rss;
@@ -305,6 +337,7 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 	json_out__key_u64(j, "resident_snapshots", rs->nresident);
 	rss_reconcile(j, "reconciled_last", &rs->at_end);
 	rss_reconcile(j, "reconciled_peak", &rs->at_peak);
+	rss_reconciled_series(j, rs);
 	json_out__end_object(j);
 }
 

@@ -507,7 +507,7 @@ rssViews();
 var resized = 0;
 window.addEventListener('resize', function () {
   clearTimeout(resized);
-  resized = setTimeout(function () { chart(); chartSelection(); histogram(); }, 100);
+  resized = setTimeout(function () { chart(); chartSelection(); histogram(); rssChart(); }, 100);
 });
 if (location.hash === '#selftest') selftest();
 if (html.getAttribute('data-status') === 'loading') html.setAttribute('data-status', 'ok');

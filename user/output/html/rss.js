@@ -18,6 +18,107 @@ var RC_ROWS = [
   ['heap_live_bytes', 'live heap then', 'heap'],
   ['heap_live_not_resident_bytes', 'of it not resident (never touched, swapped)', 'heap']];
 
+/* the parts stacked over time, bottom up: [column of reconciled_series,
+ * row key, label, colour (Okabe-Ito: apart for every colour vision), when] */
+var RC_PARTS = [
+  [2, 'heap_live_resident_bytes', 'live heap on resident pages', '#d55e00', 'heap'],
+  [3, 'allocator_free_resident_bytes', 'held by the allocator, not live', '#e69f00', 'heap'],
+  [4, 'allocator_resident_bytes', 'the allocator\u2019s, live and free', '#d55e00', 'noheap'],
+  [5, 'outside_resident_bytes', 'mapped by the program outside the allocator', '#0072b2'],
+  [6, 'thread_stacks_bytes', 'thread stacks', '#009e73'],
+  [7, 'file_private_bytes', 'files\u2019 private pages', '#cc79a7'],
+  [8, 'other_bytes', 'the rest', '#999999']];
+
+function rcParts(S) {
+  var known = S.length && S[S.length - 1][2] !== null;
+  return RC_PARTS.filter(function (p) { return !((p[4] === 'heap' && !known) || (p[4] === 'noheap' && known)); });
+}
+
+/* the reconciliation of every snapshot kept, its parts stacked, the
+ * kernel's RssAnon dotted over them; hover for a moment's parts */
+function rssChart() {
+  var R = D.rss, S = R && R.reconciled_series, box = $('rss-chart');
+  if (!S || !S.length) {
+    $('rss-chart-sec').hidden = true;
+    return;
+  }
+  var parts = rcParts(S), rs = R.series || [], W = Math.max(box.clientWidth - 2, 320), H = 280;
+  var L = 84, R_ = 16, T = 16, B = 46, i, k, ymax = 1;
+  var tmax = Math.max(S[S.length - 1][0], D.trace.duration_ns || 0, 1);
+  for (i = 0; i < S.length; i++) ymax = Math.max(ymax, S[i][1], S[i][9]);
+  for (i = 0; i < rs.length; i++) ymax = Math.max(ymax, rs[i][1]);
+  var ystep = byteStep(ymax), ytop = Math.ceil(ymax / ystep) * ystep;
+  var x = function (t) { return L + (W - L - R_) * Math.min(t, tmax) / tmax; };
+  var y = function (b) { return T + (H - T - B) * (1 - b / ytop); };
+  box.textContent = '';
+  var svg = sv('svg', { id: 'rss-chart-svg', width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img' });
+  svg.appendChild(sv('title', {}, 'Resident anonymous memory over time, by part'));
+  for (var v = 0; v <= ytop; v += ystep) {
+    svg.appendChild(sv('line', { 'class': 'grid', x1: L, x2: W - R_, y1: y(v), y2: y(v) }));
+    svg.appendChild(sv('text', { x: L - 6, y: y(v) + 4, 'text-anchor': 'end' }, bytes(v)));
+  }
+  var xstep = Math.max(1, nice(tmax / Math.max(2, Math.floor((W - L - R_) / 110))));
+  for (var t = 0; t <= tmax; t += xstep)
+    svg.appendChild(sv('text', { x: x(t), y: H - B + 16, 'text-anchor': x(t) > W - R_ - 30 ? 'end' : 'middle' }, dur(t)));
+  svg.appendChild(sv('text', { x: L + (W - L - R_) / 2, y: H - 8, 'text-anchor': 'middle', 'class': 'axis-title' }, 'time since the trace started'));
+  svg.appendChild(sv('text', { x: 14, y: T + (H - T - B) / 2, 'text-anchor': 'middle', 'class': 'axis-title',
+    transform: 'rotate(-90 14 ' + (T + (H - T - B) / 2) + ')' }, 'resident anon (bytes)'));
+  /* each snapshot holds until the next, the last one until the last sample */
+  var base = S.map(function () { return 0; }), n = S.length;
+  var end = Math.max(x(S[n - 1][0]) + 2, rs.length ? x(rs[rs.length - 1][0]) : 0);
+  parts.forEach(function (p) {
+    var top = S.map(function (s, j) { return base[j] + s[p[0]]; }), d = '', j;
+    for (j = 0; j < S.length; j++) d += (j ? 'H' : 'M') + x(S[j][0]).toFixed(1) + (j ? 'V' : ' ') + y(top[j]).toFixed(1);
+    d += 'H' + end.toFixed(1) + 'V' + y(base[n - 1]).toFixed(1);
+    for (j = n - 1; j > 0; j--) d += 'H' + x(S[j][0]).toFixed(1) + 'V' + y(base[j - 1]).toFixed(1);
+    d += 'H' + x(S[0][0]).toFixed(1);
+    svg.appendChild(sv('path', { 'class': 'rc-part', d: d + 'Z', fill: p[3], 'data-key': p[1],
+      'data-values': S.map(function (s) { return s[p[0]]; }).join(',') }));
+    base = top;
+  });
+  if (rs.length) {
+    var dd = 'M' + x(rs[0][0]).toFixed(1) + ' ' + y(rs[0][1]).toFixed(1);
+    for (k = 1; k < rs.length; k++) dd += 'H' + x(rs[k][0]).toFixed(1) + 'V' + y(rs[k][1]).toFixed(1);
+    svg.appendChild(sv('path', { 'class': 'rc-rss-anon', d: dd }));
+  }
+  svg.appendChild(sv('line', { 'class': 'axis', x1: L, x2: W - R_, y1: H - B, y2: H - B }));
+  svg.appendChild(sv('line', { 'class': 'axis', x1: L, x2: L, y1: T, y2: H - B }));
+  var hl = sv('line', { 'class': 'hover-line', y1: T, y2: H - B, visibility: 'hidden' });
+  svg.appendChild(hl);
+  box.appendChild(svg);
+  var legend = $('rss-legend');
+  function at(j) {
+    var s = S[j];
+    legend.textContent = '';
+    legend.setAttribute('data-index', String(j));
+    legend.appendChild(el('span', 'rc-when', 'Snapshot at ' + dur(s[0]) + ':'));
+    parts.slice().reverse().forEach(function (p) {
+      var it = el('span', 'rc-item');
+      it.setAttribute('data-key', p[1]);
+      it.setAttribute('data-value', String(s[p[0]]));
+      var sw = el('i');
+      sw.style.background = p[3];
+      it.appendChild(sw);
+      it.appendChild(document.createTextNode(p[2] + ' ' + bytes(s[p[0]])));
+      legend.appendChild(it);
+    });
+    var sum = el('span', 'rc-item rc-sum', '= resident anonymous ' + bytes(s[1]) + ' (RssAnon ' + bytes(s[9]) + ')');
+    sum.setAttribute('data-key', 'resident_anon_bytes');
+    sum.setAttribute('data-value', String(s[1]));
+    legend.appendChild(sum);
+  }
+  at(S.length - 1);
+  svg.addEventListener('mousemove', function (e) {
+    var r = svg.getBoundingClientRect(), vx = (e.clientX - r.left) * W / r.width;
+    if (vx < L || vx > W - R_) return;
+    var tt = (vx - L) * tmax / (W - L - R_), lo = 0, hi = S.length - 1;
+    while (lo < hi) { var mid = (lo + hi + 1) >> 1; if (S[mid][0] <= tt) lo = mid; else hi = mid - 1; }
+    hl.setAttribute('x1', vx); hl.setAttribute('x2', vx); hl.setAttribute('visibility', 'visible');
+    at(lo);
+  });
+  svg.addEventListener('mouseleave', function () { hl.setAttribute('visibility', 'hidden'); at(S.length - 1); });
+}
+
 /* a cell of exact bytes: shown rounded, the exact figure in data-value and its title */
 function bytesCell(tr, v, attrs) {
   var td = el('td', 'num', v === null || v === undefined ? '-' : bytes(v));
@@ -78,9 +179,15 @@ function rssReconcile(R) {
   RC_ROWS.forEach(function (r) {
     if ((r[2] === 'heap' && !known) || (r[2] === 'noheap' && known)) return;
     if (r[2] === 'file' && !e.rss_file_bytes && !e.rss_shmem_bytes) return;
-    var tr = el('tr', r[2] === 'sum' ? 'sum' : '');
+    var tr = el('tr', r[2] === 'sum' ? 'sum' : ''), label = el('td', '', r[1]);
     tr.setAttribute('data-key', r[0]);
-    tr.appendChild(el('td', '', r[1]));
+    RC_PARTS.forEach(function (p) {
+      if (p[1] !== r[0]) return;
+      var sw = el('i', 'rc-swatch');
+      sw.style.background = p[3];
+      label.insertBefore(sw, label.firstChild);
+    });
+    tr.appendChild(label);
     cols.forEach(function (c) { bytesCell(tr, c[1][r[0]], { 'data-col': c[0] }); });
     rows.push(tr);
   });
@@ -149,6 +256,7 @@ function rssViews() {
   $('rss-sec').hidden = false;
   rssSamples(R);
   rssReconcile(R);
+  rssChart();
   rssMaps(R);
   rssFaults(R);
 }
