@@ -9,7 +9,10 @@
 # of the kill, named COMM.PID.<UTC time of the kill>.oom.mtrace, 0600;
 # `memtrace report --json` reads it, says at its top that the OOM killer
 # killed it, its top site is grow_step with the bytes the program counted
-# before the kill (plus the step it was writing when killed, at most);
+# before the kill (plus the step it was writing when killed, at most), and
+# it leads with what grew in the last minute: grow_step first, grown by the
+# bytes of the steps the program began in that window (plus the killed
+# one's at most), the limit hit the cgroup's 64 MiB;
 # /metrics has memtrace_oom_kills_total{comm="oom_grow"} 1; the agent's line
 # names the file; / links it and /report?file=NAME serves its report (a
 # name with a slash 400, a symlink 404). Beside it, one copy dies of SIGSEGV (.crash.mtrace,
@@ -18,7 +21,10 @@
 # the default --budget 1, with --rss and files of 1 s in memory, 256 KiB a
 # step (5 s to the limit): the trace is the last two files copied into one
 # (their allocations and bytes together), its RSS series ending near the
-# limit. And `memtrace record -p` of such a target: its report says so.
+# limit, what grew in its last window grow_step's steps begun in it (the
+# program's own clock against the trace's), estimated under --budget, and
+# the sampled first writes within 25% of it. And `memtrace record -p` of
+# such a target: its report says so, and what grew.
 . "$(dirname "$0")/lib.sh"
 
 port=16477
@@ -66,6 +72,24 @@ fi
 # The OOM kills in the cgroup, as the kernel counts them
 oom_kills() {
 	if [ $cgv = v1 ]; then sed -n 's/^oom_kill //p' "$cg/memory.oom_control"; else sed -n 's/^oom_kill //p' "$cg/memory.events"; fi
+}
+# The program's own truth over a trace's last minute: the bytes of the steps
+# OUT says began (before their malloc) at or after the window's start in
+# JSON's clock (last_minute: start_mono_ns + from_ns)
+leaked_in_window() { # OUT JSON STEP_BYTES
+	awk -v from="$(jqr "$2" '.last_minute.start_mono_ns + .last_minute.from_ns')" -v step="$3" \
+		'$1 == "step" && $4 >= from { b += step } END { print b + 0 }' "$1"
+}
+# grown_ok LABEL JSON TRUTH STEP: the last minute's first grown site is
+# grow_step with the program's bytes, plus the step it was killed in at most
+grown_ok() {
+	local got
+	got=$(jqr "$2" '[.last_minute.grown[0].function, .last_minute.grown[0].grown_bytes] | @tsv')
+	if [ "$3" -gt 0 ] && [ "${got%%	*}" = grow_step ] && [ "${got#*	}" -ge "$3" ] && [ "${got#*	}" -le $(($3 + $4)) ]; then
+		ok "$1: the last minute's top growth is grow_step's $(echo "${got#*	}"), the program's $3 plus the step it was killed in at most"
+	else
+		not_ok "$1: the last minute's top growth '$got', want grow_step with $3 to $(($3 + $4))"
+	fi
 }
 # How the agent names it: v1 /memtrace-oom.PID, v2 its path under the v2 mount
 cgname="$cgv ${cg#/sys/fs/cgroup/memory}"
@@ -135,6 +159,14 @@ expect_eq "it says the OOM killer killed it, and the limit hit" "$(jqr "$TMP/oom
 	jqr "$TMP/oom.json" '.trace.stop_reason' | sed 's/^/# /'
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$oomdir/$file" >"$TMP/oom.txt" 2>&1
 expect_eq "... at the top of the text report" "$(head -6 "$TMP/oom.txt" | grep -c 'killed by the OOM killer')" 1
+expect_eq "the text report leads with what grew" "$(head -1 "$TMP/oom.txt" | grep -c '^OOM-killed: what grew in its last minute (')" 1 ||
+	head -3 "$TMP/oom.txt" | sed 's/^/# /'
+expect_eq "... its first site grow_step, the limit the cgroup's" \
+	"$(grep -c '^    1\.  *+[0-9.]* MiB  *+[0-9]* blocks  *grow_step  ' "$TMP/oom.txt")/$(grep -c "^  limit hit: *64.0 MiB (67108864 bytes), memory cgroup $cgname$" "$TMP/oom.txt")" 1/1 ||
+	head -12 "$TMP/oom.txt" | sed 's/^/# /'
+expect_eq "last_minute: an OOM kill, the limit its cgroup's 64 MiB, exact" \
+	"$(jqr "$TMP/oom.json" '[.last_minute.ended_by, .last_minute.memory_limit_bytes, .last_minute.memory_limit_of, .last_minute.estimated] | @tsv')" \
+	"oom_kill	67108864	$cgname	false"
 expect_eq "its top site: grow_step" "$(jqr "$TMP/oom.json" '.sites[0].function')" grow_step
 counted=$(awk '$1 == "step" { b = $3 } END { print b + 0 }' "$TMP/oom.out")
 got=$(site "$TMP/oom.json" grow_step allocated_bytes)
@@ -144,6 +176,8 @@ if [ "$counted" -gt 0 ] && [ "$got" -ge "$counted" ] && [ "$got" -le $((counted 
 else
 	not_ok "grow_step's bytes: $got, want $counted to $((counted + (4 << 20)))"
 fi
+grown_ok "--exact" "$TMP/oom.json" "$(leaked_in_window "$TMP/oom.out" "$TMP/oom.json" $((4 << 20)))" $((4 << 20))
+expect_eq "... in whole blocks, each a step" "$(jqr "$TMP/oom.json" '.last_minute.grown[0] | .grown_bytes == .grown_allocations * 4194304')" true
 expect_eq "named from the held file (its path is gone): grow_step's line" \
 	"$(jqr "$TMP/oom.json" '.sites[0] | "\(.file | split("/") | last):\(.line > 0)"')" "oom_grow.c:true"
 curl -s "$url/metrics" >"$TMP/metrics"
@@ -178,6 +212,9 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$crash" >"$TMP/crash.js
 expect_eq "... says so, its 3 MiB at grow_step" \
 	"$(jqr "$TMP/crash.json" '.trace.stop_reason | startswith("killed by SIGSEGV at ")')/$(site "$TMP/crash.json" grow_step allocated_bytes)" \
 	"true/$((3 << 20))"
+expect_eq "... its last minute: a crash, grow_step's 3 MiB grown, no limit" \
+	"$(jqr "$TMP/crash.json" '[.last_minute.ended_by, .last_minute.grown[0].function, .last_minute.grown[0].grown_bytes, .last_minute.memory_limit_bytes] | @tsv')" \
+	"crash	grow_step	$((3 << 20))	0"
 sleep 1 # the exit's recording ends within its poll
 expect_eq "a target that exits leaves no file: $(ls "$oomdir" | tr '\n' ' ')" "$(ls "$oomdir" | grep -c "\.$exiter\.")" 0
 curl -s "$url/metrics" >"$TMP/metrics"
@@ -200,7 +237,7 @@ agent=
 # some, the older one copied too), its RSS series up to the kill; under
 # --budget the large blocks are exact
 run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--budget 1")
-	local mode=$1 n=$2 v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon who
+	local mode=$1 n=$2 v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon who written step
 	(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom$n.out" 2>&1) &
 	v=$!
 	pids="$pids $v"
@@ -239,6 +276,20 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 			"$(jqr "$TMP/oom$n.json" '.trace.budget.large_allocated_bytes == .totals.allocated_bytes')" true
 	fi
 	expect_eq "$mode --rss: its top site" "$(jqr "$TMP/oom$n.json" '.sites[0].function')" grow_step
+	# a step's block: 256 KiB, or under --budget the large block's usable
+	# size, glibc's mapping of it and its header in whole pages (266240)
+	# less the 16-byte chunk header
+	step=$((256 << 10))
+	[ "$mode" = --exact ] || step=266224
+	grown_ok "$mode --rss" "$TMP/oom$n.json" "$(leaked_in_window "$TMP/oom$n.out" "$TMP/oom$n.json" $step)" $step
+	expect_eq "$mode --rss: the limit hit, $( [ "$mode" = --exact ] && echo exact || echo estimated)" \
+		"$(jqr "$TMP/oom$n.json" '[.last_minute.memory_limit_bytes, .last_minute.memory_limit_of, .last_minute.estimated] | @tsv')" \
+		"67108864	$cgname	$( [ "$mode" = --exact ] && echo false || echo true)"
+	written=$(jqr "$TMP/oom$n.json" '[.last_minute.first_written[] | select(.function == "grow_step") | .bytes] | add // 0')
+	expect_within_pct "$mode --rss: first written in the last minute at grow_step (sampled write faults) against its growth" \
+		"$written" "$(jqr "$TMP/oom$n.json" '.last_minute.grown[0].grown_bytes')" 25
+	expect_eq "$mode --rss: the last minute's RSS series ends where the trace's does" \
+		"$(jqr "$TMP/oom$n.json" '"\(.last_minute.rss_series | length > 5) \(.last_minute.rss_series[-1][1] == .rss.last.anon_bytes)"')" "true true"
 	anon=$(jqr "$TMP/oom$n.json" '.rss.last.anon_bytes // 0')
 	if [ "$anon" -ge $((40 << 20)) ] && [ "$anon" -le $((64 << 20)) ]; then ok "$mode --rss: its RSS series ends near the 64 MiB limit: anon $anon"; else not_ok "$mode --rss: its RSS series' last anon: $anon, want 40 to 64 MiB"; fi
 	kill -INT "$agent"
@@ -276,4 +327,7 @@ expect_status "record -p of a target OOM-killed: exit status" $? 0 "$TMP/rec.err
 expect_eq "... it says so on stderr" "$(grep -c "^memtrace: PID $v (oom_grow) was killed by the OOM killer at .*, its memory cgroup ($cgname) limited to 64.0 MiB$" "$TMP/rec.err")" 1
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/rec.mtrace" >"$TMP/rec.txt" 2>&1
 expect_eq "... and its report at the top" "$(head -6 "$TMP/rec.txt" | grep -c '^  killed by the OOM killer at .* limited to 64.0 MiB$')" 1 || head -8 "$TMP/rec.txt" | sed 's/^/# /'
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$TMP/rec.mtrace" >"$TMP/rec.json" 2>/dev/null
+grown_ok "record -p" "$TMP/rec.json" "$(leaked_in_window "$TMP/oom4.out" "$TMP/rec.json" $((4 << 20)))" $((4 << 20))
+expect_eq "record -p: the limit hit" "$(jqr "$TMP/rec.json" '[.last_minute.memory_limit_bytes, .last_minute.memory_limit_of] | @tsv')" "67108864	$cgname"
 finish

@@ -3,8 +3,10 @@
  * Grows until the OOM killer ends it, for tests/e2e/agent_oom.sh: waits for
  * SIGUSR1 (30 s at most: its recorder attaches first), then grow_step()
  * allocates STEP_KIB KiB and writes every page of it, every 20 ms, up to
- * MAX_STEPS steps. After each whole step it prints "step N BYTES" (the
- * bytes it allocated so far), so a test knows what it had before the kill.
+ * MAX_STEPS steps. After each whole step it prints "step N BYTES T" (the
+ * bytes it allocated so far; T the step's start, CLOCK_MONOTONIC ns, taken
+ * before its malloc), so a test knows what it had before the kill, and
+ * when.
  * Past MAX_STEPS it exits 0, or with "segv" writes through a null pointer.
  *
  * usage: oom_grow STEP_KIB MAX_STEPS [segv]
@@ -48,10 +50,13 @@ int main(int argc, char **argv)
 	if (sigtimedwait(&usr1, NULL, &wait) != SIGUSR1)
 		return 2;
 	for (long i = 1; i <= max; i++) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
 		if (!grow_step(step))
 			return 3;
 		total += step;
-		printf("step %ld %llu\n", i, total);
+		printf("step %ld %llu %llu\n", i, total, (unsigned long long)t.tv_sec * 1000000000ull + (unsigned long long)t.tv_nsec);
 		fflush(stdout);
 		nanosleep(&gap, NULL);
 	}

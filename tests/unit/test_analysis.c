@@ -608,6 +608,7 @@ static const char tiny_json[] =
 	"    \"stop_reason\": null,\n"
 	"    \"budget\": null\n"
 	"  },\n"
+	"  \"last_minute\": null,\n"
 	"  \"totals\": {\n"
 	"    \"allocations\": 2,\n"
 	"    \"frees\": 1,\n"

@@ -162,8 +162,9 @@ static int fmt_drops(void *ctx, const struct trace_drops *d)
 
 static int fmt_end(void *ctx, const struct trace_end *e)
 {
-	lines_add(ctx, "end mono=%" PRIu64 " events=%" PRIu64 " dropped=%" PRIu64 " exit=%d flags=%u reason=[%s]",
-		  e->end_mono_ns, e->events, e->dropped, e->exit_status, e->flags, s_or(e->stop_reason));
+	lines_add(ctx, "end mono=%" PRIu64 " events=%" PRIu64 " dropped=%" PRIu64 " exit=%d flags=%u reason=[%s] limit=%" PRIu64 " of=[%s]",
+		  e->end_mono_ns, e->events, e->dropped, e->exit_status, e->flags, s_or(e->stop_reason), e->memory_limit,
+		  s_or(e->memory_limit_of));
 	return 0;
 }
 
@@ -487,6 +488,8 @@ static const struct trace_end sample_end = {
 	.exit_status = 256,
 	.flags = TRACE_END_TARGET_EXITED | TRACE_END_CREDS_CHANGED,
 	.stop_reason = "stopped recording PID 42: it changed credentials (setuid exec of passwd)",
+	.memory_limit = 67108864,
+	.memory_limit_of = "v1 /memtrace-oom.1",
 };
 
 /* Write the sample trace to PATH; S gets what a reader must see. */
@@ -1449,8 +1452,8 @@ static void test_skips_unknown(void **state)
 	pn = 0;
 	pl[pn++] = 9, pl[pn++] = 2, pl[pn++] = 0, pl[pn++] = 1, pl[pn++] = 0;
 	rl = put_rec(raw, TRACE_REC_END, pl, pn);
-	/* no stop_reason field: an earlier writer's END reads as NULL */
-	lines_add(&want, "end mono=9 events=2 dropped=0 exit=-1 flags=0 reason=[(null)]");
+	/* no stop_reason or limit field: an earlier writer's END reads as NULL */
+	lines_add(&want, "end mono=9 events=2 dropped=0 exit=-1 flags=0 reason=[(null)] limit=0 of=[(null)]");
 	rewrite_chunk(file, &len, hdr, 2, raw, rl, 1, TRACE_CHUNK_END);
 	file_store(path, file, len);
 	expect_read(path, 0, false, NULL, &want, want.n);

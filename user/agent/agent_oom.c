@@ -412,8 +412,8 @@ static int copy_file(struct oom_copy *c, int dirfd, const char *name, bool meta_
 /* T's last files into OUTFD/NAME; 0 or -errno, and nothing left behind
  * on failure. Written as .NAME.part, then renamed (never over a file): a
  * reader that sees NAME sees it whole. */
-static int write_death_trace(struct agent_target *t, int outfd, const char *name, const char *reason, int status,
-			     uint32_t flag, uint64_t death_mono_ns)
+static int write_death_trace(struct agent_target *t, int outfd, const char *name, const struct trace_end *how,
+			     uint64_t death_mono_ns)
 {
 	struct oom_copy c = { .fd = -1 };
 	char *names[2] = { NULL, NULL }, part[NAME_MAX + 8];
@@ -451,9 +451,11 @@ static int write_death_trace(struct agent_target *t, int outfd, const char *name
 	if (!err) {
 		c.end.events = c.events;
 		c.end.dropped = c.dropped;
-		c.end.exit_status = status;
-		c.end.flags |= TRACE_END_TARGET_EXITED | flag;
-		c.end.stop_reason = reason;
+		c.end.exit_status = how->exit_status;
+		c.end.flags |= TRACE_END_TARGET_EXITED | how->flags;
+		c.end.stop_reason = how->stop_reason;
+		c.end.memory_limit = how->memory_limit;
+		c.end.memory_limit_of = how->memory_limit_of;
 		err = trace_writer__close(c.w, &c.end);
 		c.w = NULL;
 		if (!err && renameat2(outfd, part, outfd, name, RENAME_NOREPLACE))
@@ -596,7 +598,8 @@ void agent_target_died(struct agent_target *t)
 {
 	struct agent *a = t->agent;
 	struct exit_info e;
-	char reason[PATH_MAX], name[NAME_MAX + 1], when[32];
+	char reason[PATH_MAX], name[NAME_MAX + 1], when[32], limit_of[PATH_MAX];
+	struct trace_end how;
 	time_t sec;
 	struct tm tm;
 	bool oom;
@@ -619,8 +622,13 @@ void agent_target_died(struct agent_target *t)
 	gmtime_r(&sec, &tm);
 	strftime(when, sizeof(when), "%Y%m%dT%H%M%SZ", &tm);
 	snprintf(name, sizeof(name), "%s.%s.%s.mtrace", agent_trace_base(t), when, oom ? "oom" : "crash");
-	err = write_death_trace(t, a->oom_dirfd, name, reason, e.status, oom ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED,
-				e.death_mono_ns);
+	how = (struct trace_end){ .exit_status = e.status, .flags = oom ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED,
+				  .stop_reason = reason };
+	if (oom) {
+		exit_watch_limit(t->memcg, &how.memory_limit, limit_of, sizeof(limit_of));
+		how.memory_limit_of = how.memory_limit ? limit_of : NULL;
+	}
+	err = write_death_trace(t, a->oom_dirfd, name, &how, e.death_mono_ns);
 	if (!err)
 		prune_kept(a);
 	if (err)

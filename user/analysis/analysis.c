@@ -11,6 +11,7 @@
 #include "arena.h"
 #include "marks.h"
 #include "peak_share.h"
+#include "recent.h"
 #include "replay.h"
 #include "sites.h"
 #include "util.h"
@@ -38,6 +39,7 @@ struct analysis {
 	size_t nstacks, stacks_cap;
 	struct analysis_site *sites;
 	size_t nsites;
+	struct recent *recent; /* the live heap's changes by stack, for the last minute's */
 	bool finished;
 };
 
@@ -70,6 +72,11 @@ static inline void stack__touch(struct stack *s, uint64_t epoch)
 	s->pub.figures.peak_bytes = s->peak.peak_bytes;
 }
 
+static inline uint64_t since_start(const struct replay *r, uint64_t ts)
+{
+	return ts > replay__start_ns(r) ? ts - replay__start_ns(r) : 0;
+}
+
 static int sites_alloc(void *ctx, const struct replay *r, const struct replay_block *b)
 {
 	struct analysis *a = ctx;
@@ -86,7 +93,7 @@ static int sites_alloc(void *ctx, const struct replay *r, const struct replay_bl
 		s->pub.figures.exact_allocations += b->count;
 		s->pub.figures.exact_bytes += b->bytes;
 	}
-	return 0;
+	return recent__add(a->recent, since_start(r, b->ts), b->stack, (int64_t)b->bytes, (int64_t)b->count);
 }
 
 static int sites_free(void *ctx, const struct replay *r, const struct replay_block *b,
@@ -102,7 +109,9 @@ static int sites_free(void *ctx, const struct replay *r, const struct replay_blo
 	stack__touch(s, b->peak_epoch);
 	s->peak.live_bytes -= b->bytes;
 	s->live_allocs -= b->count;
-	return 0;
+	/* now: the free's time, the latest the engine has seen */
+	return recent__add(a->recent, since_start(r, replay__end_ns(r)), b->stack, -(int64_t)b->bytes,
+			   -(int64_t)b->count);
 }
 
 static int sites_finish(void *ctx, const struct replay *r);
@@ -120,8 +129,8 @@ struct analysis *analysis__new(void)
 	if (!a)
 		return NULL;
 	a->r = replay__new();
-	if (!a->r || replay__observe(a->r, &sites_ops, a) || !(a->marks = marks__new(a->r)) ||
-	    !stack__get(a, 0)) {
+	if (!a->r || !(a->recent = recent__new()) || replay__observe(a->r, &sites_ops, a) ||
+	    !(a->marks = marks__new(a->r)) || !stack__get(a, 0)) {
 		analysis__free(a);
 		errno = ENOMEM;
 		return NULL;
@@ -136,6 +145,7 @@ void analysis__free(struct analysis *a)
 	sites__free(a->sites, a->nsites);
 	free(a->stacks);
 	marks__free(a->marks);
+	recent__free(a->recent);
 	replay__free(a->r);
 	arena__free(&a->arena);
 	free(a);
@@ -182,6 +192,20 @@ void analysis_figures__add(struct analysis_figures *sum, const struct analysis_f
 	 * window is left out */
 	sum->var_allocations += f->var_allocations;
 	sum->var_bytes += f->var_bytes;
+	sum->recent_bytes += f->recent_bytes;
+	sum->recent_allocations += f->recent_allocations;
+}
+
+/* A stack's change over the last minute (recent__sums). */
+static int settle_recent(void *ctx, uint32_t stack, int64_t bytes, int64_t count)
+{
+	struct analysis *a = ctx;
+
+	if (stack < a->nstacks) {
+		a->stacks[stack].pub.figures.recent_bytes = bytes;
+		a->stacks[stack].pub.figures.recent_allocations = count;
+	}
+	return 0;
 }
 
 /* Settle each stack's end-of-trace figures and symbolize the stacks that
@@ -222,7 +246,9 @@ static int sites_finish(void *ctx, const struct replay *r)
 	if (!by)
 		return -ENOMEM;
 	errno = 0;
-	err = analysis__settle_stacks(a, by, &n);
+	err = recent__sums(a->recent, replay__trace(r)->duration_ns, &(uint64_t){ 0 }, settle_recent, a);
+	if (!err)
+		err = analysis__settle_stacks(a, by, &n);
 	if (!err)
 		err = sites__group(&a->arena, by, n, &a->sites, &a->nsites);
 	free(by);

@@ -21,6 +21,10 @@
  *   in one pass).
  * - Sites are ranked by allocated bytes (ties: more calls, then name); a
  *   site's stacks the same way (ties: stack id).
+ * - What grew in the last minute (recent_bytes): a block allocated in the
+ *   window adds its bytes at the time of its allocation, a live block freed
+ *   in it (or replaced) takes them away at the time of the free, whenever
+ *   it was allocated; frees of blocks the trace never saw take nothing.
  */
 #ifndef MEMTRACE_ANALYSIS_H
 #define MEMTRACE_ANALYSIS_H
@@ -46,6 +50,10 @@ struct analysis_figures {
 	 * (exact); and the variance of the rest's estimate (replay.h) */
 	uint64_t exact_allocations, exact_bytes;
 	double var_allocations, var_bytes;
+	/* the live heap's change over the trace's last minute (recent.h's
+	 * window, trace.recent_from_ns on): allocated there less freed there,
+	 * as the engine counts them (estimates where the trace's are) */
+	int64_t recent_bytes, recent_allocations;
 };
 
 /* SUM += F, field by field. */

@@ -10,6 +10,7 @@
 #include "replay.h"
 #include "arena.h"
 #include "live_table.h"
+#include "recent.h"
 #include "resident.h"
 #include "strtab.h"
 #include "trace_reader.h"
@@ -111,6 +112,8 @@ struct replay {
 	struct analysis_reconcile *reconciled;  /* trace.rss.reconciled */
 	struct analysis_map_site *fault_sites;  /* trace.rss.maps.fault_sites */
 	size_t fault_sites_cap;
+	struct analysis_map_site *recent_fault_sites; /* trace.rss.maps.recent_fault_sites */
+	size_t recent_fault_sites_cap;
 	struct analysis_map_site *arena_sites;  /* trace.rss.maps.glibc.arena_sites */
 	size_t arena_sites_cap;
 	struct glibc_heap {                     /* glibc's non-main heaps: their size now */
@@ -234,6 +237,7 @@ void replay__free(struct replay *r)
 	resident_snapshot__free(&r->res_peak);
 	resident_snapshot__free(&r->res_new);
 	free(r->fault_sites);
+	free(r->recent_fault_sites);
 	free(r->arena_sites);
 	free(r->glibc_heaps);
 	free(r->res_sites[0]);
@@ -329,6 +333,7 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.budget.large_bytes = m->budget_ppm ? m->large_bytes : 0;
 	r->meta_flags = m->flags;
 	r->start_mono_ns = m->start_mono_ns;
+	r->trace.start_mono_ns = m->start_mono_ns;
 	r->start_real_ns = m->start_real_ns;
 	if (err)
 		return err;
@@ -639,14 +644,22 @@ static int site_add_grow(struct analysis_map_site **v, size_t *n, size_t *cap, c
 	return err;
 }
 
-/* One sampled write fault of BYTES by STACK's site. */
-static int fault_add(struct replay *r, uint32_t stack, uint64_t bytes)
+/* One sampled write fault of BYTES by STACK's site at TS; in the last
+ * minute's list too when it was in it. */
+static int fault_add(struct replay *r, uint32_t stack, uint64_t bytes, uint64_t ts)
 {
 	struct analysis_maps *mp = &r->trace.rss.maps;
-	int err = site_add_grow(&r->fault_sites, &mp->nfault_sites, &r->fault_sites_cap, site_past_libc(r, stack), bytes);
+	const struct analysis_frame *site = site_past_libc(r, stack);
+	int err = site_add_grow(&r->fault_sites, &mp->nfault_sites, &r->fault_sites_cap, site, bytes);
 
 	mp->fault_bytes += bytes;
 	mp->fault_sites = r->fault_sites;
+	if (!err && ts >= r->start_mono_ns + r->trace.recent_from_ns) {
+		err = site_add_grow(&r->recent_fault_sites, &mp->nrecent_fault_sites, &r->recent_fault_sites_cap, site,
+				    bytes);
+		mp->recent_fault_bytes += bytes;
+		mp->recent_fault_sites = r->recent_fault_sites;
+	}
 	return err;
 }
 
@@ -892,7 +905,7 @@ static int apply_map(struct replay *r, struct map_table *t, const struct trace_m
 		return 0;
 	case MT_MAP_FAULT:
 		if (mp && named)
-			return fault_add(r, stack, m->a1);
+			return fault_add(r, stack, m->a1, m->ts);
 		return 0;
 	default:
 		if (mp && named && m->call >= MT_MAP_ARENA_NEW && m->call < MT_MAP_NR_CALLS)
@@ -907,9 +920,13 @@ int replay__set_end(struct replay *r, const struct trace_end *e)
 
 	r->trace.ended = true;
 	r->trace.target_exited = e->flags & TRACE_END_TARGET_EXITED;
+	r->trace.end_flags = e->flags;
+	r->trace.memory_limit = e->memory_limit;
+	if (e->memory_limit_of)
+		r->trace.memory_limit_of = arena__strdup(&r->arena, e->memory_limit_of, &err);
 	r->end_mono_ns = e->end_mono_ns;
 	r->end_dropped = e->dropped;
-	if (e->stop_reason)
+	if (!err && e->stop_reason)
 		r->trace.stop_reason = arena__strdup(&r->arena, e->stop_reason, &err);
 	return err;
 }
@@ -1866,6 +1883,8 @@ int replay__finish(struct replay *r)
 	if (r->finished)
 		return 0;
 	r->finished = true;
+	r->trace.duration_ns = start && end > start ? end - start : 0;
+	r->trace.recent_from_ns = recent_window_from(r->trace.duration_ns);
 	/* --rss: the calls that map memory are accounted now, their stacks
 	 * named (the symbols come last in a trace) */
 	for (size_t i = 0; i < r->nmap_log && !err; i++)
@@ -1874,6 +1893,9 @@ int replay__finish(struct replay *r)
 		err = group_map_sites(r);
 	if (!err && r->trace.rss.maps.nfault_sites)
 		qsort(r->fault_sites, r->trace.rss.maps.nfault_sites, sizeof(*r->fault_sites), by_map_bytes);
+	if (!err && r->trace.rss.maps.nrecent_fault_sites)
+		qsort(r->recent_fault_sites, r->trace.rss.maps.nrecent_fault_sites, sizeof(*r->recent_fault_sites),
+		      by_map_bytes);
 	if (!err && r->trace.rss.maps.glibc.narena_sites)
 		qsort(r->arena_sites, r->trace.rss.maps.glibc.narena_sites, sizeof(*r->arena_sites), by_map_bytes);
 	if (!err)

@@ -171,6 +171,10 @@ struct analysis_maps {
 	uint64_t fault_bytes;         /* the samples' bytes summed: an estimate */
 	size_t nfault_sites;          /* by the site of the faulting code (past libc's own), most first */
 	const struct analysis_map_site *fault_sites; /* bytes: estimate; mappings: samples */
+	/* ... of them, those in the trace's last minute (trace.recent_from_ns on) */
+	uint64_t recent_fault_bytes;
+	size_t nrecent_fault_sites;
+	const struct analysis_map_site *recent_fault_sites;
 };
 
 /* --rss: the target's resident anonymous memory at one moment, added up
@@ -212,6 +216,11 @@ struct analysis_trace {
 	bool partial;
 	const char *problem;   /* why it is partial; NULL if not */
 	const char *stop_reason; /* why recording stopped early; NULL if it did not */
+	uint32_t end_flags;    /* END's TRACE_END_*; 0 without an END */
+	uint64_t memory_limit; /* TRACE_END_OOM_KILLED: the limit the kill enforced, bytes; 0: not known */
+	const char *memory_limit_of; /* whose: "v1 /PATH", "v2 /PATH" (a memory cgroup), "host"; NULL */
+	uint64_t recent_from_ns; /* the last minute (recent.h's window): from here to duration_ns */
+	uint64_t start_mono_ns;  /* META's: CLOCK_MONOTONIC at the start, what every *_ns above is after */
 	/* --budget (budget_ppm > 0): the probes lived in windows */
 	struct analysis_budget {
 		uint64_t budget_ppm;    /* the budget, millionths of the target's work */

@@ -32,6 +32,10 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t);
 /* KEY: one --rss sample as an object (time_ns, resident_bytes, anon_bytes,
  * file_bytes, shmem_bytes, heap_bytes), on one line. */
 void report_json__rss_point(struct json_out *j, const char *key, const struct analysis_rss_point *p);
+/* Key "last_minute": a trace that ended in an OOM kill or a crash, what
+ * grew in its last minute (the first TOP sites, 0: all; docs/contract.md),
+ * or null. */
+void report_json__last_minute(struct json_out *j, const struct analysis *a, unsigned int top);
 void report_json__zones(struct json_out *j, const struct marks *m);
 void report_json__pools(struct json_out *j, const struct marks *m);
 void report_json__threads(struct json_out *j, const struct marks *m);

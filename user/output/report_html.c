@@ -132,6 +132,7 @@ static int data_write(FILE *f, struct analysis *a, const struct heap_series *s,
 	json_out__init(&j, f);
 	json_out__begin_object(&j, false);
 	report_json__trace(&j, analysis__trace(a));
+	report_json__last_minute(&j, a, 5);
 	report_json__totals(&j, analysis__totals(a));
 	report_json__rss(&j, analysis__trace(a));
 	data_series(&j, s);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 {
@@ -602,6 +603,83 @@ static void report_json__inproc(struct json_out *j, const struct marks *m)
 	report_json__threads(j, m);
 }
 
+/* The sites whose live heap grew in the last minute, into BY (room for
+ * every site), most first (ties: more allocated bytes, then name); their
+ * count. */
+static int grown_cmp(const void *px, const void *py)
+{
+	const struct analysis_site *x = *(const struct analysis_site *const *)px;
+	const struct analysis_site *y = *(const struct analysis_site *const *)py;
+
+	if (x->figures.recent_bytes != y->figures.recent_bytes)
+		return x->figures.recent_bytes > y->figures.recent_bytes ? -1 : 1;
+	if (x->figures.allocated_bytes != y->figures.allocated_bytes)
+		return x->figures.allocated_bytes > y->figures.allocated_bytes ? -1 : 1;
+	return strcmp(x->name, y->name);
+}
+
+void report_json__last_minute(struct json_out *j, const struct analysis *a, unsigned int top)
+{
+	const struct analysis_trace *t = analysis__trace(a);
+	const struct analysis_maps *mp = &t->rss.maps;
+	const struct analysis_site *sites, **by;
+	size_t n, ngrown = 0;
+
+	json_out__key(j, "last_minute");
+	if (!(t->end_flags & (TRACE_END_OOM_KILLED | TRACE_END_CRASHED))) {
+		json_out__null(j);
+		return;
+	}
+	sites = analysis__sites(a, &n);
+	by = malloc((n ? n : 1) * sizeof(*by));
+	for (size_t i = 0; by && i < n; i++)
+		if (sites[i].figures.recent_bytes > 0)
+			by[ngrown++] = &sites[i];
+	if (ngrown)
+		qsort(by, ngrown, sizeof(*by), grown_cmp);
+	if (top && ngrown > top)
+		ngrown = top;
+	json_out__begin_object(j, false);
+	json_out__key_string(j, "ended_by", t->end_flags & TRACE_END_OOM_KILLED ? "oom_kill" : "crash");
+	json_out__key_u64(j, "start_mono_ns", t->start_mono_ns);
+	json_out__key_u64(j, "from_ns", t->recent_from_ns);
+	json_out__key_u64(j, "to_ns", t->duration_ns);
+	json_out__key_u64(j, "memory_limit_bytes", t->memory_limit);
+	json_out__key_string(j, "memory_limit_of", t->memory_limit_of);
+	json_out__key_bool(j, "estimated", !analysis_heap_known(t));
+	json_out__key(j, "grown");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < ngrown; i++) {
+		json_out__begin_object(j, true);
+		report_json__site_keys(j, by[i]->name, by[i]->function, by[i]->file, by[i]->line, by[i]->module);
+		json_out__key_i64(j, "grown_bytes", by[i]->figures.recent_bytes);
+		json_out__key_i64(j, "grown_allocations", by[i]->figures.recent_allocations);
+		json_out__end_object(j);
+	}
+	json_out__end_array(j);
+	free(by);
+	json_out__key_u64(j, "first_written_bytes", mp->recent_fault_bytes);
+	map_sites(j, "first_written", mp->recent_fault_sites,
+		  top && mp->nrecent_fault_sites > top ? top : mp->nrecent_fault_sites, "samples");
+	json_out__key(j, "rss_series");
+	json_out__begin_array(j, false);
+	for (size_t i = 0; i < t->rss.npoints; i++) {
+		const struct analysis_rss_point *p = &t->rss.points[i];
+
+		if (p->time_ns < t->recent_from_ns)
+			continue;
+		json_out__begin_array(j, true);
+		json_out__u64(j, p->time_ns);
+		json_out__u64(j, p->anon);
+		json_out__u64(j, p->file);
+		json_out__u64(j, p->shmem);
+		json_out__u64(j, p->heap_bytes);
+		json_out__end_array(j);
+	}
+	json_out__end_array(j);
+	json_out__end_object(j);
+}
+
 int report_json__write(FILE *f, const struct analysis *a, unsigned int top)
 {
 	const struct analysis_site *sites;
@@ -614,6 +692,7 @@ int report_json__write(FILE *f, const struct analysis *a, unsigned int top)
 	json_out__begin_object(&j, false);
 	json_out__key_u64(&j, "format", MEMTRACE_JSON_FORMAT);
 	report_json__trace(&j, analysis__trace(a));
+	report_json__last_minute(&j, a, top);
 	report_json__totals(&j, analysis__totals(a));
 	report_json__rss(&j, analysis__trace(a));
 	sites = analysis__sites(a, &n);

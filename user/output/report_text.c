@@ -450,7 +450,7 @@ static void report_text__summary(FILE *f, const struct analysis *a)
 	fmt_duration(d, sizeof(d), t->duration_ns);
 	fprintf(f, "  %-17s %s%s\n", "duration:", d,
 		t->target_exited ? " (until the target exited)" : "");
-	if (t->stop_reason)
+	if (t->stop_reason && !(t->end_flags & (TRACE_END_OOM_KILLED | TRACE_END_CRASHED))) /* else said first */
 		fprintf(f, "  %s\n", t->stop_reason);
 	fprintf(f, "  %-17s %" PRIu64 " calls, ", "allocations:", tot->allocations);
 	print_bytes(f, tot->allocated_bytes);
@@ -609,6 +609,28 @@ static void describe_long_lived(FILE *f, const struct analysis_figures *fig)
 static const struct ranking long_lived = { "Long-lived (outlived their window's tail: estimates, not leaks)",
 					   value_leaked, describe_long_lived, columns_leaked, 3, 2 };
 
+/* A death's last minute: the live heap's growth by site. */
+static uint64_t value_grown(const struct analysis_figures *f)
+{
+	return f->recent_bytes > 0 ? (uint64_t)f->recent_bytes : 0;
+}
+
+static void describe_grown(FILE *f, const struct analysis_figures *fig)
+{
+	fprintf(f, "+");
+	print_bytes(f, value_grown(fig));
+	fprintf(f, " live in %+" PRId64 " block%s\n", fig->recent_allocations, plural((uint64_t)llabs(fig->recent_allocations)));
+}
+
+static void columns_grown(const struct analysis_figures *fig, char *a, char *b, size_t cap)
+{
+	a[0] = '+';
+	fmt_bytes(a + 1, 31, value_grown(fig));
+	snprintf(b, cap, "%+" PRId64 " block%s", fig->recent_allocations, plural((uint64_t)llabs(fig->recent_allocations)));
+}
+
+static const struct ranking grown = { NULL, value_grown, describe_grown, columns_grown, 1, 1 };
+
 static void print_frame(FILE *f, size_t i, const struct analysis_frame *fr)
 {
 	const char *base;
@@ -719,7 +741,8 @@ static void report_text__ranking(FILE *f, const struct analysis *a, const struct
 			by[n++] = &sites[i];
 	qsort_r(by, n, sizeof(*by), rank_cmp, (void *)r);
 
-	fprintf(f, "\n%s\n", r->title);
+	if (r->title)
+		fprintf(f, "\n%s\n", r->title);
 	if (!n)
 		fprintf(f, "  (none)\n");
 	for (i = 0; i < n && i < top; i++)
@@ -898,6 +921,92 @@ static void report_text__marks(FILE *f, const struct analysis *a, unsigned int t
 	report_text__threads(f, m);
 }
 
+#define DEATH_RSS_ROWS 12 /* the RSS series up to a death, thinned to this many rows */
+
+/* --rss: resident memory over the last minute up to the death, at most
+ * DEATH_RSS_ROWS rows evenly spread, the last always among them. */
+static void death_rss(FILE *f, const struct analysis_trace *t, bool heap)
+{
+	const struct analysis_rss *rs = &t->rss;
+	size_t first = 0, n;
+	char c[4][32], when[32];
+
+	while (first < rs->npoints && rs->points[first].time_ns < t->recent_from_ns)
+		first++;
+	n = rs->npoints - first;
+	if (!n)
+		return;
+	fprintf(f, "  resident memory up to the end (--rss: %zu samples in the last minute%s):\n", n,
+		n > DEATH_RSS_ROWS ? ", some shown" : "");
+	fprintf(f, "    %10s %11s %11s %11s\n", "before end", "resident", "anon", heap ? "live heap" : "");
+	for (size_t k = 0; k < n; k++) {
+		const struct analysis_rss_point *p = &rs->points[first + k];
+
+		/* row k is shown when it starts a new share of the N, or is the last */
+		if (k + 1 < n && k * DEATH_RSS_ROWS / n == (k + 1) * DEATH_RSS_ROWS / n)
+			continue;
+		fmt_duration(when, sizeof(when), t->duration_ns > p->time_ns ? t->duration_ns - p->time_ns : 0);
+		fmt_bytes(c[0], sizeof(c[0]), p->anon + p->file + p->shmem);
+		fmt_bytes(c[1], sizeof(c[1]), p->anon);
+		fmt_bytes(c[2], sizeof(c[2]), p->heap_bytes);
+		fprintf(f, "    %10s %11s %11s %11s\n", when, c[0], c[1], heap ? c[2] : "");
+	}
+}
+
+/* A trace that ended in an OOM kill or a crash leads with what grew in its
+ * last minute: the limit hit, the live heap's growth by site, what was
+ * first written (--rss), resident memory up to the end. */
+static void report_text__death(FILE *f, const struct analysis *a, unsigned int top, const struct analysis_site **by)
+{
+	const struct analysis_trace *t = analysis__trace(a);
+	const struct analysis_maps *mp = &t->rss.maps;
+	bool estimated = !analysis_heap_known(t);
+	char from[32], to[32];
+
+	fmt_duration(from, sizeof(from), t->recent_from_ns);
+	fmt_duration(to, sizeof(to), t->duration_ns);
+	fprintf(f, "%s: what grew in its last minute (", t->end_flags & TRACE_END_OOM_KILLED ? "OOM-killed" : "Crashed");
+	if (t->recent_from_ns)
+		fprintf(f, "the trace's %s to %s)\n", from, to);
+	else
+		fprintf(f, "the whole trace, %s)\n", to);
+	if (t->stop_reason)
+		fprintf(f, "  %s\n", t->stop_reason);
+	if (t->end_flags & TRACE_END_OOM_KILLED) {
+		fprintf(f, "  limit hit:        ");
+		if (t->memory_limit) {
+			bool host = t->memory_limit_of && !strcmp(t->memory_limit_of, "host");
+
+			print_bytes(f, t->memory_limit);
+			fprintf(f, ", %s%s\n", host ? "the host's memory (MemTotal)" : "memory cgroup ",
+				host ? "" : t->memory_limit_of ? t->memory_limit_of : "?");
+		} else {
+			fprintf(f, "not known\n");
+		}
+	}
+	if (!t->no_heap) {
+		fprintf(f, "  live heap grown in the last minute, by site%s:\n",
+			estimated ? " (estimates: allocated less freed, as the trace's figures are)" : " (allocated less freed)");
+		report_text__ranking(f, a, &grown, top, by);
+	}
+	if (mp->nrecent_fault_sites) {
+		fprintf(f, "  first written in the last minute (--rss: write faults, 1 in %d sampled): ~", MT_FAULT_EVERY);
+		print_bytes(f, mp->recent_fault_bytes);
+		fprintf(f, ", by the site of the writing code:\n");
+		for (size_t i = 0; i < mp->nrecent_fault_sites && i < top; i++) {
+			char b[32];
+
+			fmt_bytes(b, sizeof(b), mp->recent_fault_sites[i].bytes);
+			fprintf(f, "  %3zu. %10s  ", i + 1, b);
+			print_where(f, mp->recent_fault_sites[i].site, true, true);
+		}
+		if (mp->nrecent_fault_sites > top)
+			fprintf(f, "  ... %zu more sites (--top N shows more)\n", mp->nrecent_fault_sites - top);
+	}
+	death_rss(f, t, analysis_heap_known(t));
+	fputc('\n', f);
+}
+
 int report_text__write(FILE *f, const struct analysis *a, const struct report_options *opts)
 {
 	const struct analysis_site **by;
@@ -909,6 +1018,8 @@ int report_text__write(FILE *f, const struct analysis *a, const struct report_op
 	if (!by)
 		return -ENOMEM;
 	report_text__warnings(f, a);
+	if (analysis__trace(a)->end_flags & (TRACE_END_OOM_KILLED | TRACE_END_CRASHED))
+		report_text__death(f, a, top, by);
 	report_text__summary(f, a);
 	if (analysis__wrapper_candidate(a))
 		fprintf(f, "\n%s looks like an allocation wrapper: try --alloc-fn '%s*'\n",

@@ -171,6 +171,33 @@ static uint64_t memcg_limit(const char *memcg)
 	return limit;
 }
 
+/* The host's MemTotal, bytes; 0 if not known. */
+static uint64_t host_memory(void)
+{
+	char line[256];
+	uint64_t kib = 0;
+	FILE *f = fopen("/proc/meminfo", "re");
+
+	while (f && fgets(line, sizeof(line), f) && sscanf(line, "MemTotal: %" SCNu64 " kB", &kib) != 1)
+		;
+	if (f)
+		fclose(f);
+	return kib * 1024;
+}
+
+void exit_watch_limit(const char *memcg, uint64_t *bytes, char *of, size_t cap)
+{
+	uint64_t limit = memcg[0] ? memcg_limit(memcg) : UINT64_MAX;
+
+	if (limit != UINT64_MAX) {
+		*bytes = limit;
+		snprintf(of, cap, "%s %s", memcg[1] == '1' ? "v1" : "v2", memcg + 3);
+	} else {
+		*bytes = host_memory();
+		snprintf(of, cap, "%s", *bytes ? "host" : "");
+	}
+}
+
 /* How a process ended, in a sentence (exit_watch.h). */
 void exit_watch_describe(const struct exit_info *info, const char *memcg, char *buf, size_t cap)
 {

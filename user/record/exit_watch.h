@@ -44,6 +44,11 @@ void exit_watch__get(struct exit_watch *w, int pid, struct exit_info *info);
 /* PID's memory cgroup into BUF: "v1:/PATH" (the v1 memory controller's)
  * or "v2:/PATH"; "" if neither is known. Read while PID lives. */
 void exit_watch_memcg(int pid, char *buf, size_t cap);
+/* The limit an OOM kill of a process in MEMCG (exit_watch_memcg)
+ * enforced: its cgroup's, into *BYTES with whose in OF ("v1 /PATH", "v2
+ * /PATH"), else the host's MemTotal ("host"); *BYTES 0 if neither is
+ * known. */
+void exit_watch_limit(const char *memcg, uint64_t *bytes, char *of, size_t cap);
 /* How a process ended, in a sentence for a report's top and a log line
  * ("killed by the OOM killer at 2026-11-28 21:31:04 UTC, its memory
  * cgroup (v1 /x) limited to 64.0 MiB"; "killed by SIGSEGV at ..."): for an

@@ -106,6 +106,7 @@ struct recording {
 	char stop_reason[256]; /* set when the target crossed the privilege boundary */
 	struct exit_watch *exits; /* o.watch_exit: how the target ended; NULL: not known */
 	char memcg[256];          /* ... and its memory cgroup, for the limit an OOM kill hit */
+	char limit_of[272];       /* ... and whose that limit is (END's memory_limit_of) */
 	/* rotated traces (o.rotate_sec) */
 	uint64_t next_rotate_ns;
 	uint64_t file_events;  /* drain__events when the current file began */
@@ -310,6 +311,10 @@ static void note_death(struct recording *r, struct trace_end *end)
 	exit_watch_describe(&e, r->memcg, r->stop_reason, sizeof(r->stop_reason));
 	end->flags |= e.kind == EXIT_OOM_KILLED ? TRACE_END_OOM_KILLED : TRACE_END_CRASHED;
 	end->stop_reason = r->stop_reason;
+	if (e.kind == EXIT_OOM_KILLED) {
+		exit_watch_limit(r->memcg, &end->memory_limit, r->limit_of, sizeof(r->limit_of));
+		end->memory_limit_of = end->memory_limit ? r->limit_of : NULL;
+	}
 	if (end->exit_status == -1)
 		end->exit_status = e.status;
 	fprintf(stderr, "%smemtrace: PID %d (%s) was %s\n", isatty(STDERR_FILENO) ? "\r\033[K" : "", r->pid, r->comm,

@@ -183,6 +183,9 @@ struct trace_end {
 	int32_t exit_status;   /* target's wait status if it exited under us; -1 unknown */
 	uint32_t flags;        /* TRACE_END_* */
 	const char *stop_reason; /* why recording stopped early, a sentence; NULL: none */
+	/* TRACE_END_OOM_KILLED: the memory limit it hit */
+	uint64_t memory_limit;     /* bytes; 0: not known */
+	const char *memory_limit_of; /* whose: "v1 /PATH" or "v2 /PATH" (its memory cgroup), "host" (MemTotal); NULL */
 };
 
 #define TRACE_END_TARGET_EXITED 0x1 /* recording ended because the target exited */

@@ -405,8 +405,12 @@ static int rec_end(struct trace_reader *r, const uint8_t *p, const uint8_t *end,
 	    get_varint(&p, end, &e.dropped) || get_s32(&p, end, &e.exit_status) ||
 	    get_u32(&p, end, &e.flags))
 		return -EBADMSG;
-	e.stop_reason = NULL; /* absent in traces of earlier writers */
+	e.stop_reason = NULL; /* absent in traces of earlier writers, as the limit */
+	e.memory_limit = 0;
+	e.memory_limit_of = NULL;
 	if (p < end && get_str(r, &p, end, &e.stop_reason))
+		return -EBADMSG;
+	if (p < end && (get_varint(&p, end, &e.memory_limit) || get_str(r, &p, end, &e.memory_limit_of)))
 		return -EBADMSG;
 	return ops->end ? deliver(r, ops->end(ctx, &e)) : 0;
 }

@@ -852,7 +852,8 @@ int trace_writer__error(const struct trace_writer *w)
 
 static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
 {
-	int err = writer_prepare(w, TRACE_CHUNK_END, 5 * VARINT_MAX_LEN + str_bytes(e->stop_reason));
+	int err = writer_prepare(w, TRACE_CHUNK_END,
+				 6 * VARINT_MAX_LEN + str_bytes(e->stop_reason) + str_bytes(e->memory_limit_of));
 	if (err)
 		return err;
 
@@ -863,6 +864,8 @@ static int writer_add_end(struct trace_writer *w, const struct trace_end *e)
 	p = put_u(p, encode_zigzag(e->exit_status));
 	p = put_u(p, e->flags);
 	p = put_str(p, e->stop_reason);
+	p = put_u(p, e->memory_limit);
+	p = put_str(p, e->memory_limit_of);
 	rec_close(w, payload, p);
 	return trace_writer__flush(w);
 }

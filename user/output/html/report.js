@@ -5,6 +5,15 @@ function header() {
     '  ·  ' + dur(t.duration_ns) + (t.target_exited ? '  ·  target exited' : '');
   var w = [], T = D.totals;
   if (t.stop_reason) w.push(t.stop_reason.charAt(0).toUpperCase() + t.stop_reason.slice(1) + '.'); // how it ended: the OOM killer, a signal, a credential change
+  var L = D.last_minute; // an OOM kill or a crash: what grew in its last minute, first
+  if (L) {
+    var site = function (s) { return s.name + (s.file ? ' (' + s.file.split('/').pop() + ':' + s.line + ')' : ''); };
+    w.push('In its last minute (' + dur(L.from_ns) + ' to ' + dur(L.to_ns) + ')' +
+      (L.memory_limit_bytes ? ', against a limit of ' + bytes(L.memory_limit_bytes) + ' (' + (L.memory_limit_of === 'host' ? 'the host\'s memory' : 'memory cgroup ' + L.memory_limit_of) + ')' : '') +
+      ', the live heap grew most at ' + (L.grown.length ? L.grown.map(function (s) { return site(s) + ' +' + bytes(s.grown_bytes); }).join(', ') : 'no site') +
+      (L.estimated ? ' (estimates)' : '') + '.' +
+      (L.first_written.length ? ' First written (--rss, sampled): ' + L.first_written.map(function (s) { return site(s) + ' ~' + bytes(s.bytes); }).join(', ') + '.' : ''));
+  }
   if (T.dropped_events) w.push(num(T.dropped_events) + ' events were dropped by the kernel: the figures below are incomplete.');
   if (t.partial) w.push('The trace is partial (' + (t.problem || 'cut short') + '): figures run up to its last complete chunk.');
   if (t.sample_bytes) w.push('Sampled trace (one sample per ' + bytes(t.sample_bytes) + ' on average): figures are estimates.');
