@@ -114,6 +114,9 @@ struct thread_state {
 	__u32 kind;     /* enum mt_func_kind of the outermost call */
 	__u32 slot;     /* the target slot of the thread's process */
 	__u32 window;   /* window_gen of its slot when the call opened (--budget) */
+	__u32 py_tid;   /* the thread's id in its pid namespace, once a Python walk needed it */
+	__u32 pad2;
+	__u64 py_tstate; /* its PyThreadState, once found (bpf/python.bpf.h) */
 };
 
 /* Per-thread state lives with the task: no hash lookup on the hot path. */
@@ -525,6 +528,8 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 	nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
 	return nr ? stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts) : 0;
 }
+
+#include "python.bpf.h"
 
 /* TASK's state (the current thread's: bpf_get_current_task_btf). A probe
  * that needs the thread's ids too reads them from the task (task->pid,
@@ -948,6 +953,8 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 	st->size = size;
 	st->arg = arg;
 	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, slot, 0) : 0;
+	if (st->stack_id && py_layout[SLOT(slot)].runtime)
+		st->stack_id = py_stack(slot, st->stack_id, (__u32)bpf_get_current_pid_tgid());
 	return 0;
 }
 

@@ -22,6 +22,7 @@ enum mt_event_type {
 	MT_EVENT_MARK = 5,    /* an inproc/memtrace.h mark (zone, frame, pool, thread name) */
 	MT_EVENT_STRING = 6,  /* first sighting on a CPU of a name a mark points to */
 	MT_EVENT_MAP = 7,     /* --rss: mmap, munmap, mremap, brk or madvise returned */
+	MT_EVENT_PYSTACK = 8, /* first sighting of a stack with Python frames: them and its native stack's id */
 };
 
 /* mt_map_event.call */
@@ -291,6 +292,56 @@ struct mt_exit {
 	__u64 exit_ns;   /* CLOCK_MONOTONIC: its last thread exited; 0: not yet */
 	__s32 exit_code; /* the wait status: signal in bits 0-6, 0x80 a core, exit status << 8 */
 	__u32 pad;       /* zero */
+};
+
+/*
+ * Python frames (bpf/python.bpf.h): how to walk a CPython interpreter's
+ * frames in one target slot, byte offsets into its structures for the
+ * version user space found there (user/record/python.c). runtime 0: the
+ * slot's process runs no interpreter memtrace knows.
+ */
+#define MT_PY_MAX_FRAMES 64   /* Python frames kept per stack, at most (a power of two) */
+#define MT_PY_NONE 0xffff     /* an offset the version does not have */
+#define MT_PY_READ 128        /* bytes read of each frame: every offset below + 8 fits */
+#define MT_PY_TAG_BYTES 72    /* bytes of a code object hashed into its tag: the last 8 are co_name */
+
+struct mt_py_layout {
+	__u64 runtime;       /* address of _PyRuntime in the target; 0: none */
+	__u16 interp_head;   /* _PyRuntimeState: interpreters.head */
+	__u16 threads_head;  /* PyInterpreterState: threads.head */
+	__u16 ts_next;       /* PyThreadState: next */
+	__u16 ts_native_tid; /* PyThreadState: native_thread_id */
+	__u16 ts_frame;      /* PyThreadState: cframe (3.11, 3.12) or current_frame (3.13) */
+	__u16 cframe_frame;  /* _PyCFrame: current_frame; MT_PY_NONE: ts_frame holds the frame */
+	__u16 fr_code;       /* _PyInterpreterFrame: f_code (f_executable in 3.13) */
+	__u16 fr_previous;   /* _PyInterpreterFrame: previous */
+	__u16 fr_instr;      /* _PyInterpreterFrame: prev_instr (3.11, 3.12), instr_ptr (3.13) */
+	__u16 fr_owner;      /* _PyInterpreterFrame: owner (a byte) */
+	__u16 fr_entry;      /* _PyInterpreterFrame: is_entry (3.11, a byte); MT_PY_NONE: see owner_cstack */
+	__u16 code_tag;      /* PyCodeObject: where the MT_PY_TAG_BYTES hashed into a frame's tag start */
+	__u16 name_hash;     /* str: its cached hash, mixed into the tag (3.11: no co_version); else MT_PY_NONE */
+	__u8 owner_cstack;   /* owner of the frames a C call of the evaluation loop pushes (3.12+) */
+	__u8 pad[5];         /* zero */
+};
+
+/* mt_py_frame.code: the frame is the first its C call of the evaluation
+ * loop ran (is_entry), so the next frame out belongs to the next such call. */
+#define MT_PY_ENTRY (1ULL << 63)
+#define MT_PY_CODE_MASK ((1ULL << 48) - 1)
+
+struct mt_py_frame {
+	__u64 code;  /* the code object's address | MT_PY_ENTRY */
+	__u32 tag;   /* hash of the code object's first bytes: a code object freed and made again differs */
+	__s32 instr; /* the frame's instruction pointer - code (bytes) */
+};
+
+struct mt_pystack_event {
+	struct mt_event_header hdr;                 /* type PYSTACK; size counts only nr frames */
+	__u64 stack_id;                             /* hash of the native id and the frames: what events use */
+	__u64 native_id;                            /* the native stack's id (a STACK sent before it) */
+	__u32 nr;                                   /* frames that follow, innermost first */
+	__u32 truncated;                            /* 1: more Python frames than MT_PY_MAX_FRAMES */
+	struct mt_py_frame frames[MT_PY_MAX_FRAMES];
 };
 
 #endif /* MEMTRACE_ABI_H */

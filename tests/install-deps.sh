@@ -22,12 +22,13 @@ set -e
 # a real Prometheus scrapes the agent in tests/e2e/agent.sh; curl: the requests there; systemd:
 # systemd-analyze verifies dist/memtrace-agent.service there. systemtap-sdt-dev: sys/sdt.h, which glibc
 # builds its allocator probes with, for tests/progs/glibc_probes.c (tests/e2e/glibc_probes.sh).
+# python3.11: Debian's CPython, whose frames tests/e2e/python.sh reads from outside.
 pkgs="make gcc g++ clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev libzstd-dev libdw-dev \
 libiberty-dev libcapstone-dev libc6-dev liblzma-dev libbz2-dev libcmocka-dev pkg-config jq heaptrack binutils time \
 protobuf-compiler chromium chromium-driver python3-selenium fonts-dejavu-core \
 libclang-rt-14-dev xz-utils util-linux procps diffutils libjemalloc2 libtcmalloc-minimal4 libmimalloc2.0 libcap2-bin \
 redis-server redis-tools sqlite3 debuginfod libncurses-dev tmux zstd python3 zsh groff-base man-db bsdextrautils \
-libc6-dbg strace golang-go postgresql-15 lld nodejs python3-tinycss2 libmicrohttpd-dev prometheus curl systemd systemtap-sdt-dev"
+libc6-dbg python3.11 strace golang-go postgresql-15 lld nodejs python3-tinycss2 libmicrohttpd-dev prometheus curl systemd systemtap-sdt-dev"
 # Rust programs (tests/e2e/rust.sh) build with the machine's rustc (rustup's),
 # else Debian's; lld links them as rustc does by default, and C for the same layout.
 if ! command -v rustc >/dev/null && ! [ -x "${HOME:-/root}/.cargo/bin/rustc" ] && ! [ -x /root/.cargo/bin/rustc ]; then

@@ -653,11 +653,11 @@ static const char tiny_json[] =
 	"  ],\n"
 	"  \"stack_frames\": [\n"
 	"    {\"address\": \"0x401000\", \"function\": \"xalloc\", \"file\": \"util.h\", "
-	"\"line\": 3, \"module\": \"/bin/prog\", \"inlined\": true},\n"
+	"\"line\": 3, \"module\": \"/bin/prog\", \"inlined\": true, \"language\": \"native\"},\n"
 	"    {\"address\": \"0x401000\", \"function\": \"make\", \"file\": \"a \\\"b\\\".c\", "
-	"\"line\": 10, \"module\": \"/bin/prog\", \"inlined\": false},\n"
+	"\"line\": 10, \"module\": \"/bin/prog\", \"inlined\": false, \"language\": \"native\"},\n"
 	"    {\"address\": \"0x402000\", \"function\": null, \"file\": null, "
-	"\"line\": 0, \"module\": \"/bin/prog\", \"inlined\": false}\n"
+	"\"line\": 0, \"module\": \"/bin/prog\", \"inlined\": false, \"language\": \"native\"}\n"
 	"  ]\n"
 	"}\n";
 

@@ -149,8 +149,8 @@ static int fmt_symbol(void *ctx, const struct trace_symbol *s)
 		n += (size_t)snprintf(buf + n, sizeof(buf) - n, " {%s %s:%u:%u}", s_or(f->function),
 				      s_or(f->file), f->line, f->column);
 	}
-	lines_add(ctx, "symbol %" PRIx64 " module=%d off=%" PRIx64 " n=%u:%s", s->addr, s->module,
-		  s->module_offset, s->nframes, buf);
+	lines_add(ctx, "symbol %" PRIx64 " module=%d off=%" PRIx64 " n=%u lang=%u:%s", s->addr, s->module,
+		  s->module_offset, s->nframes, s->language, buf);
 	return 0;
 }
 
@@ -468,12 +468,16 @@ static void sample_symbols_chunk(struct trace_writer *w, struct sample *s)
 	};
 	static const struct trace_frame unknown_file[] = { { "main", NULL, 0, 0 } };
 	static const struct trace_frame no_function[] = { { NULL, "src/x.c", 7, 3 } };
+	static const struct trace_frame python[] = { { "Handler.make_buffers", "/srv/app.py", 15, 0 } };
 	const struct trace_symbol syms[] = {
-		{ 0x555555555123, 0, 0x1123, 2, inl },
-		{ 0x555555555400, 0, 0x1400, 1, unknown_file },
-		{ 0x7ffff7dd1234, 1, 0x1234, 1, no_function },
-		{ 0x1000, -1, 0, 0, NULL },
-		{ UINT64_MAX, 2, UINT64_MAX, 0, NULL },
+		{ .addr = 0x555555555123, .module = 0, .module_offset = 0x1123, .nframes = 2, .frames = inl },
+		{ .addr = 0x555555555400, .module = 0, .module_offset = 0x1400, .nframes = 1, .frames = unknown_file },
+		{ .addr = 0x7ffff7dd1234, .module = 1, .module_offset = 0x1234, .nframes = 1, .frames = no_function },
+		{ .addr = 0x1000, .module = -1 },
+		{ .addr = UINT64_MAX, .module = 2, .module_offset = UINT64_MAX },
+		/* a Python frame: the language goes after the frames, read as native when absent */
+		{ .addr = 0xfe0000000100000f, .module = -1, .nframes = 1, .frames = python,
+		  .language = TRACE_LANG_PYTHON },
 	};
 
 	for (size_t i = 0; i < sizeof(syms) / sizeof(syms[0]); i++)

@@ -54,6 +54,7 @@ struct thread {
 struct symbol {
 	int32_t module;
 	uint32_t nframes;
+	uint32_t language; /* enum trace_language */
 	uint64_t module_offset;
 	size_t first; /* index into sym_frames */
 };
@@ -407,6 +408,7 @@ int replay__add_symbol(struct replay *r, const struct trace_symbol *s)
 	sym->module = s->module;
 	sym->module_offset = s->module_offset;
 	sym->nframes = s->nframes;
+	sym->language = s->language;
 	sym->first = r->nsym_frames;
 	for (uint32_t i = 0; i < s->nframes; i++) {
 		struct sym_frame *f = &r->sym_frames[r->nsym_frames + i];
@@ -2035,11 +2037,12 @@ static size_t frames__resolve(struct replay *r, uint64_t addr, struct analysis_f
 	uint64_t offset = addr;
 	size_t i, n;
 
-	if (addr == TRACE_FRAME_TRUNCATED || addr == TRACE_FRAME_DEPTH_CUT || addr == TRACE_FRAME_OTHER) {
+	if (addr >= TRACE_FRAME_TRUNCATED && addr <= TRACE_FRAME_PY_CUT) {
 		f[0] = (struct analysis_frame){
 			.address = addr,
 			.function = addr == TRACE_FRAME_TRUNCATED ? "[truncated: no unwind table]" :
 				    addr == TRACE_FRAME_DEPTH_CUT ? "[truncated: --stack-depth reached]" :
+				    addr == TRACE_FRAME_PY_CUT	  ? "[truncated: more than 64 Python frames]" :
 								    "[other stacks: past the cap on stacks kept]",
 		};
 		return 1;
@@ -2067,6 +2070,7 @@ static size_t frames__resolve(struct replay *r, uint64_t addr, struct analysis_f
 			.inlined = i + 1 < n,
 			.module = module,
 			.module_offset = offset,
+			.language = sym ? sym->language : TRACE_LANG_NATIVE,
 		};
 	}
 	return n;

@@ -290,6 +290,7 @@ struct analysis_frame {
 	bool inlined;           /* inlined into the frame that follows */
 	const char *module;     /* path of the module; NULL if no module holds it */
 	uint64_t module_offset; /* address within the module */
+	uint32_t language;      /* enum trace_language of its code */
 };
 
 /* A block: what an allocation made, live until its free. */

@@ -423,6 +423,7 @@ static void report_json__frame(struct json_out *j, const struct analysis_frame *
 	json_out__key_u64(j, "line", f->line);
 	json_out__key_string(j, "module", f->module);
 	json_out__key_bool(j, "inlined", f->inlined);
+	json_out__key_string(j, "language", f->language == TRACE_LANG_PYTHON ? "python" : "native");
 	json_out__end_object(j);
 }
 

@@ -2,6 +2,7 @@
 #include "drain.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
+#include "python.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -87,6 +88,7 @@ struct drain {
 	uint32_t *tap_stacks;    /* new stacks the tap gets at the next flush */
 	size_t nr_tap_stacks, tap_stacks_cap;
 	size_t max_stacks;       /* 0: every stack kept; else past it, new ones fold into other_id */
+	struct python *py;       /* the target's interpreter: PYSTACK records name its frames */
 	uint32_t other_id;
 	uint64_t folded;         /* stack sightings folded so */
 };
@@ -218,6 +220,50 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 	if (d->tap && d->tap->stack && queue_tap_stack(d, id))
 		return -ENOMEM;
 	return trace_writer__add_stack(d->w, &ts);
+}
+
+/* A stack with Python frames: its native stack's frames (a STACK before
+ * it) with the evaluation loop's frames replaced by the Python ones. */
+static int take_pystack(struct drain *d, const struct mt_pystack_event *ev, size_t size)
+{
+	const struct u64map_entry *e;
+	const uint64_t *native = NULL;
+	struct stack_frames *s;
+	struct trace_stack ts;
+	uint32_t id, cap, nnative = 0;
+
+	if (!d->py || ev->nr > MT_PY_MAX_FRAMES || size < sizeof(*ev) - sizeof(ev->frames) + ev->nr * sizeof(ev->frames[0]) ||
+	    !ev->stack_id)
+		return 0; /* malformed, or no interpreter known: ignore rather than trust */
+	e = u64map__get(&d->stack_ids, ev->native_id);
+	/* its frames, not the entry: interning may move d->stacks */
+	if (e && e->val && d->stacks[e->val - 1].frames) {
+		native = d->stacks[e->val - 1].frames;
+		nnative = d->stacks[e->val - 1].nr;
+	}
+	id = intern(d, ev->stack_id);
+	if (!id)
+		return -ENOMEM;
+	s = &d->stacks[id - 1];
+	if (s->frames)
+		return 0; /* sent again */
+	cap = nnative + ev->nr + 1;
+	s->frames = malloc(cap * sizeof(uint64_t));
+	if (!s->frames)
+		return -ENOMEM;
+	/* a native stack lost to a full ring: the Python frames alone */
+	s->nr = python__compose(d->py, native, nnative, ev, s->frames, cap);
+	ts.id = id;
+	ts.nr = s->nr;
+	ts.frames = s->frames;
+	if (d->tap && d->tap->stack && queue_tap_stack(d, id))
+		return -ENOMEM;
+	return trace_writer__add_stack(d->w, &ts);
+}
+
+void drain__set_python(struct drain *d, struct python *py)
+{
+	d->py = py;
 }
 
 static int queue_tap_stack(struct drain *d, uint32_t id)
@@ -579,6 +625,8 @@ int drain__record(struct drain *d, const void *data, size_t size)
 	switch (h->type) {
 	case MT_EVENT_STACK:
 		return take_stack(d, data, size);
+	case MT_EVENT_PYSTACK:
+		return take_pystack(d, data, size);
 	case MT_EVENT_ALLOC:
 	case MT_EVENT_FREE:
 	case MT_EVENT_REALLOC:

@@ -36,6 +36,11 @@ void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ct
  * just past a call in [START, END) belongs to the allocator, so a stack's leading frames there
  * are dropped and its first frame stays the allocation's site, the caller of
  * operator new, as if operator new itself had been probed. 0 or -ENOMEM. */
+/* The target's Python interpreter (python.h): stacks with Python frames
+ * are composed with it. PY stays the caller's. */
+struct python;
+void drain__set_python(struct drain *d, struct python *py);
+
 int drain__add_allocator_code(struct drain *d, uint64_t start, uint64_t end);
 
 /* Take one ring record (ABI of bpf/memtrace_abi.h). 0 or -errno. */

@@ -1624,6 +1624,18 @@ uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap)
 	return why;
 }
 
+void loader__set_python(struct loader *l, const struct mt_py_layout *layout)
+{
+	volatile struct mt_py_layout *dst = &l->skel->bss->py_layout[l->slot];
+	struct mt_py_layout copy = *layout;
+
+	/* the walk starts once runtime is set, after the rest */
+	__atomic_store_n(&dst->runtime, 0, __ATOMIC_SEQ_CST);
+	copy.runtime = 0;
+	memcpy((void *)dst, &copy, sizeof(copy));
+	__atomic_store_n(&dst->runtime, layout->runtime, __ATOMIC_SEQ_CST);
+}
+
 void loader__set_recording(struct loader *l, bool on)
 {
 	__atomic_store_n(&l->skel->bss->recording[l->slot], on ? 1 : 0, __ATOMIC_SEQ_CST);

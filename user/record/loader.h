@@ -195,6 +195,9 @@ void loader__stack_counts(struct loader *l, uint64_t *from_template, uint64_t *w
 
 /* Start or stop taking events, at once for every probe. */
 void loader__set_recording(struct loader *l, bool on);
+/* The slot's process runs the Python interpreter LAYOUT describes (python.h):
+ * allocation stacks take its frames from now on. */
+void loader__set_python(struct loader *l, const struct mt_py_layout *layout);
 /* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records
  * handed over, or -errno. */
 int loader__poll(struct loader *l, int timeout_ms);

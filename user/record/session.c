@@ -17,6 +17,7 @@
 #include "record.h"
 #include "record_setup.h"
 #include "procmaps.h"
+#include "python.h"
 #include "rss.h"
 #include "map_wrappers.h"
 #include "symbolizer.h"
@@ -86,6 +87,7 @@ struct recording {
 	size_t nr_alloc_files;
 	struct trace_writer *w;
 	struct drain *drain;
+	struct python *py;          /* the target's interpreter, if memtrace knows it */
 	struct loader *loader;
 	struct budget_cost hit_cost; /* --budget: calibrated at attach */
 	struct windows *windows;     /* --budget: the windows; NULL in exact mode */
@@ -1139,6 +1141,29 @@ static int start_unwinder(struct recording *r)
 	return 0;
 }
 
+/* Python frames in stacks, where the target runs an interpreter memtrace
+ * knows; one line where it runs one it does not. A process forked from a
+ * bound one reads its files through the binding's held descriptors. */
+static void start_python(struct recording *r)
+{
+	int files_pid = r->warm_symbols && r->o.binding ? r->o.binding->pid : r->pid;
+	char why[512];
+
+	if (!r->o.stack_depth || r->o.empty_probes || r->o.rss_only)
+		return;
+	r->py = python__find(files_pid, r->pid, &r->maps, why, sizeof(why));
+	if (!r->py) {
+		if (errno == EPROTONOSUPPORT)
+			fprintf(stderr, "memtrace: warning: %s; its stacks show native frames only\n", why);
+		return;
+	}
+	loader__set_python(r->loader, python__layout(r->py));
+	drain__set_python(r->drain, r->py);
+	if (r->o.verbose)
+		fprintf(stderr, "memtrace: CPython %s in PID %d: stacks show its Python frames\n",
+			python__version(r->py), r->pid);
+}
+
 /* --budget prices every probe hit at this host's cost, timed here. */
 static int calibrate(struct recording *r)
 {
@@ -1198,6 +1223,8 @@ static int attach_probes(struct recording *r)
 			return fail("failed to attach to the C library for --rss: %s", strerror(-err));
 	}
 	err = start_unwinder(r);
+	if (!err)
+		start_python(r);
 	return err ? err : calibrate(r);
 }
 
@@ -1479,6 +1506,7 @@ static int record_loop(struct recording *r)
 struct symbolize_ctx {
 	struct symbolizer *s;
 	struct trace_writer *w;
+	struct python *py;
 };
 
 static int symbolize_one(void *ctx, uint64_t addr)
@@ -1486,6 +1514,8 @@ static int symbolize_one(void *ctx, uint64_t addr)
 	struct symbolize_ctx *c = ctx;
 	struct trace_symbol sym;
 
+	if (python_is_addr(addr))
+		return c->py && !python__resolve(c->py, addr, &sym) ? trace_writer__add_symbol(c->w, &sym) : 0;
 	if (symbolizer__resolve(c->s, addr, &sym))
 		return 0;
 	return trace_writer__add_symbol(c->w, &sym);
@@ -1494,7 +1524,7 @@ static int symbolize_one(void *ctx, uint64_t addr)
 static int write_symbols(struct recording *r)
 {
 	char root[64];
-	struct symbolize_ctx c = { .w = r->w };
+	struct symbolize_ctx c = { .w = r->w, .py = r->py };
 	int err;
 
 	snprintf(root, sizeof(root), "/proc/self/fd/%d", r->rootfd);
@@ -1710,6 +1740,7 @@ static void cleanup(struct recording *r, bool failed)
 		procmaps__release(r->pid);
 	map_wrappers__free(&r->wrappers);
 	unwinder__free(r->unwinder);
+	python__free(r->py);
 	free_strings(r->alloc_files, r->nr_alloc_files);
 	if (failed && (r->child.traced || r->child.go_fd >= 0))
 		launcher__kill(&r->child);

@@ -50,6 +50,7 @@ struct trace_meta {
 #define TRACE_FRAME_TRUNCATED 1ULL /* no unwind table for the next frame */
 #define TRACE_FRAME_DEPTH_CUT 2ULL /* --stack-depth reached */
 #define TRACE_FRAME_OTHER 3ULL     /* the stacks past a recording's cap (memtrace agent), folded into one */
+#define TRACE_FRAME_PY_CUT 4ULL    /* more Python frames than a walk keeps (MT_PY_MAX_FRAMES) */
 
 struct trace_module {
 	uint64_t start;           /* mapping start address in the target */
@@ -106,12 +107,19 @@ struct trace_frame {
 
 /* What one address resolves to: frames[0] is the innermost inlined call, the
  * last is the function the machine code belongs to. */
+/* trace_symbol.language: what the frames at an address are code of. */
+enum trace_language {
+	TRACE_LANG_NATIVE = 0, /* machine code */
+	TRACE_LANG_PYTHON = 1, /* a Python function (user/record/python.h) */
+};
+
 struct trace_symbol {
 	uint64_t addr;                   /* the address as it appears in stacks */
 	int32_t module;                  /* index into the modules in order written; -1 none */
 	uint64_t module_offset;          /* addr relative to the module's ELF vaddr 0 */
 	uint32_t nframes;                /* 0: unresolved */
 	const struct trace_frame *frames;
+	uint32_t language;               /* enum trace_language */
 };
 
 struct trace_drops {

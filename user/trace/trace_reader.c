@@ -387,6 +387,9 @@ static int rec_symbol(struct trace_reader *r, struct delta_state *st, const uint
 	for (uint32_t i = 0; i < s.nframes; i++)
 		if (symbol_frame(r, &p, end, &r->sym_frames[i]))
 			return -EBADMSG;
+	s.language = TRACE_LANG_NATIVE;
+	if (p < end && get_u32(&p, end, &s.language))
+		return -EBADMSG;
 	s.addr = st->addr;
 	s.module = (int32_t)((int64_t)module - 1);
 	s.frames = r->sym_frames;

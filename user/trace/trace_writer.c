@@ -639,7 +639,7 @@ int trace_writer__add_thread(struct trace_writer *w, const struct trace_thread *
 
 static size_t symbol_bytes(const struct trace_symbol *s)
 {
-	size_t n = 4 * VARINT_MAX_LEN;
+	size_t n = 5 * VARINT_MAX_LEN;
 
 	for (uint32_t i = 0; i < s->nframes; i++)
 		n += str_bytes(s->frames[i].function) + str_bytes(s->frames[i].file) +
@@ -669,6 +669,8 @@ int trace_writer__add_symbol(struct trace_writer *w, const struct trace_symbol *
 		p = put_u(p, f->line);
 		p = put_u(p, f->column);
 	}
+	if (s->language) /* native, when absent: what a trace before it meant */
+		p = put_u(p, s->language);
 	rec_close(w, payload, p);
 	return writer_done_record(w);
 }

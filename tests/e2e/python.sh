@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# Python frames in allocation stacks, from outside: Debian's python3.11
+# running tests/progs/py_alloc.py, recorded with -p (attached while it
+# waits) and with -- CMD. The truth is Python's own: the same program under
+# -X tracemalloc says, line by line, which large blocks (past pymalloc's 512
+# bytes: one malloc each) are live when it leaves with os._exit; memtrace
+# must give each line those counts and bytes exactly, through the innermost
+# Python frame of their stacks, with the names, order and bounds the
+# program's structure fixes (docs/python.md).
+. "$(dirname "$0")/lib.sh"
+
+PY=/usr/bin/python3.11
+P=$TOP/tests/progs/py_alloc.py
+SRC=$(basename "$P")
+
+# line NAME: the line of P marked "# LINE:NAME"
+line() { grep -n "# LINE:$1\$" "$P" | cut -d: -f1; }
+
+# by_line JSON: "FILE:LINE FUNCTION allocations bytes leaked_allocations
+# leaked_bytes" for each innermost Python frame of the trace's stacks
+by_line() {
+	jq -r '.stack_frames as $f
+		| [.stacks[] | {s: ., p: ([.frames[] | $f[.] | select(.language == "python")] | first)}]
+		| map(select(.p)) | group_by([.p.file, .p.line, .p.function])
+		| map("\(.[0].p.file // "?" | split("/") | last):\(.[0].p.line) \(.[0].p.function) \(map(.s.allocations) | add) \(map(.s.allocated_bytes) | add) \(map(.s.leaked_allocations) | add) \(map(.s.leaked_bytes) | add)")
+		| .[]' "$1"
+}
+
+# py_stacks JSON: each stack's Python frames, innermost first, "function" joined by " < "
+py_stacks() {
+	jq -r '.stack_frames as $f | .stacks[] | "\(.allocations) " + ([.frames[] | $f[.] | select(.language == "python" or (.function // "" | startswith("[truncated")))
+		| .function] | join(" < "))' "$1"
+}
+
+# --- the truth: the program under tracemalloc
+timeout -k 5 "$LIMIT" "$PY" -X tracemalloc=1 "$P" "$TMP/truth.json" --no-wait 2>"$TMP/truth.err"
+expect_status "python3.11 -X tracemalloc $SRC" $? 0 "$TMP/truth.err"
+N=$(jqr "$TMP/truth.json" .n)
+BIG=$(jqr "$TMP/truth.json" .big)
+THREADS=$(jqr "$TMP/truth.json" .threads)
+# truth LINE: "allocations bytes" of the large blocks tracemalloc holds live at LINE
+truth() { jqr "$TMP/truth.json" ".tracemalloc[\"$SRC:$1\"] | \"\(.big_count) \(.big_bytes)\""; }
+expect_eq "tracemalloc: the buffers line holds 2 x N large blocks" "$(truth "$(line buffers)" | cut -d' ' -f1)" $((2 * N))
+
+# expect_lines LABEL JSON: every marked line's figures as tracemalloc's
+expect_lines() {
+	local label=$1 json=$2 name ln got want
+	by_line "$json" >"$TMP/lines"
+	for name in buffers strings gen deep except thread; do
+		ln=$(line $name)
+		want=$(truth "$ln")
+		got=$(awk -v k="$SRC:$ln" '$1 == k { a += $3; b += $4 } END { print a + 0, b + 0 }' "$TMP/lines")
+		expect_eq "$label: $name (line $ln): allocations and bytes as tracemalloc" "$got" "$want"
+		got=$(awk -v k="$SRC:$ln" '$1 == k { a += $5; b += $6 } END { print a + 0, b + 0 }' "$TMP/lines")
+		expect_eq "$label: $name (line $ln): live at the end as tracemalloc" "$got" "$want"
+	done
+	# sorted() calls key_fn back from C; its block is freed at once
+	ln=$(line key)
+	expect_eq "$label: key_fn (line $ln), called from C: allocations, bytes, live" \
+		"$(awk -v k="$SRC:$ln" '$1 == k { a += $3; b += $4; l += $5 } END { print a + 0, b + 0, l + 0 }' "$TMP/lines")" \
+		"$N $((N * (BIG + 1))) 0"
+	expect_eq "$label: the buffers line's function" \
+		"$(awk -v k="$SRC:$(line buffers)" '$1 == k { print $2 }' "$TMP/lines" | sort -u)" "make_buffers.<locals>.<listcomp>"
+}
+
+# expect_stacks LABEL JSON: the Python frames of each kind of stack, in order
+expect_stacks() {
+	local label=$1 json=$2 deep
+	py_stacks "$json" >"$TMP/stacks"
+	expect_eq "$label: Handler.handle's stack" \
+		"$(grep -c '^[0-9]* make_buffers.<locals>.<listcomp> < make_buffers < Handler.handle < main < <module>$' "$TMP/stacks")" 1
+	expect_eq "$label: a generator's frame under list()" \
+		"$(grep -c '^[0-9]* gen < main < <module>$' "$TMP/stacks")" 1
+	expect_eq "$label: key_fn called back from sorted() (C) in run_sorted: its allocations" \
+		"$(awk '/^[0-9]* key_fn < run_sorted < main < <module>$/ { n += $1 } END { print n + 0 }' "$TMP/stacks")" "$N"
+	# each C call of the evaluation loop gets its own Python frames: sorted()'s
+	# native frames stay between key_fn and run_sorted
+	expect_eq "$label: native frames (sorted in C) between key_fn and run_sorted" \
+		"$(jq -r '.stack_frames as $f | .stacks[] | [.frames[] | $f[.]] | (map(.function) | index("key_fn")) as $k
+			| (map(.function) | index("run_sorted")) as $r | select($k and $r)
+			| [.[$k + 1:$r][] | select(.language == "native")] | length > 0' "$json" | sort -u)" "true"
+	expect_eq "$label: an allocation after an exception unwound through fails()" \
+		"$(grep -c '^1 after_exception < main < <module>$' "$TMP/stacks")" 1
+	expect_eq "$label: Python threads' allocations under Thread.run" \
+		"$(awk '/^[0-9]* thread_work < Thread.run < Thread._bootstrap_inner < Thread._bootstrap$/ { n += $1 } END { print n + 0 }' "$TMP/stacks")" \
+		"$((THREADS * N))"
+	deep=$(grep '^1 recurse < ' "$TMP/stacks")
+	expect_eq "$label: recursion of 100: 64 frames kept, then marked truncated" \
+		"$(echo "$deep" | tr '<' '\n' | sed 's/^ *//; s/ *$//' | sed 's/^1 //' | sort | uniq -c | tr -s ' ' | sed 's/^ //' | tr '\n' ',')" \
+		"1 [truncated: more than 64 Python frames],64 recurse,"
+	# the native frames go on below the Python ones, to the interpreter's main
+	expect_eq "$label: native frames below main's <module>, down to Py_BytesMain" \
+		"$(jq -r --arg src "/$SRC" '.stack_frames as $f | .stacks[] | [.frames[] | $f[.]] | select(any(.[]; .function == "main" and (.file // "" | endswith($src))))
+			| (map(.function) | index("<module>")) as $m | .[$m + 1:] | map(.function) | any(. == "Py_BytesMain")' "$json" | sort -u)" "true"
+	# Python frames are ordinary frames: function, file, line, language
+	expect_eq "$label: a Python frame in the JSON" \
+		"$(jq -r --arg l "$(line gen)" '.stack_frames[] | select(.function == "gen") | "\(.file // "?" | split("/") | last):\(.line) \(.language)"' "$json" | sort -u)" \
+		"$SRC:$(line gen) python"
+}
+
+# expect_made LABEL JSON: functions made and freed, their code objects'
+# addresses handed out again: each named for its own, never another's
+expect_made() {
+	local label=$1 json=$2 held bad
+	jq -r '.stack_frames as $f | .stacks[] | [.allocated_bytes, .allocations, ([.frames[] | $f[.] | select(.file == "<made>")] | first | .function)]
+		| select(.[2]) | "\(.[2]) \(.[1]) \(.[0])"' "$json" >"$TMP/made"
+	held=$(jqr "$TMP/m.json" .held)
+	expect_eq "$label: the program's code objects took addresses again" \
+		"$(jq '.codes | length - (unique | length) > 0' "$TMP/m.json")" true
+	expect_eq "$label: each of the $held functions held a while, named its own" \
+		"$(awk -v big="$BIG" -v held="$held" '$1 ~ /^fn_/ { i = substr($1, 4) + 0; if (i < held && $2 == 1 && $3 == big + i + 1) n++ } END { print n + 0 }' "$TMP/made")" "$held"
+	bad=$(awk -v big="$BIG" '$1 ~ /^fn_/ { i = substr($1, 4) + 0; if ($3 != $2 * (big + i + 1)) print }' "$TMP/made")
+	expect_eq "$label: functions freed at once: never another's name" "$bad" ""
+}
+
+# --- -p: attached while the program waits for SIGUSR1
+record_pid_usr1 "$TMP/p.mtrace" "$PY" "$P" "$TMP/m.json"
+expect_status "record -p python3.11: exit status" "$RECORD_STATUS" 0 "$TMP/err"
+expect_status "$SRC under -p: exit status" "$TARGET_STATUS" 0 "$TMP/target.err"
+report_json "$TMP/p.mtrace" "$TMP/p.json"
+expect_status "report --json" $? 0 "$TMP/report.err"
+expect_lines "-p" "$TMP/p.json"
+expect_stacks "-p" "$TMP/p.json"
+expect_made "-p" "$TMP/p.json"
+share=$(jq -r '.stack_frames as $f | ([.stacks[] | select(any(.frames[]; $f[.].language == "python")) | .allocated_bytes] | add) * 100 / .totals.allocated_bytes | floor' "$TMP/p.json")
+if [ "$share" -ge 90 ]; then ok "-p: $share% of the bytes carry a Python frame (>= 90%)"; else not_ok "-p: $share% of the bytes carry a Python frame, want >= 90%"; fi
+
+# --- -- CMD: from the interpreter's first instruction
+record_cmd "$TMP/c.mtrace" "$PY" "$P" "$TMP/m.json" --no-wait
+expect_status "record -- python3.11: exit status" $? 0 "$TMP/err"
+report_json "$TMP/c.mtrace" "$TMP/c.json"
+expect_lines "-- CMD" "$TMP/c.json"
+expect_stacks "-- CMD" "$TMP/c.json"
+
+# the text report names a Python line as it names a C one
+timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/c.mtrace" >"$TMP/c.txt" 2>&1
+expect_eq "report: a Python frame with its file and line" \
+	"$(grep -c "make_buffers.<locals>.<listcomp>  .*$SRC:$(line buffers)\$" "$TMP/c.txt")" 1
+
+finish
