@@ -8,7 +8,8 @@ usage: rss_html.py PAGE.html REPORT.json LABEL [ARTIFACTS_DIR]
 
 Every figure the page shows for --rss (the samples, the reconciliation at
 the last snapshot and at the peak, its parts stacked over time, the sites
-of the program's mmaps, the pages first written by site) is read from the rendered tables (each cell
+of the program's mmaps, the pages first written by site, and the flame
+graph's first-written and resident bytes) is read from the rendered tables (each cell
 keeps its exact figure in data-value or data-bytes beside the rounded text)
 and must equal report --json's exactly. Prints TAP lines.
 """
@@ -167,6 +168,33 @@ def test_chart(d, R):
     return layers
 
 
+def flame_nodes(d):
+    return [(n.text, int(n.get_attribute("data-v"))) for n in d.find_elements(By.CSS_SELECTOR, "#flamegraph .fg-node")]
+
+
+def test_flame(d, rep):
+    """The flame graph's first-written bytes (and resident bytes): the root
+    is report --json's total, and main's frame holds the bytes of the sites
+    in main (all of rss_merged's writes are main's, through memset or not)."""
+    R = rep["rss"]
+    F = R["maps"]["faults"]
+    check("the flame graph offers first-written bytes", d.find_element(By.ID, "fg-written").is_displayed(), True)
+    d.find_element(By.CSS_SELECTOR, "input[name=fg-metric][value='6']").click()
+    nodes = flame_nodes(d)
+    check("first-written bytes: the flame graph's root and main's frame are rss.maps.faults' bytes, all and main's sites",
+          (nodes[:1], sorted(v for n, v in nodes if n == "main")),
+          ([("all", F["bytes"])], [sum(s["bytes"] for s in F["sites"] if s["function"] == "main")]))
+    resident = R["reconciled_last"]["heap_live_resident_bytes"]
+    if resident is not None:
+        d.find_element(By.CSS_SELECTOR, "input[name=fg-metric][value='5']").click()
+        nodes = flame_nodes(d)
+        check("resident bytes: the flame graph's root is reconciled_last.heap_live_resident_bytes, the sites' resident_bytes",
+              (nodes[:1], sum(s["resident_bytes"] for s in rep["sites"])), ([("all", resident)], resident))
+    else:
+        check("resident bytes: not offered where the live heap is not known", d.find_element(By.ID, "fg-resident").is_displayed(), False)
+    d.find_element(By.CSS_SELECTOR, "input[name=fg-metric][value='0']").click()
+
+
 def test_maps(d, R):
     M = R["maps"]
     note = d.find_element(By.ID, "rss-maps-note")
@@ -186,7 +214,8 @@ def main():
     global LABEL
     page, rep, LABEL = sys.argv[1:4]
     out = sys.argv[4] if len(sys.argv) > 4 else None
-    R = json.load(open(rep))["rss"]
+    report = json.load(open(rep))
+    R = report["rss"]
     d = browser()
     try:
         d.get("file://" + page)
@@ -196,6 +225,7 @@ def main():
         got = test_reconcile(d, R)
         test_maps(d, R)
         layers = test_chart(d, R)
+        test_flame(d, report)
         print("# rss_html.py: every check ran")
         print("# rss_html.py: reconcile " + json.dumps({"%s/%s" % k: v for k, v in got.items()}))
         print("# rss_html.py: layers " + json.dumps(layers))

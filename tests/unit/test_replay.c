@@ -740,6 +740,48 @@ static void check_observers_agree(uint64_t sample)
 	analysis__free(a);
 }
 
+/* --rss: sampled write faults, each the bytes it stands for, by the stack
+ * of the code that wrote: per stack (the flame graph's first-written bytes)
+ * they add up to the total the sites share. */
+static void test_rss_fault_stacks(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START };
+	static const uint64_t f3[] = { 0x401000 }, f5[] = { 0x402000 };
+	struct trace_stack s3 = { .id = 3, .nr = 1, .frames = f3 }, s5 = { .id = 5, .nr = 1, .frames = f5 };
+	const uint32_t stacks[] = { 3, 5, 3, 0 };
+	const struct analysis_maps *mp;
+	struct analysis *a = analysis__new();
+	uint64_t by_id[6] = { 0 }, sum = 0;
+	struct replay *r;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_stack(a, &s3), 0);
+	assert_int_equal(analysis__add_stack(a, &s5), 0);
+	for (size_t i = 0; i < sizeof(stacks) / sizeof(stacks[0]); i++) {
+		struct trace_map m = { .ts = START + 10 + i, .tid = 7, .call = MT_MAP_FAULT, .stack_id = stacks[i],
+				       .a0 = 0x10000000 + 4096 * i, .a1 = 16 * 4096 * (i + 1), .a2 = 6 };
+
+		assert_int_equal(replay__add_map(r, &m), 0);
+	}
+	assert_int_equal(replay__fault_bytes(r, 1), 0); /* accounted at the end, named */
+	assert_int_equal(analysis__finish(a), 0);
+	mp = &analysis__trace(a)->rss.maps;
+	assert_int_equal(mp->calls[MT_MAP_FAULT], 4);
+	assert_int_equal(mp->fault_bytes, 16 * 4096 * (1 + 2 + 3 + 4));
+	for (uint32_t s = 0; s < replay__nstacks(r); s++) {
+		by_id[replay__stack(r, s)->id] += replay__fault_bytes(r, s);
+		sum += replay__fault_bytes(r, s);
+	}
+	assert_int_equal(by_id[3], 16 * 4096 * (1 + 3));
+	assert_int_equal(by_id[5], 16 * 4096 * 2);
+	assert_int_equal(by_id[0], 16 * 4096 * 4);
+	assert_int_equal(sum, mp->fault_bytes);
+	assert_int_equal(replay__fault_bytes(r, (uint32_t)replay__nstacks(r)), 0);
+	analysis__free(a);
+}
+
 /* The parts of C as the series has them (no sites, no advice). */
 static void assert_same_parts(const struct analysis_reconcile *c, const struct analysis_reconcile *s)
 {
@@ -871,6 +913,7 @@ int main(void)
 		cmocka_unit_test(test_rss_reconcile),
 		cmocka_unit_test(test_rss_reconcile_merged),
 		cmocka_unit_test(test_rss_reconciled_series),
+		cmocka_unit_test(test_rss_fault_stacks),
 		cmocka_unit_test(test_allocator_frames),
 		cmocka_unit_test(test_observers_agree_exact),
 		cmocka_unit_test(test_observers_agree_sampled),

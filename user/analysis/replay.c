@@ -656,6 +656,8 @@ static int fault_add(struct replay *r, uint32_t stack, uint64_t bytes, uint64_t 
 
 	mp->fault_bytes += bytes;
 	mp->fault_sites = r->fault_sites;
+	if (stack < r->nstacks)
+		r->stacks[stack].fault_bytes += bytes;
 	if (!err && ts >= r->start_mono_ns + r->trace.recent_from_ns) {
 		err = site_add_grow(&r->recent_fault_sites, &mp->nrecent_fault_sites, &r->recent_fault_sites_cap, site,
 				    bytes);
@@ -1940,6 +1942,10 @@ const struct analysis_trace *replay__trace(const struct replay *r) { return &r->
 uint64_t replay__resident_bytes(const struct replay *r, uint32_t stack)
 {
 	return stack < r->res_last.nby_stack ? r->res_last.by_stack[stack] : 0;
+}
+uint64_t replay__fault_bytes(const struct replay *r, uint32_t stack)
+{
+	return stack < r->nstacks ? r->stacks[stack].fault_bytes : 0;
 }
 const struct analysis_totals *replay__totals(const struct replay *r) { return &r->totals; }
 uint64_t replay__start_ns(const struct replay *r) { return r->start_mono_ns; }

@@ -328,6 +328,7 @@ struct replay_stack {
 	double model_bytes, model_count; /* its estimate less the one by the unscaled weights */
 	uint64_t win_bytes, win_count;
 	bool in_window;        /* has figures in the window in progress */
+	uint64_t fault_bytes;  /* --rss: pages first written by its code (sampled write faults), after finish */
 };
 
 struct replay;
@@ -405,6 +406,10 @@ const struct analysis_totals *replay__totals(const struct replay *r); /* final a
 /* --rss: the live blocks of stack S on resident pages at the last resident
  * snapshot (trace.rss.at_end with heap_known); else 0. */
 uint64_t replay__resident_bytes(const struct replay *r, uint32_t stack);
+/* --rss: the pages first written where stack S wrote them (its sampled
+ * write faults' bytes, whose site is trace.rss.maps.fault_sites'), after
+ * finish; else 0. */
+uint64_t replay__fault_bytes(const struct replay *r, uint32_t stack);
 uint64_t replay__start_ns(const struct replay *r);      /* META's start_mono_ns */
 uint64_t replay__start_real_ns(const struct replay *r); /* META's start_real_ns */
 uint64_t replay__end_ns(const struct replay *r);        /* when zones close: END's time, else the latest seen */

@@ -4,8 +4,9 @@
  * view_cells.h with their stacks, frames, sites, threads and zones interned
  * once, so that the page recomputes every view for a selection by summing
  * cells. Bounded: the stacks that allocate most (and, apart, those that
- * leak most) are kept while the cells stay within a budget; the others fold
- * into one "other" stack, whose cells still count in every sum.
+ * leak most, and with --rss those that first wrote most pages) are kept
+ * while the cells stay within a budget; the others fold into one "other"
+ * stack, whose cells still count in every sum.
  */
 #include "report_html.h"
 #include "export.h"
@@ -22,11 +23,12 @@
 
 #define VIEW_MAX_STACKS 2000  /* kept stacks, by allocated bytes */
 #define VIEW_MAX_LEAKERS 200  /* and by leaked bytes */
+#define VIEW_MAX_WRITERS 200  /* and by pages first written (--rss) */
 #define VIEW_MAX_CELLS 40000  /* cells of the kept stacks */
 #define VIEW_NONE UINT32_MAX
 
 struct view_stack {
-	uint64_t allocated_bytes, leaked_bytes;
+	uint64_t allocated_bytes, leaked_bytes, fault_bytes;
 	uint32_t ncells;
 	uint32_t out; /* index in the page; VIEW_NONE: folded */
 };
@@ -63,6 +65,16 @@ static int by_leaked(const void *x, const void *y, void *ctx)
 
 	if (s[a].leaked_bytes != s[b].leaked_bytes)
 		return s[a].leaked_bytes > s[b].leaked_bytes ? -1 : 1;
+	return a < b ? -1 : a > b;
+}
+
+static int by_faults(const void *x, const void *y, void *ctx)
+{
+	const struct view_stack *s = ctx;
+	uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+
+	if (s[a].fault_bytes != s[b].fault_bytes)
+		return s[a].fault_bytes > s[b].fault_bytes ? -1 : 1;
 	return a < b ? -1 : a > b;
 }
 
@@ -114,14 +126,27 @@ static int view_choose(struct view_out *o, const struct view_cell *c, size_t n)
 			break;
 		leakers++;
 	}
+	/* the stacks that first wrote most pages: most have no cells (the code
+	 * that writes a block is seldom the code that allocates it) */
+	nused = 0;
+	for (uint32_t s = 0; s < o->nstacks; s++) {
+		o->stacks[s].fault_bytes = replay__fault_bytes(o->r, s);
+		if (o->stacks[s].fault_bytes)
+			order[nused++] = s;
+	}
+	qsort_r(order, nused, sizeof(*order), by_faults, o->stacks);
+	for (uint32_t i = 0; i < nused && i < VIEW_MAX_WRITERS; i++) {
+		if (!view_keep(o, order[i]))
+			break;
+	}
 	for (size_t i = 0; i < n; i++) {
 		if (o->stacks[c[i].stack].out == VIEW_NONE) {
 			o->folded_bytes += c[i].figures.allocated_bytes;
 			o->folded_allocations += c[i].figures.allocations;
 		}
 	}
-	for (uint32_t i = 0; i < nused; i++)
-		o->nfolded += o->stacks[order[i]].out == VIEW_NONE;
+	for (uint32_t s = 0; s < o->nstacks; s++)
+		o->nfolded += o->stacks[s].ncells && o->stacks[s].out == VIEW_NONE;
 	free(order);
 	return 0;
 }
@@ -149,7 +174,9 @@ static int64_t view_frame(struct view_out *o, const struct analysis_frame *f)
 	return id;
 }
 
-/* The page's index of the site of stack S (engine index), added if new. */
+/* The page's index of the site of stack S (engine index), added if new;
+ * VIEW_NO_SITE for a stack that allocated nothing (it only wrote pages). */
+#define VIEW_NO_SITE (-1 - (int64_t)INT32_MAX)
 static int64_t view_site(struct view_out *o, uint32_t s)
 {
 	struct u64map_entry *e;
@@ -158,7 +185,7 @@ static int64_t view_site(struct view_out *o, uint32_t s)
 
 	e = u64map__get(&o->site_of, (uint64_t)replay__stack(o->r, s)->id + 1);
 	if (!e)
-		return -ENOENT;
+		return VIEW_NO_SITE;
 	site = e->val;
 	e = u64map__insert(&o->site_out, site + 1, &existed);
 	if (!e)
@@ -218,12 +245,12 @@ static int view_stacks(struct json_out *j, struct view_out *o)
 
 		site = view_site(o, by_out[i]);
 		f = replay__stack_frames(o->r, by_out[i], &nf);
-		if (site < 0 || (!f && errno == ENOMEM)) {
+		if ((site < 0 && site != VIEW_NO_SITE) || (!f && errno == ENOMEM)) {
 			err = site < 0 ? (int)site : -ENOMEM;
 			break;
 		}
 		json_out__begin_array(j, true);
-		json_out__i64(j, site);
+		json_out__i64(j, site == VIEW_NO_SITE ? -1 : site);
 		json_out__begin_array(j, true);
 		for (size_t k = nf; k-- > 0 && !err;) {
 			id = view_frame(o, &f[k]);
@@ -415,6 +442,43 @@ static void view_resident(struct json_out *j, const struct view_out *o)
 	json_out__end_array(j);
 }
 
+/* "first_written": [[stack in the page, bytes], ...]: --rss's pages first
+ * written by each stack's code (trace.rss.maps.fault_bytes in all, folded
+ * stacks' as the "other" one); null when no write fault was sampled. */
+static void view_first_written(struct json_out *j, const struct view_out *o)
+{
+	const struct analysis_rss *rs = &replay__trace(o->r)->rss;
+	uint64_t other = 0;
+
+	json_out__key(j, "first_written");
+	if (!rs->traced_maps || !rs->maps.calls[MT_MAP_FAULT]) {
+		json_out__null(j);
+		return;
+	}
+	json_out__begin_array(j, false);
+	for (uint32_t s = 0; s < o->nstacks; s++) {
+		uint64_t b = o->stacks[s].fault_bytes;
+
+		if (!b)
+			continue;
+		if (o->stacks[s].out == VIEW_NONE) {
+			other += b;
+			continue;
+		}
+		json_out__begin_array(j, true);
+		json_out__u64(j, o->stacks[s].out);
+		json_out__u64(j, b);
+		json_out__end_array(j);
+	}
+	if (other) {
+		json_out__begin_array(j, true);
+		json_out__u64(j, o->nkept);
+		json_out__u64(j, other);
+		json_out__end_array(j);
+	}
+	json_out__end_array(j);
+}
+
 int report_html__view(struct json_out *j, struct replay *r, const struct analysis *a,
 		      const struct view_cells *v)
 {
@@ -454,6 +518,7 @@ int report_html__view(struct json_out *j, struct replay *r, const struct analysi
 	view_threads(j, r);
 	err = view_cells_out(j, &o, c, n);
 	view_resident(j, &o);
+	view_first_written(j, &o);
 	json_out__end_object(j);
 out:
 	strtab__free(&o.strings);

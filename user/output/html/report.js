@@ -41,14 +41,15 @@ function header() {
  * only sums them. A cell is 11 numbers: stack, thread, zone (-1: none),
  * time bucket, size class, then allocations, allocated bytes, leaked
  * allocations, leaked bytes, bytes at the peak, temporary allocations. ---- */
-var V = D.view, STR = V.strings, CS = 11, NF = 7; /* the cells' 6 figures, and resident bytes */
+var V = D.view, STR = V.strings, CS = 11, NF = 8; /* the cells' 6 figures, resident and first-written bytes */
 var OTHER = V.stacks.length; /* the stack the folded ones became */
 var OTHER_NAME = 'other: ' + V.folded.stacks + ' folded stacks';
 /* metric: its label, its index among a cell's figures, its format */
 var METRICS = [
   { h: 'allocated bytes', f: 1, fmt: bytes }, { h: 'allocations', f: 0, fmt: num },
   { h: 'leaked bytes', f: 3, fmt: bytes }, { h: 'bytes live at the peak', f: 4, fmt: bytes },
-  { h: 'temporary allocations', f: 5, fmt: num }, { h: 'resident bytes', f: 6, fmt: bytes }];
+  { h: 'temporary allocations', f: 5, fmt: num }, { h: 'resident bytes', f: 6, fmt: bytes },
+  { h: 'first-written bytes', f: 7, fmt: bytes }];
 var sel = { thread: -1, zone: -2, b0: 0, b1: V.nbuckets, search: '', metric: 0, bottomUp: false, zoom: [] };
 var cur = null; /* the sums for the selection */
 
@@ -57,18 +58,20 @@ function stackFrames(s) { return s === OTHER ? [-1] : V.stacks[s][1]; }
 
 /* sums per stack, in total and per size class for the selection */
 function compute() {
-  var c = V.cells, st = new Float64Array((OTHER + 1) * NF), tot = [0, 0, 0, 0, 0, 0, 0], hist = {};
+  var c = V.cells, st = new Float64Array((OTHER + 1) * NF), tot = [0, 0, 0, 0, 0, 0, 0, 0], hist = {};
   for (var i = 0; i < c.length; i += CS) {
     if (sel.thread >= 0 && c[i + 1] !== sel.thread) continue;
     if (sel.zone !== -2 && c[i + 2] !== sel.zone) continue;
     if (c[i + 3] < sel.b0 || c[i + 3] >= sel.b1) continue;
     var o = c[i] * NF, h = hist[c[i + 4]] || (hist[c[i + 4]] = [0, 0]);
-    for (var k = 0; k < NF; k++) { st[o + k] += c[i + 5 + k]; tot[k] += c[i + 5 + k]; }
+    for (var k = 0; k < 6; k++) { st[o + k] += c[i + 5 + k]; tot[k] += c[i + 5 + k]; }
     h[0] += c[i + 5]; h[1] += c[i + 6];
   }
   /* --rss: live blocks on resident pages at the last snapshot, per stack:
    * the whole trace's, whatever the selection */
   (V.resident || []).forEach(function (r) { st[r[0] * NF + 6] += r[1]; tot[6] += r[1]; });
+  /* --rss: the pages each stack's code first wrote (sampled write faults), whole trace */
+  (V.first_written || []).forEach(function (r) { st[r[0] * NF + 7] += r[1]; tot[7] += r[1]; });
   return { st: st, tot: tot, hist: hist };
 }
 
@@ -105,6 +108,7 @@ function controls() {
   $('search').addEventListener('input', function () { sel.search = $('search').value; update(); });
   $('range-clear').addEventListener('click', function () { setRange(0, V.nbuckets); });
   if (V.resident) $('fg-resident').hidden = false;
+  if (V.first_written) $('fg-written').hidden = false;
   document.querySelectorAll('input[name=fg-metric]').forEach(function (r) {
     r.addEventListener('change', function () { sel.metric = +r.value; flame(); });
   });
@@ -176,7 +180,7 @@ function flameTree() {
   var root = { name: 'all', v: new Float64Array(NF), kids: new Map(), parent: null, match: false };
   for (var s = 0; s <= OTHER; s++) {
     var o = s * NF;
-    if (!cur.st[o] && !cur.st[o + 3] && !cur.st[o + 4] && !cur.st[o + 6]) continue;
+    if (!cur.st[o] && !cur.st[o + 3] && !cur.st[o + 4] && !cur.st[o + 6] && !cur.st[o + 7]) continue;
     var fr = stackFrames(s), node = root, k, i, n = fr.length;
     for (k = 0; k < NF; k++) root.v[k] += cur.st[o + k];
     for (i = 0; i < n; i++) {
@@ -204,6 +208,7 @@ function flameNode(box, node, x, w, depth, dim) {
   d.style.width = (100 * w) + '%';
   d.style.top = (depth * ROW) + 'px';
   if (!node.match) d.style.background = flameColor(node.name);
+  d.setAttribute('data-v', String(node.v[METRICS[sel.metric].f]));
   d.fgNode = node;
   box.appendChild(d);
 }
@@ -501,6 +506,7 @@ function selftest() {
     radios[m].checked = true;
     radios[m].dispatchEvent(new Event('change'));
     if (sel.metric !== m) r.push('metric ' + m + ' not selected');
+    if (isNaN(fgState.root.v[METRICS[m].f])) r.push('metric ' + m + ' summed to NaN');
     if (fgState.root.v[METRICS[m].f] && !box.querySelector('.fg-node')) r.push('metric ' + m + ' drew nothing');
   }
   html.setAttribute('data-selftest', r.length ? r.join('; ') : 'ok');
