@@ -24,6 +24,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -344,9 +345,15 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	o.hit_entry_ns = f->hit_entry_ns;
 	o.hit_return_ns = f->hit_return_ns;
 	o.ring_bytes = follow_ring_bytes(&o);
-	if (!record_prepare(&o, f->loader, t->slot, parent_slot(f, t), t->binding, t->tgid))
+	if (!record_prepare(&o, f->loader, t->slot, parent_slot(f, t), t->binding, t->tgid)) {
 		released = !ptrace(PTRACE_CONT, t->tid, NULL, NULL); /* on its way: its probes are live */
-	else if (pipe2(fds, O_CLOEXEC))
+		/* the CPU to it first: woken on ours, it would wait for what
+		 * follows here (the recorder's fork) */
+		sched_yield();
+		/* failed (out of descriptors): its recorder does it all again */
+		record_prepare_watch(&o, t->tgid, t->parent);
+	}
+	if (!o.prepared && pipe2(fds, O_CLOEXEC))
 		goto failed;
 	loader__spare_drop(f->loader, t->slot); /* unless taken above, its recorder makes its own */
 	/* the recorder starts with every signal blocked (run_recorder) */

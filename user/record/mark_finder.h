@@ -33,8 +33,8 @@ size_t mark_finder__count_glibc(const struct mark_finder *mf);
 
 /* Learn which of PM's files have no marks (file_memo.h), so a process
  * forked from this one skips reading them: the --follow-children
- * supervisor, once per program. The marks of all of them (a file that
- * cannot be read counts one). */
+ * supervisor, once per program. The marks of those it reaches (a file it
+ * cannot reach, no attach from PM reaches either). */
 size_t mark_finder_learn(int pid, const struct procmaps *pm);
 
 /* Mark sites attached so far. */

@@ -57,8 +57,8 @@ struct record_opts {
 	struct loader *prepared;
 	struct mark_finder *prepared_marks;
 	uint64_t prepared_mono_ns, prepared_real_ns;
-	/* ... and what watching it takes, made while it was still held (it may
-	 * be gone before its recorder runs): a pidfd, its /proc/PID/root, its
+	/* ... and what watching it takes, made by the supervisor (it may be
+	 * gone before its recorder runs): a pidfd, its /proc/PID/root, its
 	 * name and command line */
 	int prepared_pidfd, prepared_rootfd;
 	char prepared_comm[64];
@@ -132,10 +132,18 @@ void record_binding__free(struct record_binding *b);
  * marks, attached, and start recording, so it can go on at once; its
  * recorder, forked after, takes that over (record_opts's prepared). Into
  * O: prepared, prepared_marks and the start time. 0, or -errno with
- * nothing left attached (the recorder then does it all itself).
+ * nothing left attached (the recorder then does it all itself). Only what
+ * cannot wait is done here (its probes, its root and name, which a child
+ * that ends or execs at once would not have after): the rest,
+ * record_prepare_watch.
  */
 int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, uint32_t parent_slot,
 		   const struct record_binding *b, int pid);
+/* After record_prepare, once PID goes on (not reaped: the supervisor has
+ * not waited for its end yet): its pidfd, and PARENT's command line (what
+ * PID was forked with; an exec may have changed its own), into O. 0, or
+ * -errno with what was prepared detached. */
+int record_prepare_watch(struct record_opts *o, int pid, int parent);
 /* The supervisor's copy of what record_prepare made, once the recorder
  * has its own (or to detach it all if no recorder came: DETACH). */
 void record_prepared_release(struct record_opts *o, bool detach);

@@ -502,36 +502,53 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
 		return err;
 	loader__unwind_copy(l, parent_slot);
 	err = o->rss_only ? 0 : loader__attach(l, &b->probes, &bad);
-	if (!err && !o->empty_probes && !o->rss_only) {
-		/* none in the program: its recorder looks again when it maps more */
+	/* marks only where the program has some: its recorder looks again
+	 * when it maps more (and finds none in files known to have none) */
+	if (!err && !o->empty_probes && !o->rss_only && b->nr_marks) {
 		marks = mark_finder__new(pid);
-		err = !marks ? -ENOMEM : b->nr_marks ? mark_finder__attach(marks, l, &b->maps) : 0;
+		err = !marks ? -ENOMEM : mark_finder__attach(marks, l, &b->maps);
 	}
 	if (err) {
 		mark_finder__free(marks);
 		loader__close(l);
 		return err;
 	}
-	o->prepared_pidfd = syscall(SYS_pidfd_open, pid, 0);
+	/* its root now: a child that ends at once has none by the time it
+	 * could be read after it goes on (its pidfd and command line can
+	 * wait: record_prepare_watch) */
+	o->prepared_pidfd = -1;
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	o->prepared_rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (o->prepared_pidfd < 0 || o->prepared_rootfd < 0) {
+	if (o->prepared_rootfd < 0) {
 		err = -errno;
-		if (o->prepared_pidfd >= 0)
-			close(o->prepared_pidfd);
-		if (o->prepared_rootfd >= 0)
-			close(o->prepared_rootfd);
 		mark_finder__free(marks);
 		loader__close(l);
 		return err;
 	}
+	/* and its name, which an exec right after would change */
 	read_proc_string(pid, "comm", o->prepared_comm, sizeof(o->prepared_comm));
-	o->prepared_cmdline = read_proc_cmdline(pid);
 	o->prepared_mono_ns = now_ns(CLOCK_MONOTONIC);
 	o->prepared_real_ns = now_ns(CLOCK_REALTIME);
 	loader__set_recording(l, true);
 	o->prepared = l;
 	o->prepared_marks = marks;
+	return 0;
+}
+
+int record_prepare_watch(struct record_opts *o, int pid, int parent)
+{
+	int err;
+
+	o->prepared_pidfd = syscall(SYS_pidfd_open, pid, 0);
+	if (o->prepared_pidfd < 0) {
+		err = -errno;
+		record_prepared_release(o, true);
+		return err;
+	}
+	/* what it was forked with: its own may be an exec's by now */
+	o->prepared_cmdline = read_proc_cmdline(parent > 0 ? parent : pid);
+	if (!o->prepared_cmdline)
+		o->prepared_cmdline = read_proc_cmdline(pid);
 	return 0;
 }
 
@@ -542,7 +559,8 @@ void record_prepared_release(struct record_opts *o, bool detach)
 	if (detach || loader__forget(o->prepared))
 		loader__close(o->prepared);
 	mark_finder__free(o->prepared_marks);
-	close(o->prepared_pidfd);
+	if (o->prepared_pidfd >= 0)
+		close(o->prepared_pidfd);
 	close(o->prepared_rootfd);
 	free(o->prepared_cmdline);
 	o->prepared = NULL;
