@@ -138,4 +138,39 @@ timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/c.mtrace" >"$TMP/c.txt" 2>&1
 expect_eq "report: a Python frame with its file and line" \
 	"$(grep -c "make_buffers.<locals>.<listcomp>  .*$SRC:$(line buffers)\$" "$TMP/c.txt")" 1
 
+# --- --python-objects: pymalloc's objects too (the command runs with
+# PYTHONMALLOC=malloc). Each line holding >= 1% of the live bytes within 5%
+# of tracemalloc's. Not compared: blocks with no Python frame (tracemalloc's
+# <unknown>:0 counts only Python's allocator domains, memtrace every malloc
+# of the C code too) and the code objects freed at once (left out with
+# --no-churn: their names are gone before they can be read).
+timeout -k 5 "$LIMIT" "$PY" -X tracemalloc=1 "$P" "$TMP/truth2.json" --no-wait --no-churn 2>"$TMP/truth.err"
+expect_status "python3.11 -X tracemalloc $SRC --no-churn" $? 0 "$TMP/truth.err"
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --python-objects -o "$TMP/o.mtrace" -- "$PY" "$P" "$TMP/m2.json" --no-wait --no-churn >"$TMP/out" 2>"$TMP/err"
+expect_status "record --python-objects -- python3.11: exit status" $? 0 "$TMP/err"
+report_json "$TMP/o.mtrace" "$TMP/o.json"
+jq -r '.stack_frames as $f | [.stacks[] | {s: ., p: ([.frames[] | $f[.] | select(.language == "python")] | first)}]
+	| group_by([.p.file, .p.line])
+	| map("\(if .[0].p then "\(.[0].p.file // "?" | split("/") | last):\(.[0].p.line)" else "<unknown>:0" end) \(map(.s.leaked_bytes) | add)") | .[]' "$TMP/o.json" >"$TMP/o.lines"
+jq -r '.tracemalloc | to_entries[] | "\(.key) \(.value.bytes)"' "$TMP/truth2.json" >"$TMP/t.lines"
+awk 'NR == FNR { t[$1] = $2; total += $2; next } { m[$1] = $2 }
+	END { for (k in t) if (t[k] * 100 >= total && k != "<unknown>:0") print k, t[k], m[k] + 0 }' "$TMP/t.lines" "$TMP/o.lines" | sort >"$TMP/cmp"
+expect_eq "--python-objects: the small objects' line holds >= 1% of the bytes" \
+	"$(grep -c "^$SRC:$(line small) " "$TMP/cmp")" 1
+while read -r k want got; do
+	expect_within "--python-objects: $k live bytes against tracemalloc's" "$got" "$want" 5
+done <"$TMP/cmp"
+expect_within "--python-objects: small objects' count against tracemalloc's" \
+	"$(jq -r --arg l "$(line small)" '.stack_frames as $f | [.stacks[] | select(([.frames[] | $f[.] | select(.language == "python")] | first | .line) == ($l | tonumber)) | .leaked_allocations] | add' "$TMP/o.json")" \
+	"$(jqr "$TMP/truth2.json" ".tracemalloc[\"$SRC:$(line small)\"].count")" 1
+
+# -p: only a process started with PYTHONMALLOC=malloc shows its objects
+"$PY" -c 'import time; time.sleep(30)' &
+pid=$!
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --python-objects -o "$TMP/x.mtrace" -p "$pid" 2>"$TMP/err"
+expect_one_error "--python-objects -p of a process with pymalloc" $? "$TMP/err"
+grep -q "PYTHONMALLOC=malloc" "$TMP/err" && ok "its line says what to do: $(cat "$TMP/err")" || not_ok "its line does not name PYTHONMALLOC: $(cat "$TMP/err")"
+[ ! -e "$TMP/x.mtrace" ] && ok "no trace written" || not_ok "a trace was written"
+kill "$pid"; wait "$pid" 2>/dev/null
+
 finish

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Python allocations at known lines, for tests/e2e/python.sh.
 
-Usage: py_alloc.py OUT.json [--no-wait]
+Usage: py_alloc.py OUT.json [--no-wait] [--no-churn]
 
 Waits for SIGUSR1 (so memtrace can attach with -p), then allocates from the
 lines marked "# LINE:name" below and keeps what it allocated. Large blocks
@@ -22,6 +22,7 @@ import tracemalloc
 
 BIG = 100_000   # bytes of each large buffer: a malloc of BIG + 1
 N = 20          # large blocks a line makes (its list stays on pymalloc's side)
+SMALL = 20_000  # tuples and short strings: pymalloc's, seen with --python-objects only
 THREADS = 4
 DEEP = 100      # Python frames under the deepest allocation: more than memtrace keeps
 HELD = 5        # functions made, called once, held a while and freed
@@ -31,6 +32,10 @@ KEEP = []
 
 def make_buffers(n):
     return [bytearray(BIG) for _ in range(n)]  # LINE:buffers
+
+
+def make_small(n):
+    return [(i, str(i)) for i in range(n)]  # LINE:small
 
 
 def make_strings(n):
@@ -104,6 +109,7 @@ def main():
         signal.sigwait({signal.SIGUSR1})
     KEEP.append(make_buffers(N))
     KEEP.append(make_strings(N))
+    KEEP.append(make_small(SMALL))
     KEEP.append(Handler().handle(N))
     KEEP.append(list(gen(N)))
     KEEP.append(run_sorted(N))
@@ -117,8 +123,8 @@ def main():
         t.join()
     KEEP.append(lists)
     codes = made_functions(0, HELD, 0.3)
-    churn = made_functions(HELD, CHURN, 0)
-    truth = {"big": BIG, "n": N, "threads": THREADS, "held": HELD, "codes": codes, "churn": churn}
+    churn = made_functions(HELD, CHURN, 0) if "--no-churn" not in sys.argv else []
+    truth = {"big": BIG, "n": N, "small": SMALL, "threads": THREADS, "held": HELD, "codes": codes, "churn": churn}
     if tracemalloc.is_tracing():
         lines = {}
         for t in tracemalloc.take_snapshot().traces:

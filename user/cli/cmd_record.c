@@ -26,7 +26,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT [--large SIZE]] [--rss[=only]] [--lib PATH] [--stack-depth N]\n"
-		"                [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
+		"                [--python-objects] [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
 		"  -d, --duration SEC   stop after SEC seconds\n"
@@ -44,6 +44,11 @@ static void usage(FILE *f)
 		"      --rss[=only]     also sample the target's resident memory (anon, file, shmem)\n"
 		"                       every 100 ms and trace the calls that map memory; =only:\n"
 		"                       that alone, no allocator probes (the cheapest look)\n"
+		"      --python-objects CPython's objects of at most 512 bytes too, which its\n"
+		"                       allocator (pymalloc) keeps from malloc: the command runs\n"
+		"                       with PYTHONMALLOC=malloc, so each object is one malloc;\n"
+		"                       with -p the target must have been started so. A probe hit\n"
+		"                       per object: pair it with --budget on a service\n"
 		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
@@ -128,6 +133,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "budget", required_argument, NULL, 'P' },
 		{ "large", required_argument, NULL, 'G' },
 		{ "rss", optional_argument, NULL, 'R' },
+		{ "python-objects", no_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -173,6 +179,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 			break;
 		case 'v': o->verbose = true; break;
 		case 'F': o->follow = true; break;
+		case 'Y': o->python_objects = true; break;
 		case 'E': /* undocumented: the floor make bench measures */
 			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2
 					: !strcmp(optarg, "session") ? 3 : !strcmp(optarg, "record") ? 4 : -1;
