@@ -129,6 +129,12 @@ def test_samples(d, R):
         for k in ("resident_bytes", "anon_bytes", "file_bytes", "shmem_bytes", "heap_bytes"):
             want[(w, k)] = R[w][k] if k != "heap_bytes" or R["heap_known"] else None
     check("the samples table (first, peak, last) is report --json's rss.first, .peak, .last", got, want)
+    got = {(p.get_attribute("data-when"), s.get_attribute("data-key")): int(s.get_attribute("data-value"))
+           for p in d.find_elements(By.CSS_SELECTOR, "#rss-rollup p") for s in p.find_elements(By.CSS_SELECTOR, "span")}
+    want = {(w, k): R["rollup_" + w]["lines"][k] for w in ("start", "end") if R["rollup_" + w]
+            for k in ("Rss", "Pss", "Anonymous", "Private_Dirty", "Swap") if k in R["rollup_" + w]["lines"]}
+    check("smaps_rollup's lines at the start (and the end, where read) are rss.rollup_start's (and _end's), %d of them" % len(want),
+          got, want)
 
 
 SERIES_COL = {"heap_live_resident_bytes": 2, "allocator_free_resident_bytes": 3, "allocator_resident_bytes": 4,
@@ -178,7 +184,10 @@ def test_flame(d, rep):
     in main (all of rss_merged's writes are main's, through memset or not)."""
     R = rep["rss"]
     F = R["maps"]["faults"]
-    check("the flame graph offers first-written bytes", d.find_element(By.ID, "fg-written").is_displayed(), True)
+    check("the flame graph offers first-written bytes where write faults were sampled (%d)" % F["samples"],
+          d.find_element(By.ID, "fg-written").is_displayed(), F["samples"] > 0)
+    if not F["samples"]:
+        return
     d.find_element(By.CSS_SELECTOR, "input[name=fg-metric][value='6']").click()
     nodes = flame_nodes(d)
     check("first-written bytes: the flame graph's root and main's frame are rss.maps.faults' bytes, all and main's sites",
@@ -205,9 +214,22 @@ def test_maps(d, R):
           site_rows(d, "rss-maps"), want_sites(M["sites"], "bytes", "mappings"))
     F = M["faults"]
     fn = d.find_element(By.ID, "rss-faults-note")
-    check("pages first written, in all, are rss.maps.faults.bytes", int(fn.get_attribute("data-bytes") or -1), F["bytes"])
+    check("pages first written, in all, are rss.maps.faults.bytes", int(fn.get_attribute("data-bytes") or 0), F["bytes"])
     check("pages first written by site are rss.maps.faults.sites",
           site_rows(d, "rss-faults"), want_sites(F["sites"], "bytes", "samples"))
+    G, text = M["glibc"], d.find_element(By.ID, "rss-glibc").text
+    if G:
+        want = ["%d arenas made, %d taken by another thread" % (G["arenas_new"], G["arenas_reused"]),
+                "the main heap grown %d times by brk" % G["sbrk_more"], "trimmed %d times" % G["sbrk_less"],
+                "other arenas\u2019 heaps: %d mapped" % G["heaps_new"], "grown %d times" % G["heaps_grown"],
+                "shrunk %d times" % G["heaps_shrunk"], "%d unmapped" % G["heaps_freed"],
+                "retried in another arena: %d" % G["retries"]]
+        want += ["mallopt(%s, %d)" % (m["name"] or m["param"], m["value"]) for m in G["mallopt"]]
+        want += ["%s (%s:%d) %d" % (s["name"], s["file"].split("/")[-1], s["line"], s["arenas"]) for s in G["arena_sites"]]
+        check("glibc's probes: the paragraph says rss.maps.glibc's counts, mallopt calls and arena sites",
+              [w for w in want if w not in text], [])
+    else:
+        check("glibc's probes: the paragraph says the C library has none", "not in the target" in text, True)
 
 
 def main():

@@ -4,12 +4,16 @@
 # report --json and the text report have it: tests/progs/rss_merged (its own
 # 64 MiB mmap merged by the kernel with a 96 MiB malloc block, a 16 MiB
 # munmap hole, 32 MiB of the block given back by madvise, 7.7 MB of small
-# chunks freed among live ones) recorded with --rss, and with --rss=only (no
-# heap: the allocator's part not split). The page is rendered in Debian's
-# headless Chromium (rss_html.py, chromium-driver and python3-selenium) and
-# every figure of its --rss views read back from the tables: the samples,
-# the reconciliation at the end and at the peak, the program's mappings by
-# site and the pages first written by site, each equal to report --json's.
+# chunks freed among live ones; 700 ms between its steps) recorded with
+# --rss, and with --rss=only (no heap: the allocator's part not split), and
+# tests/progs/glibc_probes (glibc's own allocator probes). The page is
+# rendered in Debian's headless Chromium (rss_html.py, chromium-driver and
+# python3-selenium) and every figure of its --rss views read back: the
+# samples and smaps_rollup, the reconciliation at the end and at the peak,
+# its parts stacked over time, the program's mappings by site, glibc's
+# probes, the pages first written by site, and the flame graph's
+# first-written and resident bytes, each equal to report --json's; the
+# chart's layers hold rss_merged's steps as the program made them.
 # A screenshot of the section is kept in build/html-artifacts/.
 source "$(dirname "$0")/lib.sh"
 
@@ -66,6 +70,11 @@ expect_eq "merged: the stacked chart holds each of the program's steps in order 
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -o "$TMP/o.mtrace" -- "$PROGS/rss_merged" 1200 >"$TMP/o.out" 2>"$TMP/o.err"
 expect_status "rss_merged: record --rss=only exit status" $? 0 "$TMP/o.err"
 page rss-only "$TMP/o.mtrace"
+# glibc's own allocator probes, fired by tests/progs/glibc_probes (Debian's glibc has none)
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -o "$TMP/p.mtrace" -- "$PROGS/glibc_probes" >"$TMP/p.out" 2>"$TMP/p.err"
+expect_status "glibc_probes: record --rss exit status" $? 0 "$TMP/p.err"
+page glibc-probes "$TMP/p.mtrace"
+
 expect_eq "rss-only: no live heap row, the allocator's part whole" \
 	"$(sed -n 's/^# rss_html.py: reconcile //p' "$TMP/rss-only.tap" | jq -c 'keys | map(sub("/.*"; "")) | unique | map(select(test("^(heap_live|allocator)")))')" \
 	'["allocator_resident_bytes"]'

@@ -166,6 +166,27 @@ function rssSamples(R) {
   fixedTable($('rss-samples'), ['', 'resident', 'anon', 'file', 'shmem', 'live heap', 'at'], rows);
 }
 
+/* /proc/PID/smaps_rollup at the start and the end: the lines the text report shows */
+function rssRollups(R) {
+  var box = $('rss-rollup');
+  box.textContent = '';
+  [['start', R.rollup_start], ['end', R.rollup_end]].forEach(function (w) {
+    if (!w[1]) return;
+    var p = el('p', 'note', 'smaps_rollup at the ' + w[0] + ': ');
+    p.setAttribute('data-when', w[0]);
+    ['Rss', 'Pss', 'Anonymous', 'Private_Dirty', 'Swap'].forEach(function (k) {
+      var v = w[1].lines[k];
+      if (v === undefined) return;
+      var s = el('span', 'rollup', k + ' ' + bytes(v) + ' ');
+      s.setAttribute('data-key', k);
+      s.setAttribute('data-value', String(v));
+      s.title = num(v) + ' bytes';
+      p.appendChild(s);
+    });
+    box.appendChild(p);
+  });
+}
+
 /* resident anonymous memory added up, at the last snapshot and at the one
  * of most resident anonymous memory (a second column only when it is another) */
 function rssReconcile(R) {
@@ -235,7 +256,12 @@ function rssMaps(R) {
     '), trimmed ' + num(G.sbrk_less) + ' times (' + bytes(G.sbrk_less_bytes) + ' given back); other arenas\u2019 heaps: ' +
     num(G.heaps_new) + ' mapped (' + bytes(G.heap_new_bytes) + '), grown ' + num(G.heaps_grown) + ' times (' +
     bytes(G.heap_grown_bytes) + '), shrunk ' + num(G.heaps_shrunk) + ' times (' + bytes(G.heap_shrunk_bytes) + '), ' +
-    num(G.heaps_freed) + ' unmapped (' + bytes(G.heap_freed_bytes) + '); allocations retried in another arena: ' + num(G.retries) + '.';
+    num(G.heaps_freed) + ' unmapped (' + bytes(G.heap_freed_bytes) + '); allocations retried in another arena: ' + num(G.retries) + '.' +
+    (G.mallopt.length ? ' ' + G.mallopt.map(function (m) { return 'mallopt(' + (m.name || m.param) + ', ' + m.value + ')'; }).join(', ') +
+      (G.mallopt_calls > G.mallopt.length ? ' and ' + num(G.mallopt_calls - G.mallopt.length) + ' more mallopt calls' : '') + '.' : '') +
+    (G.arena_sites.length ? ' Arenas made by: ' + G.arena_sites.map(function (s) {
+      return s.name + (s.file ? ' (' + s.file.split('/').pop() + ':' + s.line + ')' : '') + ' ' + num(s.arenas);
+    }).join(', ') + '.' : '');
 }
 
 function rssFaults(R) {
@@ -255,6 +281,7 @@ function rssViews() {
   if (!R) return;
   $('rss-sec').hidden = false;
   rssSamples(R);
+  rssRollups(R);
   rssReconcile(R);
   rssChart();
   rssMaps(R);
