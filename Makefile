@@ -70,7 +70,7 @@ PROG_BIN := $(patsubst tests/progs/%.c,$(BUILD)/progs/%,$(PROG_C)) \
 .PHONY: all test install demo deps clean progs unit
 .DELETE_ON_ERROR:
 .SECONDARY: $(BPF_OBJ) $(SKEL)
-all: $(BUILD)/memtrace
+all: $(BUILD)/memtrace $(BUILD)/libmemtrace_preload.so
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h) vmlinux/vmlinux.h | $(BUILD)
 	$(CLANG) -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Ivmlinux -Ibpf -c $< -o $@
@@ -109,6 +109,14 @@ $(BUILD)/libmemtrace.a: $(LIB_OBJ)
 $(BUILD)/memtrace: $(CLI_MAIN) $(BUILD)/libmemtrace.a
 	$(CC) $(CFLAGS) $(MEMTRACE_LDFLAGS) -o $@ $^ $(MEMTRACE_LDLIBS)
 
+# record --preload's interposer (inproc/preload/preload.c), put beside memtrace:
+# memtrace looks for it next to its own executable, or in ../lib/memtrace.
+# Frame pointers for the walk that starts in it. No TLS and no libgcc_s
+# (preload.c says why): the program must not see it there.
+PRELOAD_FLAGS := -O2 -g -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Ibpf
+$(BUILD)/libmemtrace_preload.so: inproc/preload/preload.c bpf/memtrace_abi.h | $(BUILD)
+	$(CC) $(PRELOAD_FLAGS) -o $@ $< -ldl -lpthread
+
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a
 	@mkdir -p $(@D)
 	$(CC) $(CPPFLAGS) $(ALL_INC) $(CFLAGS) -MMD -MP -o $@ $< $(BUILD)/libmemtrace.a -lcmocka $(LDLIBS)
@@ -138,6 +146,10 @@ $(BUILD)/progs/libplugalloc.so: tests/progs/plugin/plugalloc.c tests/progs/tinya
 	$(CC) $(PROG_FLAGS) -fPIC -shared -Wl,-Bsymbolic-functions -o $@ $^
 
 $(BUILD)/progs/uses_tinyalloc: $(BUILD)/progs/libtinyalloc.so
+
+$(BUILD)/progs/libcountalloc.so: tests/progs/preload/countalloc.c | $(BUILD)
+	@mkdir -p $(@D)
+	$(CC) $(PROG_FLAGS) -fPIC -shared -o $@ $< -ldl
 
 $(BUILD)/progs/libctorlib.so: tests/progs/ctorlib/ctorlib.c | $(BUILD)
 	@mkdir -p $(@D)
@@ -186,6 +198,7 @@ $(BUILD)/progs/no_allocator: tests/progs/noalloc/no_allocator.c | $(BUILD)
 	$(CC) -O1 -static -nostdlib -o $@ $<
 
 progs: $(PROG_BIN) $(BUILD)/progs/no_allocator $(BUILD)/progs/libtinyalloc.so $(BUILD)/progs/libplugin.so \
+	$(BUILD)/progs/libcountalloc.so \
 	$(BUILD)/progs/libplugalloc.so $(BUILD)/progs/libctorlib.so $(BUILD)/progs/alloc_patterns_static \
 	$(BUILD)/progs/nofp/unwind_levels $(BUILD)/progs/dbgframe/unwind_levels $(BUILD)/progs/nofp/deep_frames \
 	$(BUILD)/progs/nofp/same_depth
@@ -209,6 +222,7 @@ demo: deps all
 
 install: all
 	install -D -m 0755 $(BUILD)/memtrace $(DESTDIR)$(PREFIX)/bin/memtrace
+	install -D -m 0644 $(BUILD)/libmemtrace_preload.so $(DESTDIR)$(PREFIX)/lib/memtrace/libmemtrace_preload.so
 	install -d $(DESTDIR)$(PREFIX)/share/man/man1
 	install -m 0644 docs/man/*.1 $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -D -m 0644 completion/memtrace.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/memtrace

@@ -344,4 +344,66 @@ struct mt_pystack_event {
 	struct mt_py_frame frames[MT_PY_MAX_FRAMES];
 };
 
+/*
+ * record --preload: the in-process capture (inproc/preload/). memtrace
+ * makes one shared memory file (a sealed memfd the command inherits) of
+ * this header, then nr_slots slots of slot_bytes each. A thread takes a
+ * slot on its first call and writes the same records as the probes
+ * (ALLOC, FREE, REALLOC, STACK) into its ring; the recorder reads them
+ * in order and hands them to the same drain. A record is whole where it
+ * starts (it may go on into the slack past the ring's end, as in a lane),
+ * and is committed by its header's type, stored last: a slot has no head,
+ * so a signal handler's record written in the middle of its thread's own
+ * needs no lock. The recorder zeroes what it read before moving tail past
+ * it, so a type of 0 is always "not yet".
+ */
+#define MT_PRELOAD_MAGIC 0x6d747072656c6f61ULL /* "mtpreloa" */
+#define MT_PRELOAD_VERSION 1
+#define MT_PRELOAD_SLACK 2048 /* >= the largest record (a STACK of MT_MAX_STACK_DEPTH frames) */
+#define MT_PRELOAD_SEEN 4096  /* a slot's stacks already sent: direct-mapped hashes */
+
+enum mt_preload_slot_state {
+	MT_SLOT_FREE = 0,    /* anyone may take it */
+	MT_SLOT_OWNED = 1,   /* a thread writes into it */
+	MT_SLOT_RETIRED = 2, /* its thread is done: freed once read to the end */
+};
+
+struct mt_preload_header {
+	__u64 magic;         /* MT_PRELOAD_MAGIC */
+	__u32 version;       /* MT_PRELOAD_VERSION */
+	__u32 nr_slots;      /* slots after the header */
+	__u64 slot_bytes;    /* each slot: its mt_preload_slot, then ring_bytes + MT_PRELOAD_SLACK */
+	__u64 ring_bytes;    /* a power of two */
+	__u64 header_bytes;  /* where slot 0 starts (a page multiple) */
+	__u32 pid;           /* the process recorded: another (a forked child) writes nothing */
+	__u32 recorder_pid;  /* memtrace: a writer waiting on a full ring gives up once it is gone */
+	__u32 stack_depth;   /* frames per stack; 0: no stacks */
+	__u32 stopped;       /* set by memtrace when it stops recording: write nothing more */
+	__u64 pad1[3];       /* zero */
+	__u64 lost;          /* records written nowhere: no free slot, or a full ring in a signal handler */
+	__u64 waits;         /* times a writer found its ring full and waited for the recorder */
+	__u64 threads;       /* slots taken, all told */
+	__u64 pad2[3];       /* zero: 128 bytes */
+};
+
+struct mt_preload_slot {
+	__u64 state;         /* enum mt_preload_slot_state, taken with a compare-and-swap */
+	__u32 tid;           /* the owner */
+	__u32 pad;           /* zero */
+	__u64 pad1[6];       /* state and tail on lines of their own */
+	__u64 tail;          /* bytes read, the recorder's */
+	__u64 pad2[7];
+	/* The owner's own state (the interposer keeps none in TLS: a preloaded
+	 * library with TLS would grow every thread's DTV, which the program's
+	 * figures would show); the recorder never reads it. */
+	__u64 w_reserved;    /* bytes of the ring taken: the next record's place */
+	__u64 w_stack_lo;    /* the owner's stack, for the frame-pointer walk's checks */
+	__u64 w_stack_hi;    /* ... its end; 0: unknown, the site alone is taken */
+	__s32 w_guard;       /* > 0: inside one of the interposer's calls, whose inner calls do not count */
+	__s32 w_depth;       /* records in the middle of being written (a signal handler's inside its thread's) */
+	__u64 pad3[4];       /* zero */
+	__u64 seen[MT_PRELOAD_SEEN]; /* stacks this slot already sent, by hash (the owner's) */
+};
+#define MT_PRELOAD_RING_AT sizeof(struct mt_preload_slot) /* where a slot's ring starts */
+
 #endif /* MEMTRACE_ABI_H */

@@ -57,7 +57,7 @@ _memtrace()
 		COMPREPLY=($(compgen -W "record report diff export top agent" -- "$cur")) ;;
 	record)
 		COMPREPLY=($(compgen -W "-p --pid -o --output -d --duration --lib --stack-depth --unwind-rows
-			--sample= --budget --rss --rss=only --buffer-size --follow-children -v --verbose -h --help --" -- "$cur")) ;;
+			--sample= --budget --rss --rss=only --buffer-size --follow-children --preload -v --verbose -h --help --" -- "$cur")) ;;
 	top)
 		COMPREPLY=($(compgen -W "-p --pid -i --interval -o --output -d --duration --budget --rss --rss=only --batch --json --top
 			--alloc-fn -h --help --" -- "$cur")) ;;

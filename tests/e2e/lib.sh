@@ -75,7 +75,8 @@ expect_total() { expect_eq "totals.$2" "$(jqr "$1" ".totals.$2")" "$3"; }
 record_cmd() {
 	local trace=$1
 	shift
-	timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$trace" -- "$@" >"$TMP/out" 2>"$TMP/err"
+	# RECORD_FLAGS: more options for every such run (tests/e2e/preload.sh: --preload)
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record ${RECORD_FLAGS:-} -o "$trace" -- "$@" >"$TMP/out" 2>"$TMP/err"
 }
 
 # report_json TRACE OUT: memtrace report --json TRACE > OUT; returns its status

@@ -28,7 +28,12 @@ TABLE
 	expect_eq "$label: totals.leaked_allocations" "$(jqr "$json" .totals.leaked_allocations)" 44
 	expect_eq "$label: totals.leaked_bytes" "$(jqr "$json" .totals.leaked_bytes)" 5088
 	expect_eq "$label: totals.temporary_allocations" "$(jqr "$json" .totals.temporary_allocations)" 200
-	expect_eq "$label: totals.unmatched_frees" "$(jqr "$json" .totals.unmatched_frees)" 4
+	# ... except under --preload (tests/e2e/preload.sh runs this script so):
+	# glibc's own call of __libc_free at thread exit never reaches an
+	# interposer, so those 4 frees are not seen at all, and none is unmatched
+	local unmatched=4
+	[ "$label" = "-- CMD" ] && [ "${RECORD_FLAGS:-}" = --preload ] && unmatched=0
+	expect_eq "$label: totals.unmatched_frees" "$(jqr "$json" .totals.unmatched_frees)" "$unmatched"
 	expect_eq "$label: totals.dropped_events" "$(jqr "$json" .totals.dropped_events)" 0
 	# the peak depends on the interleaving: between the final live set and it
 	# plus every thread's most (two work blocks and one temporary each)

@@ -326,6 +326,7 @@ int replay__set_meta(struct replay *r, const struct trace_meta *m)
 	r->trace.no_heap = m->flags & TRACE_META_NO_HEAP;
 	r->trace.rss.traced_maps = m->flags & TRACE_META_MAPS;
 	r->trace.attached = m->flags & TRACE_META_ATTACHED;
+	r->trace.preload = m->flags & TRACE_META_PRELOAD;
 	r->trace.rss.maps.glibc_probed = m->flags & TRACE_META_GLIBC_PROBES;
 	r->sample_mean = (double)m->sample_bytes;
 	r->trace.budget.budget_ppm = m->budget_ppm;

@@ -210,6 +210,7 @@ struct analysis_trace {
 	uint64_t sample_bytes; /* 0: every allocation traced */
 	bool no_heap;          /* --rss=only: no allocator probes, so no heap figures */
 	bool attached;         /* began in a running process (TRACE_META_ATTACHED) */
+	bool preload;          /* captured in-process by record --preload (TRACE_META_PRELOAD) */
 	uint64_t duration_ns;  /* start to end, or to the last event if partial */
 	bool ended;            /* an END record was seen */
 	bool target_exited;

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: memtrace [record] [-o FILE] [-d SEC] [--sample=SIZE | --budget PCT [--large SIZE]] [--rss[=only]] [--lib PATH] [--stack-depth N]\n"
-		"                [--python-objects] [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | -- CMD [ARGS...])\n"
+		"                [--python-objects] [--unwind-rows N] [--buffer-size N] [--follow-children] [-v] (-p PID | [--preload] -- CMD [ARGS...])\n"
 		"  -p, --pid PID        trace a running process (all its threads)\n"
 		"  -o, --output FILE    trace file (default memtrace.COMM.PID.mtrace), never overwritten\n"
 		"  -d, --duration SEC   stop after SEC seconds\n"
@@ -49,7 +49,13 @@ static void usage(FILE *f)
 		"                       with PYTHONMALLOC=malloc, so each object is one malloc;\n"
 		"                       with -p the target must have been started so. A probe hit\n"
 		"                       per object: pair it with --budget on a service\n"
-		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M)\n"
+		"      --preload        -- CMD only: capture the allocator calls inside the program\n"
+		"                       (a library memtrace puts in its LD_PRELOAD) instead of with\n"
+		"                       uprobes: the same trace and figures, no trap per call, for\n"
+		"                       allocation-heavy programs you can restart; static and setuid\n"
+		"                       programs are recorded with uprobes (it says so)\n"
+		"      --buffer-size N  ring buffer bytes per CPU, power of two (default 8M;\n"
+		"                       --preload: per thread, default 4M)\n"
 		"      --follow-children\n"
 		"                       also record every process the target forks and every\n"
 		"                       program they exec, each into its own FILE.PID[.N].mtrace\n"
@@ -116,6 +122,22 @@ int record_option(int c, const char *arg, struct record_opts *o)
 	}
 }
 
+/* What --preload does not combine with. */
+static int check_preload(const struct record_opts *o)
+{
+	if (!o->preload)
+		return 0;
+	if (o->pid)
+		return fail("--preload starts the program with memtrace's library in it; a running process (-p) is recorded with uprobes: drop --preload");
+	if (o->sample || o->budget || o->empty_probes || o->rss_only)
+		return fail("--preload records every allocator call exactly; --sample, --budget, --rss=only and --empty-probes are the uprobe path's: drop one of them");
+	if (o->lib)
+		return fail("--lib names the allocator to probe; --preload catches what the program calls, whatever allocator that is: drop --lib");
+	if (o->follow)
+		return fail("--preload does not follow children yet; record with --follow-children alone (uprobes)");
+	return 0;
+}
+
 static int parse_opts(struct record_opts *o, int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -134,6 +156,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		{ "large", required_argument, NULL, 'G' },
 		{ "rss", optional_argument, NULL, 'R' },
 		{ "python-objects", no_argument, NULL, 'Y' },
+		{ "preload", no_argument, NULL, 'Q' },
 		{ "help", no_argument, NULL, 'h' },
 		{},
 	};
@@ -180,6 +203,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		case 'v': o->verbose = true; break;
 		case 'F': o->follow = true; break;
 		case 'Y': o->python_objects = true; break;
+		case 'Q': o->preload = true; break;
 		case 'E': /* undocumented: the floor make bench measures */
 			o->empty_probes = !strcmp(optarg, "entry") ? 1 : !strcmp(optarg, "entry+return") ? 2
 					: !strcmp(optarg, "session") ? 3 : !strcmp(optarg, "record") ? 4 : -1;
@@ -194,7 +218,7 @@ static int parse_opts(struct record_opts *o, int argc, char **argv)
 		o->cmd = argv + optind;
 	if (!o->cmd == !o->pid)
 		return fail("give either -p PID or -- CMD [ARGS...]; see memtrace record --help");
-	if (record_check_budget(o))
+	if (record_check_budget(o) || check_preload(o))
 		return -EINVAL;
 	if (o->output && record_output_is_stdout(o->output) && o->cmd)
 		return fail("-o - writes the trace to stdout, where the command's output goes too; give -o FILE, or record it with -p");

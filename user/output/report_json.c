@@ -60,6 +60,8 @@ void report_json__trace(struct json_out *j, const struct analysis_trace *t)
 		json_out__key_u64(j, "allocated_bytes_se", (uint64_t)(sqrt(b->var_bytes) + 0.5));
 		json_out__end_object(j);
 	}
+	/* how the allocator calls were caught: "probes" (uprobes), "preload" (record --preload) */
+	json_out__key_string(j, "capture", t->preload ? "preload" : "probes");
 	json_out__end_object(j);
 }
 

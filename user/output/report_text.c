@@ -452,6 +452,8 @@ static void report_text__summary(FILE *f, const struct analysis *a)
 		t->target_exited ? " (until the target exited)" : "");
 	if (t->stop_reason && !(t->end_flags & (TRACE_END_OOM_KILLED | TRACE_END_CRASHED))) /* else said first */
 		fprintf(f, "  %s\n", t->stop_reason);
+	if (t->preload)
+		fprintf(f, "  %-17s in the process (record --preload)\n", "captured:");
 	fprintf(f, "  %-17s %" PRIu64 " calls, ", "allocations:", tot->allocations);
 	print_bytes(f, tot->allocated_bytes);
 	fprintf(f, "\n  %-17s %" PRIu64 " calls\n", "frees:", tot->frees);

@@ -75,7 +75,7 @@ static struct launch_bpf *load_skel(bool multi)
 
 int launcher__open(struct launcher *l)
 {
-	*l = (struct launcher){ .pid = -1, .go_fd = -1, .err_fd = -1, .link_fds = { -1, -1 } };
+	*l = (struct launcher){ .pid = -1, .go_fd = -1, .err_fd = -1, .keep_fd = -1, .link_fds = { -1, -1 } };
 	libbpf_set_print(silent_print);
 	/* MEMTRACE_ATTACH=classic: the loader's switch forces this path too. */
 	l->multi = !(getenv("MEMTRACE_ATTACH") && !strcmp(getenv("MEMTRACE_ATTACH"), "classic"));
@@ -394,15 +394,17 @@ int launcher__stop_after_linking(struct launcher *l, pid_t pid)
 }
 
 /* The forked child: wait for the go byte, then become the command. */
-static void child_exec(int go_fd, int err_fd, const char *path, char *const argv[])
+static void child_exec(const struct launcher *l, int go_fd, int err_fd, const char *path, char *const argv[])
 {
 	char go;
 	int err;
 
 	if (read(go_fd, &go, 1) != 1)
 		_exit(127); /* the parent gave up: never run the command */
+	if (l->keep_fd >= 0 && fcntl(l->keep_fd, F_SETFD, 0))
+		_exit(127);
 	ptrace(PTRACE_TRACEME, 0, NULL, NULL);
-	execv(path, argv);
+	execve(path, argv, l->envp ? l->envp : environ);
 	err = errno;
 	if (write(err_fd, &err, sizeof(err)) < 0)
 		_exit(127);
@@ -426,7 +428,7 @@ int launcher__fork(struct launcher *l, const char *path, char *const argv[])
 	if (l->pid == 0) {
 		close(go[1]);
 		close(errp[0]);
-		child_exec(go[0], errp[1], path, argv);
+		child_exec(l, go[0], errp[1], path, argv);
 	}
 	err = l->pid < 0 ? -errno : 0;
 	close(go[0]);

@@ -37,6 +37,8 @@ struct launcher {
 	enum launcher_step failed_step; /* what launcher__exec or __stop_after_linking failed at */
 	bool at_entry;          /* held at the entry point (the fallback), not the hook */
 	const char *path;       /* the program exec'd */
+	char *const *envp;      /* its environment; NULL: ours (set before launcher__fork) */
+	int keep_fd;            /* a descriptor of ours it inherits (record --preload's memory); -1: none */
 	/* The launch probes, inert once the command stopped (its launching
 	 * entry gone): released by launcher__drop_probes, not while it is
 	 * held, since releasing a link waits on the kernel's grace periods. */

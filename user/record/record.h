@@ -24,6 +24,7 @@ struct record_opts {
 	bool rss;         /* --rss: the target's resident memory, sampled (rss.h) */
 	bool rss_only;    /* --rss=only: that and the calls that map memory, no allocator probes */
 	bool python_objects; /* --python-objects: CPython's small objects too (PYTHONMALLOC=malloc) */
+	bool preload;     /* --preload: -- CMD's allocator calls captured in-process (user/record/preload.h), no allocator probes */
 	/* ... a probe hit's cost on this host, when already timed (a followed
 	 * recorder: its supervisor's); 0: time it */
 	double hit_entry_ns, hit_return_ns;

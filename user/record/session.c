@@ -18,6 +18,7 @@
 #include "record_setup.h"
 #include "procmaps.h"
 #include "python.h"
+#include "preload.h"
 #include "rss.h"
 #include "map_wrappers.h"
 #include "symbolizer.h"
@@ -47,6 +48,12 @@
 #include <unistd.h>
 
 #define POLL_MS 10
+/* --preload: nothing wakes us when a thread writes, so we look every
+ * millisecond; each thread's ring holds this much (a busy thread fills a
+ * few MiB in a millisecond or two, then waits for us) */
+#define PRELOAD_POLL_MS 1
+#define PRELOAD_SLOTS 256
+#define PRELOAD_RING_BYTES (4u << 20)
 /* --budget between windows: nothing comes, and every wakeup is a context
  * switch taken from a loaded host (100-200 us each under a hypervisor here) */
 #define WINDOWS_POLL_NS (100 * 1000 * 1000ULL)
@@ -66,6 +73,8 @@ struct recording {
 	const struct record_view *view; /* NULL: none */
 	struct launcher child;
 	char cmd_path[PATH_MAX]; /* -- CMD: the program found in PATH */
+	struct preload pre;      /* --preload: the in-process capture's shared memory */
+	char **pre_env;          /* ... and the command's environment */
 	int pid;
 	int pidfd;
 	int rootfd; /* the target's root: reachable after it exits */
@@ -271,10 +280,49 @@ static int load_launcher(struct recording *r)
 			    strerror(-err));
 	if (err)
 		return fail("failed to load the BPF programs: %s", strerror(-err));
+	if (r->o.preload) {
+		r->child.envp = r->pre_env;
+		r->child.keep_fd = r->pre.fd;
+	}
 	err = launcher__fork(&r->child, r->cmd_path, r->o.cmd);
 	if (err)
 		return fail("failed to start '%s': fork: %s", r->o.cmd[0], strerror(-err));
 	r->pid = r->child.pid;
+	if (r->o.preload)
+		preload__set_pid(&r->pre, r->pid);
+	return 0;
+}
+
+/*
+ * --preload: the shared memory and the environment the command gets. A
+ * program the dynamic linker will not preload into (static, setuid, one
+ * with its own malloc) is recorded with the probes instead, said in one
+ * line.
+ */
+static int setup_preload(struct recording *r)
+{
+	char lib[PATH_MAX], why[256];
+	int err;
+
+	if (preload_unsupported(r->cmd_path, why, sizeof(why))) {
+		fprintf(stderr, "memtrace: --preload: '%s' cannot be preloaded (%s); recording it with uprobes instead\n",
+			r->o.cmd[0], why);
+		r->o.preload = false;
+		return 0;
+	}
+	if (preload_find_library(lib, sizeof(lib)))
+		return fail("failed to find %s beside memtrace (or in ../lib/memtrace); reinstall memtrace (make install), or record without --preload",
+			    "libmemtrace_preload.so");
+	err = preload__open(&r->pre, PRELOAD_SLOTS, r->o.ring_bytes_given ? r->o.ring_bytes : PRELOAD_RING_BYTES,
+			    r->o.stack_depth);
+	if (err)
+		return fail("failed to make the shared memory for --preload: %s", strerror(-err));
+	r->pre_env = preload__environ(&r->pre, lib, environ);
+	if (!r->pre_env && errno == EINVAL)
+		return fail("failed to preload %s: its path has a space or a colon, which LD_PRELOAD cannot hold; install memtrace elsewhere",
+			    lib);
+	if (!r->pre_env)
+		return fail("out of memory");
 	return 0;
 }
 
@@ -652,6 +700,12 @@ static int bind_probes(struct recording *r)
 {
 	int err, tries = 0;
 
+	if (r->o.preload) { /* no probes: only the modules */
+		err = procmaps__read(&r->maps, r->pid);
+		for (size_t i = 0; !err && i < r->maps.nr_paths; i++)
+			alloc_file_seen(r, r->maps.paths[i]);
+		return err ? fail("failed to read the mappings of PID %d: %s", r->pid, strerror(-err)) : 0;
+	}
 	if (take_binding(r))
 		return 0;
 	/* A process caught in the middle of its exec (memtrace -p $! right
@@ -746,7 +800,10 @@ static int note_forwarders(struct recording *r, const struct probe_set *ps, cons
  * addresses in their stacks symbolize. A target that is gone has no map. */
 /* A library loaded later that has an allocator of its own (its code may be
  * bound to it: -Bsymbolic, RTLD_DEEPBIND) gets the allocator probes too.
- * Calls it passes on to libc are nested, so nothing counts twice. */
+ * Calls it passes on to libc are nested, so nothing counts twice. Under
+ * --preload too: calls bound inside a library never reach the interposer,
+ * and the program's calls by name reach the interposer, which passes them
+ * to the allocator that was next at its start, never to this one. */
 static void probe_new_allocators(struct recording *r, const struct procmaps *pm)
 {
 	for (size_t i = 0; i < pm->nr_paths; i++) {
@@ -1078,7 +1135,7 @@ static void fill_meta(struct recording *r, struct trace_meta *meta, struct utsna
 		.hit_entry_ns = (uint64_t)(r->hit_cost.entry_ns + 0.5),
 		.hit_return_ns = (uint64_t)(r->hit_cost.return_ns + 0.5),
 		.flags = (r->o.rss_only ? TRACE_META_NO_HEAP : 0) | (r->o.rss ? TRACE_META_MAPS : 0) |
-			 (r->o.cmd ? 0 : TRACE_META_ATTACHED) |
+			 (r->o.cmd ? 0 : TRACE_META_ATTACHED) | (r->o.preload ? TRACE_META_PRELOAD : 0) |
 			 (mark_finder__count_glibc(r->marks) ? TRACE_META_GLIBC_PROBES : 0),
 		.large_bytes = r->loader && (loader__large_traced(r->loader) || r->wrappers.nr_libs) ? r->o.large : 0,
 	};
@@ -1205,8 +1262,8 @@ static int start_unwinder(struct recording *r)
 	char cache[PATH_MAX];
 	int err;
 
-	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes)
-		return 0;
+	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes || (r->o.preload && !r->o.rss))
+		return 0; /* --preload walks its stacks in the process (--rss's mappings still need the tables) */
 	r->unwinder = unwinder__new(r->pid, unwinder_default_cache(cache, sizeof(cache)), warn_text);
 	if (!r->unwinder)
 		return fail("out of memory");
@@ -1270,7 +1327,7 @@ static int attach_probes(struct recording *r)
 	char name[PATH_MAX];
 	int err;
 
-	err = r->o.prepared || r->o.rss_only ? 0 : loader__attach(r->loader, &r->probes, &bad);
+	err = r->o.prepared || r->o.rss_only || r->o.preload ? 0 : loader__attach(r->loader, &r->probes, &bad);
 	if (err && kill(r->pid, 0) && errno == ESRCH)
 		return fail("PID %d exited while memtrace was attaching; nothing was recorded", r->pid);
 	if (err)
@@ -1364,7 +1421,11 @@ static void announce(struct recording *r)
 			 mark_finder__count(r->marks) == 1 ? "" : "s");
 	if (nglibc)
 		snprintf(glibc, sizeof(glibc), ", %zu of glibc's allocator probe%s", nglibc, nglibc == 1 ? "" : "s");
-	if (r->o.rss_only)
+	if (r->o.preload)
+		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): its allocator calls captured in-process (--preload)%s%s%s\n",
+			 r->pid, r->comm, marks, r->o.discard_output ? "" : ", writing ",
+			 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
+	else if (r->o.rss_only)
 		snprintf(line, sizeof(line), "memtrace: attached to PID %d (%s): --rss=only, no allocator probes%s%s%s\n",
 			 r->pid, r->comm, glibc, r->o.discard_output ? "" : ", writing ",
 			 r->o.discard_output ? "" : record_output_is_stdout(r->output) ? "to stdout" : r->output);
@@ -1529,7 +1590,9 @@ static int record_loop(struct recording *r)
 		if (r->windows)
 			err = loader__poll_until(r->loader, windows__wake_ns(r->windows, t0, WINDOWS_POLL_NS));
 		else
-			err = loader__poll(r->loader, POLL_MS);
+			err = loader__poll(r->loader, r->o.preload ? PRELOAD_POLL_MS : POLL_MS);
+		if (!err && r->o.preload)
+			err = preload__poll(&r->pre, on_record, r->drain);
 		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
 		if (r->windows && windows__hold_ns(r->windows) < mark)
 			mark = windows__hold_ns(r->windows);
@@ -1687,11 +1750,19 @@ static int finish(struct recording *r)
 		loader__detach(r->loader);
 	if (!err)
 		err = loader__poll(r->loader, 0);
+	if (r->o.preload) {
+		preload__stop(&r->pre);
+		if (!err)
+			err = preload__poll(&r->pre, on_record, r->drain);
+	}
 	if (!err)
 		err = drain__flush(r->drain, UINT64_MAX);
 	for (int cpu = 0; !err && cpu < loader__nr_cpus(r->loader); cpu++) {
 		struct trace_drops d = { .cpu = cpu, .count = loader__drops(r->loader, cpu) };
 
+		/* --preload's lost records are CPU 0's: the threads' rings have no CPU */
+		if (cpu == 0 && r->o.preload)
+			d.count += preload__lost(&r->pre);
 		end.dropped += d.count;
 		if (d.count)
 			err = trace_writer__add_drops(r->w, &d);
@@ -1830,6 +1901,8 @@ static void cleanup(struct recording *r, bool failed)
 		close(r->rootfd);
 	exit_watch__free(r->exits);
 	free(r->cmdline);
+	preload__close(&r->pre);
+	preload__environ_free(r->pre_env);
 }
 
 /*
@@ -1872,8 +1945,8 @@ static bool teardown_in_child(struct recording *r)
 
 int record_run(struct record_opts *o, const struct record_view *view)
 {
-	struct recording r = { .o = *o, .view = view, .pidfd = -1, .rootfd = -1, .exit_status = -1,
-			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1, .link_fds = { -1, -1 } } };
+	struct recording r = { .o = *o, .view = view, .pidfd = -1, .rootfd = -1, .exit_status = -1, .pre = { .fd = -1 },
+			       .child = { .pid = -1, .go_fd = -1, .err_fd = -1, .keep_fd = -1, .link_fds = { -1, -1 } } };
 	int err = 0;
 
 	install_signals(r.o.cmd != NULL);
@@ -1891,6 +1964,8 @@ int record_run(struct record_opts *o, const struct record_view *view)
 		/* Everything that can be checked is, before the command runs. */
 		if (!err)
 			err = check_command(&r);
+		if (!err && r.o.preload)
+			err = setup_preload(&r);
 		if (!err)
 			err = check_output_early(&r);
 		if (!err)

@@ -44,6 +44,7 @@ struct trace_meta {
 #define TRACE_META_NO_HEAP 0x1 /* --rss=only: no allocator probes, no heap events */
 #define TRACE_META_MAPS 0x2    /* --rss: the calls that map memory were traced (MAP records) */
 #define TRACE_META_ATTACHED 0x4 /* began in a running process: its earlier blocks are not in the trace */
+#define TRACE_META_PRELOAD 0x10 /* record --preload: the allocator calls captured in-process */
 #define TRACE_META_GLIBC_PROBES 0x8 /* --rss: the C library's allocator probes were attached (MAP records 7-16) */
 
 /* A STACK record's last frame when the walk was cut: not an address. */

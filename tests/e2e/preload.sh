@@ -1,0 +1,170 @@
+#!/bin/bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# record --preload -- CMD: the allocator calls caught in the process
+# (inproc/preload/) instead of by uprobes, into the same trace.
+#  1. The uprobe path's exact-count scripts run again with --preload on every
+#     record -- CMD they make (RECORD_FLAGS), their tables unchanged: they
+#     pass or fail here as checks of their own.
+#  2. What only an interposer meets: allocations at the edges of a program's
+#     life, in signal handlers and a cancelled thread, a fork, a user's own
+#     interposer in LD_PRELOAD; each run both ways, the same figures.
+#  3. Programs it cannot preload (static, setuid, its own malloc): one line,
+#     then the uprobe path's exact figures.
+source "$(dirname "$0")/lib.sh"
+
+# relay SCRIPT: run tests/e2e/SCRIPT.sh with --preload, its checks as ours.
+relay() {
+	local name=$1 line made=0 plan=""
+	RECORD_FLAGS=--preload bash "$(dirname "$0")/$name.sh" >"$TMP/relay.out" 2>"$TMP/relay.err"
+	while IFS= read -r line; do
+		case $line in
+		"ok - # SKIP"*) skip "--preload: $name: ${line#ok - # SKIP }"; made=$((made + 1)) ;;
+		"ok - "*) ok "--preload: $name: ${line#ok - }"; made=$((made + 1)) ;;
+		"not ok - "*) not_ok "--preload: $name: ${line#not ok - }"; made=$((made + 1)) ;;
+		1..*) plan=${line#1..} ;;
+		esac
+	done <"$TMP/relay.out"
+	expect_eq "--preload: $name.sh made every check it planned" "$made" "${plan:-no plan}" ||
+		sed 's/^/# /' "$TMP/relay.err" | tail -n 5
+}
+
+for s in record_cmd cxx marks threads dlopen; do
+	relay "$s"
+done
+
+# record_both NAME CMD...: NAME.probes.json and NAME.preload.json, the
+# reports of a record -- CMD each way; the --preload run's stderr in NAME.err
+record_both() {
+	local name=$1
+	shift
+	record_cmd "$TMP/$name.probes.mtrace" "$@"
+	expect_eq "$name: record (uprobes) exit status" $? 0
+	report_json "$TMP/$name.probes.mtrace" "$TMP/$name.probes.json"
+	RECORD_FLAGS=--preload record_cmd "$TMP/$name.preload.mtrace" "$@"
+	expect_eq "$name: record --preload exit status" $? 0
+	cp "$TMP/err" "$TMP/$name.err"
+	report_json "$TMP/$name.preload.mtrace" "$TMP/$name.preload.json"
+	expect_eq "$name: the trace says it was captured in the process" \
+		"$(jq -r .trace.capture "$TMP/$name.preload.json")" preload
+}
+
+# expect_same DESCRIPTION GOT WANT: multi-line values, one TAP line; the
+# difference printed when they differ
+expect_same() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1; the difference (-want +got):"
+		diff <(echo "$3") <(echo "$2") | sed 's/^/#   /'
+	fi
+}
+
+# sites JSON: every site's function, allocations, bytes, leaked bytes and
+# temporaries, one line each, sorted
+sites() {
+	jq -r '.sites[] | "\(.function) \(.allocations) \(.allocated_bytes) \(.leaked_bytes) \(.temporary_allocations)"' "$1" |
+		sort
+}
+# totals JSON: the totals but the frees glibc makes inside its own code
+# (tcache_thread_shutdown's __libc_free), which no interposer sees
+totals() {
+	jq -c '.totals | del(.peak_time_ns, .unmatched_frees, .internal_frees)' "$1"
+}
+
+# 2. operator delete passes the block to libstdc++'s, whose free comes back
+# to the interposer under its guard: one free, not a second one that the
+# replay would call internal (cxx.sh above does not look at those)
+RECORD_FLAGS=--preload record_cmd "$TMP/cxx.mtrace" "$PROGS/cxx_new_delete"
+report_json "$TMP/cxx.mtrace" "$TMP/cxx.json"
+expect_eq "cxx_new_delete: frees, internal frees" "$(jq -r '.totals | "\(.frees) \(.internal_frees)"' "$TMP/cxx.json")" "15 0"
+
+# early and late: a constructor, a thread's key destructor, atexit, a destructor
+record_both early_late "$PROGS/early_late"
+want='site_before_main 3 300 100 2
+site_in_atexit 2 400 400 0
+site_in_destructor 5 250 250 0
+site_in_main 2 200 0 2
+site_thread_exit 4 1600 0 4'
+expect_same "early_late: its sites under --preload (as in its source)" \
+	"$(sites "$TMP/early_late.preload.json" | grep '^site_')" "$want"
+expect_same "early_late: every site the same both ways" \
+	"$(sites "$TMP/early_late.preload.json")" "$(sites "$TMP/early_late.probes.json")"
+expect_eq "early_late: totals the same both ways" \
+	"$(totals "$TMP/early_late.preload.json")" "$(totals "$TMP/early_late.probes.json")"
+
+# signal handlers (one on a sigaltstack) and a cancelled thread's cleanup
+record_both signal_cancel "$PROGS/signal_cancel"
+want='site_cancelled 1 1000 0 0
+site_in_cleanup 3 384 0 3
+site_in_handler 50 3200 0 50
+site_on_altstack 20 640 0 20'
+expect_same "signal_cancel: its sites under --preload (as in its source)" \
+	"$(sites "$TMP/signal_cancel.preload.json" | grep '^site_')" "$want"
+expect_same "signal_cancel: every site the same both ways (the dlopen of libgcc_s that pthread_cancel makes too)" \
+	"$(sites "$TMP/signal_cancel.preload.json")" "$(sites "$TMP/signal_cancel.probes.json")"
+expect_eq "signal_cancel: totals the same both ways" \
+	"$(totals "$TMP/signal_cancel.preload.json")" "$(totals "$TMP/signal_cancel.probes.json")"
+expect_eq "signal_cancel: a handler's stack starts at its site" \
+	"$(jq -r "$NESTED"' | [.sites[] | select(.function == "site_in_handler") | .stacks[0].frames[1].function] | first' \
+		"$TMP/signal_cancel.preload.json")" on_usr1
+
+# a fork: without --follow-children the child is not recorded, either way
+# (its parent's rings are not its own: the interposer writes nothing there)
+record_both forker "$PROGS/forker" "$PROGS/alloc_patterns"
+expect_same "forker: the parent's site alone, both ways" \
+	"$(sites "$TMP/forker.preload.json")" "$(sites "$TMP/forker.probes.json")"
+expect_eq "forker: the parent's 10 allocations" "$(jq .totals.allocations "$TMP/forker.preload.json")" 10
+
+# a user's own interposer in LD_PRELOAD: kept (after ours), and each call
+# counted once at its site
+LD_PRELOAD=$PROGS/libcountalloc.so RECORD_FLAGS=--preload record_cmd "$TMP/count.mtrace" "$PROGS/alloc_patterns"
+expect_eq "with the user's LD_PRELOAD: record --preload exit status" $? 0
+report_json "$TMP/count.mtrace" "$TMP/count.json"
+expect_alloc_patterns "$TMP/count.json" 0 "with the user's interposer in LD_PRELOAD"
+# alloc_patterns makes 28 malloc calls (and 40 frees); the user's interposer,
+# behind ours, sees those and whatever ours passes on of its own (its
+# thread's stack bounds), so at least that many
+n=$(sed -n 's/^countalloc: \([0-9]*\) mallocs, \([0-9]*\) frees$/\1 \2/p' "$TMP/err" | tail -n 1)
+if [ -n "$n" ] && [ "${n% *}" -ge 28 ] && [ "${n#* }" -ge 40 ]; then
+	ok "the user's interposer still ran, behind ours: $n mallocs and frees"
+else
+	not_ok "the user's interposer did not see the program's 28 mallocs and 40 frees: '$n'"
+	sed 's/^/# /' "$TMP/err"
+fi
+
+# 3. programs the dynamic linker will not preload into: one line, then uprobes
+fallback() { # LABEL WHY CMD...: record --preload -- CMD falls back, saying WHY; its report in fb.json
+	local label=$1 why=$2
+	shift 2
+	rm -f "$TMP/fb.mtrace"
+	RECORD_FLAGS=--preload record_cmd "$TMP/fb.mtrace" "$@"
+	expect_eq "$label: record --preload exit status" $? 0
+	expect_eq "$label: one line says why, and that uprobes record it" \
+		"$(grep -c "^memtrace: --preload: '.*' cannot be preloaded ($why); recording it with uprobes instead\$" "$TMP/err")" 1 ||
+		sed 's/^/# /' "$TMP/err"
+	report_json "$TMP/fb.mtrace" "$TMP/fb.json"
+	expect_eq "$label: recorded by the probes" "$(jq -r .trace.capture "$TMP/fb.json")" probes
+}
+fallback "static" "it is statically linked: no dynamic linker loads a preloaded library" "$PROGS/alloc_patterns_static"
+expect_alloc_patterns_sites "$TMP/fb.json" "static, by uprobes" # the static C library allocates at its start
+cp "$PROGS/alloc_patterns" "$TMP/suid"
+chown nobody "$TMP/suid"
+chmod 4755 "$TMP/suid"
+chmod 755 "$TMP"
+fallback "setuid nobody" "it is set-user-ID or set-group-ID, and the dynamic linker drops LD_PRELOAD for such a program" "$TMP/suid"
+expect_alloc_patterns "$TMP/fb.json" 0 "setuid, by uprobes"
+fallback "its own malloc" "it defines malloc itself, which comes before any preloaded library's" "$PROGS/own_malloc"
+expect_site "$TMP/fb.json" site_own allocations 10
+
+# what --preload does not combine with: one line each, nothing run
+bad() { # DESCRIPTION ARGS...
+	local d=$1
+	shift
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record --preload "$@" >"$TMP/out" 2>"$TMP/err"
+	expect_one_error "$d" $? "$TMP/err"
+}
+bad "--preload -p" -o "$TMP/bad.mtrace" -p $$
+bad "--preload --sample" --sample 4K -o "$TMP/bad.mtrace" -- "$PROGS/alloc_patterns"
+bad "--preload --follow-children" --follow-children -o "$TMP/bad.mtrace" -- "$PROGS/alloc_patterns"
+expect_eq "no trace left by the refusals" "$(ls "$TMP"/bad.mtrace* 2>/dev/null | wc -l)" 0
+finish

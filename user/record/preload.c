@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#include "preload.h"
+#include "elf_util.h"
+#include <linux/types.h>
+#include "memtrace_abi.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct mt_preload_header) == 128, "ABI: preload header");
+_Static_assert(sizeof(struct mt_preload_slot) == 192 + 8 * MT_PRELOAD_SEEN, "ABI: preload slot");
+_Static_assert(MT_PRELOAD_SLACK_WORDS * 8 == MT_PRELOAD_SLACK, "a record fits the copy");
+
+#define LIB_NAME "libmemtrace_preload.so"
+
+int preload_find_library(char *buf, size_t cap)
+{
+	static const char *const where[] = { "", "../lib/memtrace/" };
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	char *slash;
+
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	slash[1] = 0;
+	for (size_t i = 0; i < sizeof(where) / sizeof(where[0]); i++) {
+		struct stat st;
+
+		if ((size_t)snprintf(buf, cap, "%s%s%s", exe, where[i], LIB_NAME) < cap && !stat(buf, &st) &&
+		    S_ISREG(st.st_mode))
+			return 0;
+	}
+	return -ENOENT;
+}
+
+/* Whether PATH is an ELF program without a dynamic linker. A script (its
+ * interpreter decides) or an unreadable file: false. */
+static bool is_static_elf(const char *path)
+{
+	Elf64_Ehdr eh;
+	bool interp = false;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || memcmp(eh.e_ident, ELFMAG, SELFMAG) ||
+	    eh.e_ident[EI_CLASS] != ELFCLASS64 || eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phnum > 256) {
+		close(fd);
+		return false;
+	}
+	for (unsigned i = 0; i < eh.e_phnum && !interp; i++) {
+		Elf64_Phdr ph;
+
+		if (pread(fd, &ph, sizeof(ph), eh.e_phoff + i * sizeof(ph)) != sizeof(ph))
+			break;
+		interp = ph.p_type == PT_INTERP;
+	}
+	close(fd);
+	return !interp;
+}
+
+bool preload_unsupported(const char *path, char *why, size_t cap)
+{
+	static const char *const own[] = { "malloc", "free", "calloc", "realloc" };
+	struct elf_function fn;
+	struct stat st;
+
+	if (stat(path, &st))
+		return false; /* the exec says what is wrong */
+	if (((st.st_mode & S_ISUID) && st.st_uid != geteuid()) || ((st.st_mode & S_ISGID) && st.st_gid != getegid())) {
+		snprintf(why, cap, "it is set-user-ID or set-group-ID, and the dynamic linker drops LD_PRELOAD for such a program");
+		return true;
+	}
+	if (getxattr(path, "security.capability", NULL, 0) > 0) {
+		snprintf(why, cap, "it has file capabilities, and the dynamic linker drops LD_PRELOAD for such a program");
+		return true;
+	}
+	if (is_static_elf(path)) {
+		snprintf(why, cap, "it is statically linked: no dynamic linker loads a preloaded library");
+		return true;
+	}
+	for (size_t i = 0; i < sizeof(own) / sizeof(own[0]); i++) {
+		if (!elf_find_function(path, own[i], &fn) && fn.size) {
+			snprintf(why, cap, "it defines %s itself, which comes before any preloaded library's", own[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
+static uint64_t page_up(uint64_t n)
+{
+	return (n + 4095) & ~4095ULL;
+}
+
+int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth)
+{
+	uint64_t header = page_up(sizeof(struct mt_preload_header));
+	uint64_t slot = page_up(MT_PRELOAD_RING_AT + ring_bytes + MT_PRELOAD_SLACK);
+	struct mt_preload_header *h;
+	int err;
+
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	if (!nr_slots || ring_bytes < 4096 || (ring_bytes & (ring_bytes - 1)))
+		return -EINVAL;
+	p->slot_broken = calloc(nr_slots, 1);
+	p->tails = calloc(nr_slots, sizeof(*p->tails));
+	if (!p->slot_broken || !p->tails) {
+		preload__close(p);
+		return -ENOMEM;
+	}
+	p->map_bytes = header + nr_slots * slot;
+	/* Sealed at its size: a target that could shrink it would fault our reads. */
+	p->fd = memfd_create("memtrace-preload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (p->fd < 0 || ftruncate(p->fd, (off_t)p->map_bytes) ||
+	    fcntl(p->fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL))
+		goto fail;
+	h = mmap(NULL, p->map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, p->fd, 0);
+	if (h == MAP_FAILED)
+		goto fail;
+	p->hdr = h;
+	h->magic = MT_PRELOAD_MAGIC;
+	h->version = MT_PRELOAD_VERSION;
+	h->nr_slots = nr_slots;
+	h->slot_bytes = slot;
+	h->ring_bytes = ring_bytes;
+	h->header_bytes = header;
+	h->recorder_pid = (uint32_t)getpid();
+	h->stack_depth = stack_depth;
+	return 0;
+fail:
+	err = -errno;
+	preload__close(p);
+	return err;
+}
+
+void preload__set_pid(struct preload *p, int pid)
+{
+	__atomic_store_n(&p->hdr->pid, (uint32_t)pid, __ATOMIC_RELEASE);
+}
+
+char **preload__environ(const struct preload *p, const char *lib, char *const *envp)
+{
+	size_t n = 0, out = 0;
+	const char *old = NULL;
+	char **env;
+
+	if (strpbrk(lib, " :\t\n")) {
+		errno = EINVAL;
+		return NULL;
+	}
+	while (envp[n])
+		n++;
+	env = calloc(n + 3, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (!strncmp(envp[i], "LD_PRELOAD=", 11))
+			old = envp[i] + 11;
+		else if (strncmp(envp[i], "MEMTRACE_PRELOAD_FD=", 20) && !(env[out++] = strdup(envp[i])))
+			goto fail;
+	}
+	/* First: a program's calls come to us before any other preloaded
+	 * allocator (jemalloc, a debugging interposer), which the interposer
+	 * then passes them on to, so each is counted once at its site. */
+	if (asprintf(&env[out++], "LD_PRELOAD=%s%s%s", lib, old && *old ? ":" : "", old ? old : "") < 0 ||
+	    asprintf(&env[out++], "MEMTRACE_PRELOAD_FD=%d", p->fd) < 0) {
+		env[--out] = NULL;
+		goto fail;
+	}
+	return env;
+fail:
+	preload__environ_free(env);
+	errno = ENOMEM;
+	return NULL;
+}
+
+void preload__environ_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+static struct mt_preload_slot *slot_at(const struct preload *p, uint32_t i)
+{
+	return (void *)((char *)p->hdr + p->hdr->header_bytes + (uint64_t)i * p->hdr->slot_bytes);
+}
+
+/* Read slot I from its tail to the first record not yet committed. */
+static int poll_slot(struct preload *p, uint32_t i, int (*fn)(void *, const void *, size_t), void *ctx)
+{
+	struct mt_preload_slot *s = slot_at(p, i);
+	uint64_t ring = p->hdr->ring_bytes, tail = p->tails[i];
+	char *data = (char *)s + MT_PRELOAD_RING_AT;
+	uint64_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
+	int err = 0;
+
+	if (state == MT_SLOT_FREE || p->slot_broken[i])
+		return 0;
+	for (;;) {
+		struct mt_event_header *e = (void *)(data + (tail & (ring - 1)));
+		uint16_t type = __atomic_load_n(&e->type, __ATOMIC_ACQUIRE);
+		uint16_t size = e->size;
+
+		if (!type)
+			break;
+		if (size < sizeof(*e) || size > MT_PRELOAD_SLACK || (size & 7)) {
+			p->slot_broken[i] = 1;
+			p->broken++;
+			break;
+		}
+		/* a copy: the target may change what we read as we read it */
+		memcpy(p->buf, e, size);
+		err = fn(ctx, p->buf, size);
+		p->records++;
+		memset(e, 0, size);
+		tail += size;
+		p->tails[i] = tail;
+		__atomic_store_n(&s->tail, tail, __ATOMIC_RELEASE);
+		if (err)
+			return err;
+	}
+	/* Its thread gave it back before we looked (state read first), and all
+	 * it wrote is read: anyone's again. */
+	if (state == MT_SLOT_RETIRED && !p->slot_broken[i])
+		__atomic_store_n(&s->state, MT_SLOT_FREE, __ATOMIC_RELEASE);
+	return 0;
+}
+
+int preload__poll(struct preload *p, int (*fn)(void *ctx, const void *data, size_t size), void *ctx)
+{
+	for (uint32_t i = 0; p->hdr && i < p->hdr->nr_slots; i++) {
+		int err = poll_slot(p, i, fn, ctx);
+
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+void preload__stop(struct preload *p)
+{
+	if (p->hdr)
+		__atomic_store_n(&p->hdr->stopped, 1, __ATOMIC_RELEASE);
+}
+
+uint64_t preload__lost(const struct preload *p)
+{
+	return p->hdr ? __atomic_load_n(&p->hdr->lost, __ATOMIC_RELAXED) + p->broken : 0;
+}
+
+void preload__close(struct preload *p)
+{
+	if (p->hdr)
+		munmap(p->hdr, p->map_bytes);
+	if (p->fd >= 0)
+		close(p->fd);
+	free(p->slot_broken);
+	free(p->tails);
+	p->tails = NULL;
+	p->hdr = NULL;
+	p->fd = -1;
+	p->slot_broken = NULL;
+}
