@@ -248,6 +248,11 @@ soak: all
 .PHONY: agent-soak
 agent-soak: all progs
 	bash bench/agent_soak.sh
+# make agent-cost: what each target costs the agent (kernel memory, descriptors, its own
+# memory) with 1, 16 and 64 targets, against issue 45's targets.
+.PHONY: agent-cost
+agent-cost: all progs
+	bash bench/agent_cost.sh
 
 
 # make fuzz      every libFuzzer harness of tests/fuzz (clang, ASan, UBSan) for

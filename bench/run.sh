@@ -525,4 +525,8 @@ bash bench/rss.sh || die "the --rss rows failed"
 echo
 AGENT_SOAK_SECONDS=${AGENT_SOAK_SECONDS:-120} AGENT_SOAK_KEEP=${AGENT_SOAK_KEEP:-10} bash bench/agent_soak.sh ||
 	die "the agent soak rows failed"
+
+# --- memtrace agent (issue 45): what each target costs it, with 1, 16 and 64 targets
+echo
+bash bench/agent_cost.sh || die "the agent cost rows failed"
 exit 0

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -208,6 +209,20 @@ static void agent_knobs(struct agent *a)
 		a->keep_ended_ns = n * 1000000000ull;
 }
 
+/* The soft limit on descriptors raised to the hard one: a target holds
+ * tens of them (its BPF maps, programs, links and rings, its trace, its
+ * files held), and systemd gives a service 1024 (its hard limit 524288):
+ * 16 targets took 976 here and the 17th failed to load its programs. */
+static void raise_nofile(void)
+{
+	struct rlimit r;
+
+	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
+		r.rlim_cur = r.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
 /* The flight recorder: --oom-dir (the default made if it can be: a host
  * whose agent cannot write /var/lib goes on without it, said once) and
  * the programs that tell how a target ended. */
@@ -294,6 +309,7 @@ int agent__run(struct agent *a)
 	memset(a->targets, 0, sizeof(a->targets));
 	a->ntargets = 0;
 	agent_knobs(a);
+	raise_nofile();
 	mem_dir_sweep();
 	if (!a->out_dir && !mem_dir_make(a))
 		fprintf(stderr, "memtrace: warning: no /report: cannot make a directory in /dev/shm for the last "

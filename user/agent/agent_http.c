@@ -873,8 +873,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 int agent_http_start(struct agent *a)
 {
-	/* a thread per connection: a delta profile (?seconds=N) waits on its own */
-	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0, NULL, NULL,
+	/* a thread per connection: a delta profile (?seconds=N) waits on its
+	 * own; poll(), not select(): with the descriptors the targets hold, a
+	 * connection's is past select's 1024 */
+	a->http = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_POLL, 0,
+				   NULL, NULL,
 				   on_request, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&a->listen,
 				   MHD_OPTION_CONNECTION_LIMIT, (unsigned int)AGENT_HTTP_MAX_CONN,
 				   MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned int)AGENT_HTTP_PER_IP,

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# memtrace agent holding 64 targets (its most) at once, under systemd's
+# default soft limit of 1024 descriptors: 64 copies of tests/progs/
+# alloc_patterns, each waiting for SIGUSR1, given as -p to one agent
+# --exact. Checked: all 64 attached, each ran its known pattern (56
+# allocations, 8400544 bytes, 8 blocks and 4852 bytes left) and /metrics
+# has every one's series with exactly those figures, no event dropped;
+# /metrics answers (its connection's descriptor past select's 1024); and
+# still so 60 s after the start.
+. "$(dirname "$0")/lib.sh"
+
+N=64
+port=16531
+url=http://127.0.0.1:$port
+agent=
+targets=()
+cleanup() {
+	[ -n "$agent" ] && kill -INT "$agent" 2>/dev/null && wait "$agent" 2>/dev/null
+	for p in "${targets[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$TMP"
+}
+trap cleanup EXIT
+t0=$(date +%s)
+args=()
+for i in $(seq $N); do
+	(exec "$PROGS/alloc_patterns" wait >"$TMP/ap.$i.out" 2>/dev/null) &
+	targets+=($!)
+	args+=(-p $!)
+done
+(ulimit -Sn 1024 && exec timeout -k 5 300 "$MEMTRACE" agent "${args[@]}" --exact --listen "127.0.0.1:$port" -d 240) \
+	2>"$TMP/agent.err" &
+agent=$!
+attached=0
+for _ in $(seq 1800); do
+	attached=$(grep -c '^memtrace: attached to PID ' "$TMP/agent.err")
+	[ $((attached + $(grep -c '^memtrace: failed' "$TMP/agent.err"))) -ge $N ] && break
+	kill -0 "$agent" 2>/dev/null || break
+	sleep 0.1
+done
+expect_eq "the agent attached to all $N (soft limit of 1024 descriptors)" "$attached" $N ||
+	grep -m3 '^memtrace: failed' "$TMP/agent.err" | sed 's/^/# /'
+me=$(pgrep -P "$agent" -x memtrace) # timeout's child
+echo "# attached $N in $(($(date +%s) - t0)) s; the agent holds $(ls "/proc/$me/fd" 2>/dev/null | wc -l) descriptors," \
+	"$(awk '/^VmRSS/ { print $2 " kB" }' "/proc/$me/status" 2>/dev/null) resident"
+kill -USR1 "${targets[@]}"
+done_n=0
+for p in "${targets[@]}"; do wait "$p" && done_n=$((done_n + 1)); done
+expect_eq "every copy ran its pattern" "$done_n/$(cat "$TMP"/ap.*.out | grep -c '^alloc_patterns: done$')" "$N/$N"
+
+# every target's series, with the pattern's figures: "allocations bytes
+# live_bytes blocks dropped"; the last events reach the agent within its
+# polls (64 recordings on this host's CPUs: up to 30 s is given)
+check_metrics() { # WHEN
+	local m exact=0 present=0 p row
+	for _ in $(seq 30); do
+		exact=0 present=0
+		m=$(curl -s --max-time 10 "$url/metrics")
+		count_exact
+		[ "$exact" = $N ] && break
+		sleep 1
+	done
+	expect_eq "$1: /metrics has every target's series" "$present" $N
+	expect_eq "$1: each exact (56 allocations, 8400544 bytes, 4852 live in 8 blocks, none dropped)" "$exact" $N
+}
+count_exact() {
+	for p in "${targets[@]}"; do
+		row=$(awk -v p="pid=\"$p\"," '
+			index($1, p) {
+				split($1, n, "{")
+				v[n[1]] = $2
+			}
+			END { print v["memtrace_allocations_total"], v["memtrace_allocated_bytes_total"], v["memtrace_live_heap_bytes"],
+				v["memtrace_live_heap_blocks"], v["memtrace_dropped_events_total"] }' <<<"$m")
+		[ -n "${row// /}" ] && present=$((present + 1))
+		[ "$row" = "56 8400544 4852 8 0" ] && exact=$((exact + 1))
+	done
+}
+check_metrics "after the pattern"
+left=$((t0 + 60 - $(date +%s)))
+[ "$left" -gt 0 ] && sleep "$left"
+check_metrics "60 s after the start"
+expect_eq "the agent still runs" "$(kill -0 "$agent" 2>/dev/null && echo yes)" yes
+kill -INT "$agent"
+wait "$agent"
+expect_status "the agent stops cleanly" $? 0 "$TMP/agent.err"
+agent=
+finish
