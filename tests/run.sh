@@ -5,10 +5,11 @@
 # cmocka is asked to as well (its skip() prints "not ok N # SKIP name": a
 # skip, not a failure). What a test prints on stderr is shown, never
 # counted. A test program fails as a whole when it dies without saying
-# "not ok", when it prints no plan (it stopped before its end), or when its
-# plan does not match the checks it printed. A tier that cannot run (the
-# end-to-end tier without root, a unit test of tests/unit not built) is a
-# failure, not a silent skip.
+# "not ok", when it prints no plan, when it prints its plan after a check
+# (the plan comes from the test's own list, before it runs, so that a check
+# never made shows), or when its plan does not match the checks it printed.
+# A tier that cannot run (the end-to-end tier without root, a unit test of
+# tests/unit not built) is a failure, not a silent skip.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 export MEMTRACE="$build/memtrace" PROGS="$build/progs" TOP="$top" BUILD="$build"
@@ -33,6 +34,8 @@ run_one() { # name, command...
 	f=$(grep '^not ok' "$log" | grep -vc "$skip")
 	made=$((p + s + f))
 	plan=$(sed -n 's/^1\.\.\([0-9][0-9]*\)$/\1/p' "$log" | tail -n 1)
+	plan_at=$(grep -n '^1\.\.[0-9]' "$log" | head -n 1 | cut -d: -f1)
+	first_at=$(grep -n '^\(not \)\{0,1\}ok\b' "$log" | head -n 1 | cut -d: -f1)
 	if [ "$rc" != 0 ] && [ "$f" = 0 ]; then
 		echo "not ok - $name exited with status $rc"
 		f=$((f + 1))
@@ -42,6 +45,9 @@ run_one() { # name, command...
 		f=$((f + 1))
 	elif [ "$plan" != "$made" ]; then
 		echo "not ok - $name planned $plan checks and made $made"
+		f=$((f + 1))
+	elif [ -n "$first_at" ] && [ "$first_at" -lt "$plan_at" ]; then
+		echo "not ok - $name printed its plan (1..$plan) after its checks: a plan counted at the end cannot show a check never made"
 		f=$((f + 1))
 	fi
 	passed=$((passed + p))

@@ -8,6 +8,7 @@
 # past the headers' deadline; ?seconds= profiles are capped. All traffic
 # stays on 127.0.0.1 (the other address, 127.0.0.2, is loopback too).
 . "$(dirname "$0")/lib.sh"
+plan 53
 
 port=16571
 cd "$TMP" || exit 1
@@ -32,7 +33,7 @@ echo stale >"/dev/shm/memtrace-agent.$dead.test01/leak_rate.1.20260101T000000Z.m
 timeout -k 5 30 "$MEMTRACE" agent --comm nosuch-proc --listen "127.0.0.1:$port" 2>"$TMP/a0.err" &
 a0=$!
 pids+=("$a0")
-wait_for_line "$TMP/a0.err" "memtrace: agent serving" 10 || not_ok "the agent never served: $(cat "$TMP/a0.err")"
+expect_line "$TMP/a0.err" "memtrace: agent serving" 10 "the agent never served"
 if [ -e "/dev/shm/memtrace-agent.$dead.test01" ]; then
 	not_ok "a dead agent's /dev/shm/memtrace-agent.$dead.test01 was left"
 	rm -rf "/dev/shm/memtrace-agent.$dead.test01"
@@ -43,7 +44,7 @@ mine=$(memdir "$a0")
 timeout -k 5 30 "$MEMTRACE" agent --comm nosuch-proc --listen "127.0.0.1:$((port + 1))" 2>"$TMP/a1.err" &
 a1=$!
 pids+=("$a1")
-wait_for_line "$TMP/a1.err" "memtrace: agent serving" 10 || not_ok "the second agent never served: $(cat "$TMP/a1.err")"
+expect_line "$TMP/a1.err" "memtrace: agent serving" 10 "the second agent never served"
 if [ -n "$mine" ] && [ -d "$mine" ]; then ok "a running agent's directory is left alone by another's start"; else not_ok "the first agent's directory '$mine' went"; fi
 
 # --- SIGTERM and SIGHUP before any target attached: exit 0, directory gone
@@ -68,7 +69,7 @@ for sig in TERM HUP; do
 	timeout -k 5 120 "$MEMTRACE" agent -p "$lr" --exact --listen "127.0.0.1:$p" 2>"$TMP/s$sig.err" &
 	a=$!
 	pids+=("$a")
-	wait_for_line "$TMP/s$sig.err" "memtrace: attached to PID $lr" 20 || not_ok "SIG$sig: never attached: $(cat "$TMP/s$sig.err")"
+	expect_line "$TMP/s$sig.err" "memtrace: attached to PID $lr" 20 "SIG$sig: never attached"
 	d=$(memdir "$a")
 	curl -s -o "$TMP/d$sig.pb.gz" -w '%{http_code}' --max-time 700 "http://127.0.0.1:$p/debug/pprof/heap?seconds=600" \
 		>"$TMP/d$sig.code" &
@@ -97,7 +98,7 @@ done
 timeout -k 5 120 "$MEMTRACE" agent -p "$lr" --exact --listen "127.0.0.1:$((port + 4))" 2>"$TMP/h.err" &
 ah=$!
 pids+=("$ah")
-wait_for_line "$TMP/h.err" "memtrace: attached to PID $lr" 20 || not_ok "never attached: $(cat "$TMP/h.err")"
+expect_line "$TMP/h.err" "memtrace: attached to PID $lr" 20 "never attached"
 cat >slow.py <<'EOF'
 # N connections to PORT, each sending a request line, then a header line
 # every 0.5 s for at most SECONDS; prints how many the server took (did not
@@ -264,7 +265,7 @@ timeout -k 5 60 "$MEMTRACE" agent -p "$bp" --exact -o "$TMP/out" --rotate 1 --li
 	2>"$TMP/o.err" &
 ao=$!
 pids+=("$ao")
-wait_for_line "$TMP/o.err" "memtrace: attached to PID $bp" 20 || not_ok "never attached to $bp: $(cat "$TMP/o.err")"
+expect_line "$TMP/o.err" "memtrace: attached to PID $bp" 20 "never attached to $bp"
 sleep 2.5 # a file or two whole
 curl -s --max-time 10 "http://127.0.0.1:$((port + 7))/metrics" >metrics.txt
 if python3 -c 'import sys; open(sys.argv[1], "rb").read().decode("utf-8")' metrics.txt 2>/dev/null; then
@@ -297,7 +298,7 @@ timeout -k 5 60 "$MEMTRACE" agent -p "$bp2" --exact --show-cmdline --rotate 1 --
 	2>"$TMP/o2.err" &
 ao=$!
 pids+=("$ao")
-wait_for_line "$TMP/o2.err" "memtrace: attached to PID $bp2" 20 || not_ok "never attached to $bp2: $(cat "$TMP/o2.err")"
+expect_line "$TMP/o2.err" "memtrace: attached to PID $bp2" 20 "never attached to $bp2"
 sleep 2.5
 curl -s --max-time 10 -o cmd2.pb.gz "http://127.0.0.1:$((port + 8))/debug/pprof/heap?pid=$bp2"
 curl -s --max-time 30 -o cmd2.html "http://127.0.0.1:$((port + 8))/report?pid=$bp2"

@@ -26,6 +26,7 @@
 # the sampled first writes within 25% of it. And `memtrace record -p` of
 # such a target: its report says so, and what grew.
 . "$(dirname "$0")/lib.sh"
+plan 75
 
 port=16477
 url=http://127.0.0.1:$port
@@ -47,7 +48,7 @@ else
 	cgv=
 fi
 if [ -z "$cgv" ] || ! mkdir "$cg" 2>/dev/null; then
-	skip "no memory cgroup (v1 or v2) this test can make to limit a process with"
+	skip_rest "no memory cgroup (v1 or v2) this test can make to limit a process with"
 	finish
 fi
 agent=
@@ -113,7 +114,7 @@ crasher=$!
 (exec "$TMP/bin/oom_grow" 1024 3 >"$TMP/exit.out" 2>&1) &
 exiter=$!
 pids="$victim $crasher $exiter"
-for f in oom segv exit; do wait_for_line "$TMP/$f.out" "oom_grow: waiting" 10 || not_ok "oom_grow ($f) never started"; done
+for f in oom segv exit; do expect_line "$TMP/$f.out" "oom_grow: waiting" 10 "oom_grow ($f) never started"; done
 timeout -k 5 120 "$MEMTRACE" agent -p "$victim" -p "$crasher" -p "$exiter" --exact --oom-dir "$oomdir" \
 	--listen "127.0.0.1:$port" -d 90 2>"$TMP/agent.err" &
 agent=$!
@@ -248,7 +249,7 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 	MEMTRACE_AGENT_OOM_KEEP=2 timeout -k 5 120 "$MEMTRACE" agent "${who[@]}" $mode --rss --rotate 1 --oom-dir "$oomdir" \
 		--listen "127.0.0.1:$((port + n))" -d 90 2>"$TMP/agent$n.err" &
 	agent=$!
-	wait_for_line "$TMP/agent$n.err" "memtrace: attached to PID $v " 20 || not_ok "$mode: never attached: $(cat "$TMP/agent$n.err")"
+	expect_line "$TMP/agent$n.err" "memtrace: attached to PID $v " 20 "$mode: never attached"
 	sleep 1.5 # a file rotated before the growth
 	kill -USR1 "$v"
 	for ((i = 0; i < 300; i++)); do kill -0 "$v" 2>/dev/null || break; sleep 0.05; done
@@ -320,7 +321,7 @@ pids="$pids $v"
 wait_for_line "$TMP/oom4.out" "oom_grow: waiting" 10
 timeout -k 5 120 "$MEMTRACE" record -p "$v" -o "$TMP/rec.mtrace" 2>"$TMP/rec.err" &
 rec=$!
-wait_for_line "$TMP/rec.err" "memtrace: attached to PID $v " 20 || not_ok "record never attached: $(cat "$TMP/rec.err")"
+expect_line "$TMP/rec.err" "memtrace: attached to PID $v " 20 "record never attached"
 kill -USR1 "$v"
 wait "$rec"
 expect_status "record -p of a target OOM-killed: exit status" $? 0 "$TMP/rec.err"

@@ -6,9 +6,10 @@
 # attached and the recording is as without it. The ELF is made here: the
 # marks program with its first note's semaphore field rewritten.
 . "$(dirname "$0")/lib.sh"
+plan 17
 
 cd "$TMP" || exit 1
-objcopy --dump-section .note.stapsdt=notes.bin "$PROGS/marks" || not_ok "dump .note.stapsdt"
+if objcopy --dump-section .note.stapsdt=notes.bin "$PROGS/marks"; then ok "dumped marks' .note.stapsdt"; else not_ok "dump .note.stapsdt"; fi
 # first note: namesz, descsz, type (4 bytes each), "stapsdt\0", then pc, base,
 # semaphore (8 bytes each), provider and name
 name=$(dd if=notes.bin bs=1 skip=$((20 + 24 + 9)) count=31 status=none | tr '\0' '\n' | head -n1)

@@ -12,6 +12,7 @@
 # Traces are created 0600 and owned by the recording user; report, diff and
 # export need no capability at all.
 source "$(dirname "$0")/lib.sh"
+plan 36
 
 NOBODY=65534
 work=$TMP/nobody
@@ -45,7 +46,7 @@ as_nobody() {
 # check_counts NAME TRACE UNMATCHED: the alloc_patterns figures, symbolized
 check_counts() {
 	local got
-	report_json "$2" "$2.json" || { not_ok "$1: report failed: $(head -c 200 "$TMP/report.err")"; return; }
+	report_json "$2" "$2.json" || { not_made 2 "$1: report failed: $(head -c 200 "$TMP/report.err")"; return; }
 	got=$(jq -r '[.totals | .allocations, .frees, .allocated_bytes, .peak_bytes, .leaked_bytes,
 		.unmatched_frees, .dropped_events] | map(tostring) | join(" ")' "$2.json")
 	expect_eq "$1: totals (allocs frees bytes peak leaked_bytes unmatched dropped)" "$got" \

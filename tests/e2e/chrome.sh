@@ -7,6 +7,7 @@
 # events the heap counter thins to at most 2000 points, its maximum still
 # the report's peak at the report's peak time.
 source "$(dirname "$0")/lib.sh"
+plan 67
 
 export_chrome() { timeout -k 5 "$LIMIT" "$MEMTRACE" export --format chrome "$@"; }
 

@@ -5,6 +5,7 @@
 # page per command that lists every option --help does, and make install
 # putting the binary, the man pages and bash and zsh completion in place.
 . "$(dirname "$0")/lib.sh"
+plan 47
 
 cd "$TMP" || exit 1
 # expect_same DESCRIPTION A B: two outputs, the same (not printed: long)

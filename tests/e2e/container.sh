@@ -9,6 +9,7 @@
 # /proc/PID/root; the figures are record_pid.sh's, and the sites must be
 # symbolized from the container's files.
 source "$(dirname "$0")/lib.sh"
+plan 42
 
 root=$TMP/root
 trace=$TMP/ctr.mtrace
@@ -35,6 +36,7 @@ if make_root "$root" "$PROGS/alloc_patterns"; then
 	ok "container root with $(find "$root" -type f | wc -l) files"
 else
 	not_ok "could not build the container root"
+	fail_rest "no container root"
 	finish
 fi
 host_libc=$(ldd "$PROGS/alloc_patterns" | awk '/libc\.so/ { print $3 }')
@@ -48,6 +50,9 @@ fi
 # attach memtrace -p to the program's host PID, signal it, check the report.
 run_case() {
 	local name=$1 trace=$2 json=$2.json unshare_job unshare_pid nspid rec want_line
+	# its checks: 13, and one more for the files deleted before the attach
+	local checks=13
+	[ -z "${BEFORE_ATTACH:-}" ] || checks=14
 	shift 2
 	echo "# $name"
 	: >"$TMP/target.err"
@@ -60,7 +65,7 @@ run_case() {
 	ns_pid=""
 	[ -n "$unshare_pid" ] && ns_pid=$(pgrep -P "$unshare_pid" | head -n1)
 	if [ -z "$ns_pid" ]; then
-		not_ok "$name: no program inside the namespace: $(head -c 300 "$TMP/target.err")"
+		not_made "$checks" "$name: no program inside the namespace: $(head -c 300 "$TMP/target.err")"
 		return
 	fi
 	nspid=$(awk '/^NSpid:/ { print $2 "," $3 }' "/proc/$ns_pid/status")
@@ -91,6 +96,7 @@ run_case() {
 		ok "$name: memtrace -p $ns_pid printed 'memtrace: attached'"
 	else
 		not_ok "$name: memtrace -p did not attach within 10 s: $(head -c 300 "$TMP/err")"
+		not_made 8 "$name: memtrace -p did not attach"
 		kill -USR1 "$ns_pid" 2>/dev/null
 		wait "$unshare_job" "$rec"
 		ns_pid=""
@@ -105,7 +111,7 @@ run_case() {
 	report_json "$trace" "$json"
 	expect_eq "$name: report --json exit status" "$?" 0
 	if [ ! -s "$json" ]; then
-		not_ok "$name: no report to check"
+		not_made 6 "$name: no report to check"
 		return
 	fi
 	expect_alloc_patterns "$json" 4 "$name"

@@ -5,6 +5,7 @@
 # libstdc++'s operator new calls malloc (new[] calls new, aligned new calls
 # aligned_alloc); each delete variant frees its block.
 source "$(dirname "$0")/lib.sh"
+plan 80
 
 trace=$TMP/cxx.mtrace
 json=$TMP/cxx.json

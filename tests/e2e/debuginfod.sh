@@ -6,6 +6,7 @@
 # trace keeps the build-ids and offsets that make this possible. A server
 # without the file: one line says which module could not be fetched.
 . "$(dirname "$0")/lib.sh"
+plan 13
 
 port=18002
 cd "$TMP" || exit 1

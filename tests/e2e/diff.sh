@@ -5,6 +5,7 @@
 # (its header has every figure). --fail-on-growth exits 3 just below the
 # growth of leaked and peak bytes (+4016) and 0 at it.
 source "$(dirname "$0")/lib.sh"
+plan 39
 
 base=$TMP/base.mtrace
 new=$TMP/new.mtrace

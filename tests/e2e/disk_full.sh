@@ -4,11 +4,13 @@
 # command still runs to its end, and the trace reads up to its last complete
 # chunk.
 . "$(dirname "$0")/lib.sh"
+plan 5
 
 mnt=$TMP/tiny
 mkdir -p "$mnt"
 if ! mount -t tmpfs -o size=64k tmpfs "$mnt"; then
 	not_ok "could not mount a 64 KiB tmpfs"
+	fail_rest "no 64 KiB tmpfs"
 	finish
 fi
 trap 'umount "$mnt" 2>/dev/null; rm -rf "$TMP"' EXIT

@@ -4,6 +4,7 @@
 # counted and symbolized (the module map follows the target's mappings), and
 # its memtrace.h marks are attached.
 . "$(dirname "$0")/lib.sh"
+plan 16
 
 record_cmd "$TMP/dl.mtrace" "$PROGS/dlopen_host" "$PROGS/libplugin.so"
 expect_eq "dlopen_host: exit status" $? 0

@@ -4,6 +4,7 @@
 # counted, the recorder says so, and the report says so first. The target is
 # unharmed (it finishes and exits normally).
 . "$(dirname "$0")/lib.sh"
+plan 5
 
 timeout 60 "$MEMTRACE" record --buffer-size 4K -o "$TMP/d.mtrace" -- "$PROGS/heap_workload" \
 	>"$TMP/out" 2>"$TMP/err"

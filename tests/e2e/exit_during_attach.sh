@@ -5,6 +5,7 @@
 # in one line that the process is gone and leaves nothing; never a crash or a
 # hang.
 . "$(dirname "$0")/lib.sh"
+plan 7
 
 for delay in 0 0.01 0.05 0.1 0.3 1 2; do
 	sleep "$delay" &

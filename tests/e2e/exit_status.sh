@@ -5,6 +5,7 @@
 # record -- CMD exits with the command's status, 128 + N when signal N
 # killed it.
 . "$(dirname "$0")/lib.sh"
+plan 35
 
 cd "$TMP" || exit 1
 # status CMD...: memtrace's exit status, its output thrown away

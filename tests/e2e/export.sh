@@ -5,6 +5,7 @@
 # the four heap sample types, and per site the same numbers as report --json;
 # the folded stacks have the expected lines and add up to the report's totals.
 source "$(dirname "$0")/lib.sh"
+plan 78
 
 trace=$TMP/ap.mtrace
 json=$TMP/ap.json

@@ -4,6 +4,7 @@
 # process execs, gets its own trace with exact figures; threads stay in their
 # process's trace; memtrace exits with the command's status.
 . "$(dirname "$0")/lib.sh"
+plan 35
 
 cd "$TMP" || exit 1
 timeout 60 "$MEMTRACE" record --follow-children -o tree.mtrace -- \

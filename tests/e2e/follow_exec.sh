@@ -4,6 +4,7 @@
 # an exec chain, a fork+exec chain two levels deep, and a shell script that
 # runs a program; each program's trace has its exact figures.
 . "$(dirname "$0")/lib.sh"
+plan 38
 
 cd "$TMP" || exit 1
 cat >run.sh <<'SH'

@@ -8,6 +8,7 @@
 # report --json's rss.maps.glibc must be the program's exactly, with -- CMD,
 # --rss=only and -p. A target without them says so (null, one text line).
 . "$(dirname "$0")/lib.sh"
+plan 41
 
 P=$PROGS/glibc_probes
 
@@ -58,7 +59,7 @@ expect_glibc "--rss=only" "$TMP/b.json"
 # --- -p: attached to the running program before it fires them
 "$P" wait >"$TMP/p.out" 2>&1 &
 pid=$!
-wait_for_line "$TMP/p.out" "glibc_probes waiting" 10 || not_ok "glibc_probes never waited"
+expect_line "$TMP/p.out" "glibc_probes waiting" 10 "glibc_probes never waited"
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -p "$pid" --rss -o "$TMP/c.mtrace" >/dev/null 2>"$TMP/c.err" &
 rec=$!
 if wait_for_line "$TMP/c.err" "memtrace: attached" 30; then
@@ -71,6 +72,7 @@ if wait_for_line "$TMP/c.err" "memtrace: attached" 30; then
 	expect_glibc "-p --rss" "$TMP/c.json"
 else
 	not_ok "-p: memtrace never attached: $(cat "$TMP/c.err")"
+	not_made 7 "-p: memtrace never attached"
 	kill "$pid" "$rec" 2>/dev/null
 	wait
 fi

@@ -5,10 +5,12 @@
 # heaptrack counts one allocation more and 72704 bytes more peak: the
 # libstdc++ emergency pool its preload library brings into the process.
 source "$(dirname "$0")/lib.sh"
+plan 15
 
 prog=$PROGS/heap_workload
 if ! command -v heaptrack >/dev/null || ! command -v heaptrack_print >/dev/null; then
 	not_ok "heaptrack is not installed (apt-get install heaptrack)"
+	skip_rest "no heaptrack to compare with"
 	finish
 fi
 
@@ -25,6 +27,7 @@ expect_eq "heaptrack run exit status" "$?" 0
 htfile=$(ls "$TMP"/ht.* 2>/dev/null | grep -E '\.(zst|gz)$' | head -n1)
 if [ -z "$htfile" ]; then
 	not_ok "heaptrack wrote no data file: $(tail -n3 "$TMP/ht.out" | tr '\n' '|')"
+	fail_rest "no heaptrack data to compare with"
 	finish
 fi
 timeout -k 5 "$LIMIT" heaptrack_print -f "$htfile" -p 0 -a 0 -T 0 -l 0 >"$TMP/ht.txt" 2>&1
@@ -34,6 +37,7 @@ if [ -n "$ht_allocs" ] && [ "$ht_peak" -gt 0 ] 2>/dev/null; then
 	ok "heaptrack_print: $ht_allocs allocations, peak $ht_peak bytes"
 else
 	not_ok "could not parse heaptrack_print's summary: $(tail -n5 "$TMP/ht.txt" | tr '\n' '|')"
+	fail_rest "no heaptrack figures to compare with"
 	finish
 fi
 

@@ -18,6 +18,7 @@
 #     fixed bound, and every allocation through the copies is in the trace
 #     (the agent's profile), at its named site.
 . "$(dirname "$0")/lib.sh"
+plan 53
 
 port=16493
 url=http://127.0.0.1:$port
@@ -65,7 +66,7 @@ start_target() {
 	(cd "$TMP/u" && exec setpriv --reuid=nobody --regid=nogroup --clear-groups -- "$TMP/bin/hostile" "$@" \
 		>"$TMP/t.out" 2>"$TMP/t.err") &
 	target=$!
-	wait_for_line "$TMP/t.err" "hostile: ready" 10 || not_ok "the target never got ready: $(head -c 300 "$TMP/t.err")"
+	expect_line "$TMP/t.err" "hostile: ready" 10 "the target never got ready"
 }
 
 stop_target() {
@@ -89,7 +90,7 @@ for kind in fifo dev canary; do
 	if wait_for_line "$TMP/$kind.rec.err" "memtrace: attached" 20; then ok "$kind: record -p attached"; else
 		not_ok "$kind: record -p never attached: $(head -c 300 "$TMP/$kind.rec.err" | tr '\n' '|')"; fi
 	kill -USR1 "$target"
-	wait_for_line "$TMP/t.out" "hostile: done $N" 20 || not_ok "$kind: the target never finished: $(cat "$TMP/t.err")"
+	expect_line "$TMP/t.out" "hostile: done $N" 20 "$kind: the target never finished" "$TMP/t.err"
 	stop_target
 	wait "$rec"
 	expect_status "$kind: record -p exit status" "$?" 0 "$TMP/$kind.rec.err"

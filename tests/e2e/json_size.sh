@@ -6,6 +6,7 @@
 # than the frames alone would be written in place, every index must point at
 # a real entry, and --top N must cut the JSON as it cuts the text.
 source "$(dirname "$0")/lib.sh"
+plan 12
 
 record_cmd "$TMP/ms.mtrace" "$PROGS/many_stacks"
 expect_eq "record many_stacks: exit status" "$?" 0

@@ -5,6 +5,7 @@
 # the trace recorded (the recorded path, then --symfs DIR, the debug
 # directories, debuginfod), and never from a file whose build-id differs.
 . "$(dirname "$0")/lib.sh"
+plan 12
 
 mkdir -p "$TMP/bin"
 cp "$PROGS/forever" "$TMP/bin/forever"

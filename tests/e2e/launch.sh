@@ -7,6 +7,7 @@
 #         after library initializers; it says so on stderr
 # Nothing here may depend on x86 debug registers (some hosts never fire them).
 source "$(dirname "$0")/lib.sh"
+plan 38
 
 jemalloc=/usr/lib/x86_64-linux-gnu/libjemalloc.so.2
 fallback_line="memtrace: the dynamic linker never reported its libraries loaded; '$PROGS/launch_ctor' was held at its entry point, after library initializers (their allocations are not in the trace)"

@@ -1,4 +1,7 @@
-# Shared helpers for e2e tests (bash). Each check prints one TAP line.
+# Shared helpers for e2e tests (bash). Each check prints one TAP line. A
+# script says how many checks it makes (plan N) before its first and ends
+# with finish; every path through it makes them all (a check this host cannot
+# make is a skip, one an earlier failure made impossible a failure).
 # Environment from tests/run.sh: MEMTRACE, PROGS, TOP, BUILD.
 set -u
 TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -7,15 +10,37 @@ PROGS=$(realpath "${PROGS:-build/progs}")
 TMP=$(mktemp -d /tmp/memtrace-e2e.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 FAILS=0
-# One byte per check made, from any subshell: finish prints the plan from it,
-# so a script that stops before finish has no plan, and tests/run.sh fails it.
+# One byte per check made, from any subshell: a check's number, and finish's
+# count of them against the plan.
 CHECKS=$TMP/.checks
 : >"$CHECKS"
+PLAN=
 
-ok() { echo "ok - $*"; printf . >>"$CHECKS"; }
-not_ok() { echo "not ok - $*"; FAILS=$((FAILS + 1)); printf . >>"$CHECKS"; }
+# plan N: the number of checks this script makes, declared before the first
+# (its own list: each host makes them all, a check it cannot make being a
+# skip). "1..N" goes out at once, so a check that is never made shows as the
+# plan not met: finish fails the script, and so does tests/run.sh when it
+# stops before finish.
+plan() { PLAN=$1; echo "1..$1"; }
+
+# check_no: the next check's number
+check_no() { printf . >>"$CHECKS"; wc -c <"$CHECKS"; }
+ok() { echo "ok $(check_no) - $*"; }
+not_ok() { echo "not ok $(check_no) - $*"; FAILS=$((FAILS + 1)); }
 # skip REASON: a check this host cannot make; counted apart, never as a pass.
-skip() { echo "ok - # SKIP $*"; printf . >>"$CHECKS"; }
+skip() { echo "ok $(check_no) # SKIP $*"; }
+# skips N REASON: N checks this host cannot make
+skips() {
+	local i
+	for ((i = 0; i < $1; i++)); do skip "${*:2}"; done
+}
+# skip_rest REASON: every planned check not made yet is a skip (a script that
+# cannot run here at all, or whose rest needs what this host lacks).
+skip_rest() {
+	local i made
+	made=$(wc -c <"$CHECKS")
+	for ((i = made; i < ${PLAN:-0}; i++)); do skip "$*"; done
+}
 
 # expect_eq DESCRIPTION ACTUAL EXPECTED. Each expect_* returns 1 on a
 # mismatch, so `expect_eq ... || sed 's/^/# /' ERRFILE` says why.
@@ -46,8 +71,15 @@ jqr() { jq -r "$2" "$1"; }
 # if the function has several sites)
 site() { jq -r --arg f "$2" --arg k "$3" '[.sites[] | select(.function == $f) | .[$k]] | add // 0' "$1"; }
 
+# finish: the end of a script; fails it when it made other than its plan.
 finish() {
-	echo "1..$(wc -c <"$CHECKS")"
+	local made
+	made=$(wc -c <"$CHECKS")
+	if [ -z "$PLAN" ]; then
+		not_ok "$(basename "$0") declares its plan (plan N before its first check); it made $made checks"
+	elif [ "$made" != "$PLAN" ]; then
+		not_ok "$(basename "$0") made $made checks of the $PLAN it planned"
+	fi
 	exit $((FAILS > 0))
 }
 
@@ -94,6 +126,32 @@ wait_for_line() {
 		sleep 0.1
 	done
 	return 1
+}
+
+# expect_line FILE PATTERN SECONDS WHY [SHOW]: wait_for_line as a check, ok
+# when a line of FILE starts with PATTERN within SECONDS, else not ok WHY and
+# the start of SHOW (default FILE) as comments
+expect_line() {
+	if wait_for_line "$1" "$2" "$3"; then
+		ok "${1##*/}: a line '$2' within $3 s"
+	else
+		not_ok "$4"
+		head -c 300 "${5:-$1}" | sed 's/^/# /'
+		return 1
+	fi
+}
+
+# not_made N WHY: N checks that could not be made, WHY (an earlier step
+# failed): each a failure, so that a script makes its plan on every path
+not_made() {
+	local i
+	for ((i = 0; i < $1; i++)); do not_ok "not made: $2"; done
+}
+
+# fail_rest WHY: every planned check not made yet is a failure (a script
+# that cannot go on, e.g. what the rest needs could not be built)
+fail_rest() {
+	not_made $((${PLAN:-0} - $(wc -c <"$CHECKS"))) "$*"
 }
 
 # expect_alloc_patterns JSON UNMATCHED [LABEL]: the exact per-site figures and

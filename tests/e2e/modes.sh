@@ -4,6 +4,7 @@
 # multi-uprobe links, classic perf-event uprobes), and sampled mode's
 # estimates land near the exact figures of the same deterministic workload.
 . "$(dirname "$0")/lib.sh"
+plan 90
 
 for mode in session multi classic; do
 	trace=$TMP/$mode.mtrace

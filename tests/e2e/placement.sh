@@ -13,6 +13,7 @@
 #   mimalloc's, a program's pool) keeps its probe, and the C++ sites of tests/progs/cxx_new_delete stay
 #   exact under each allocator.
 . "$(dirname "$0")/lib.sh"
+plan 57
 
 LIBDIR=/usr/lib/x86_64-linux-gnu
 LIBC=$(realpath /lib/x86_64-linux-gnu/libc.so.6)

@@ -10,6 +10,7 @@
 # backend's trace have stacks that reach PostgresMain or its callers. How much
 # throughput is kept is a benchmark (bench/pgbench.sh), not a check here.
 . "$(dirname "$0")/lib.sh"
+plan 16
 
 PGBIN=/usr/lib/postgresql/15/bin
 port=15433
@@ -22,6 +23,7 @@ as_pg() { runuser -u postgres -- "$@"; }
 
 if ! as_pg "$PGBIN/initdb" -D "$data/db" -A trust >"$TMP/initdb.log" 2>&1; then
 	not_ok "initdb failed: $(tail -3 "$TMP/initdb.log" | tr '\n' '|')"
+	fail_rest "no postgres to record"
 	finish
 fi
 # Each backend logs its own pid when it takes a connection: which processes

@@ -5,9 +5,11 @@
 # finds a site's source without -source_path, run from a directory where a
 # relative path would not resolve (the profile names files absolutely).
 source "$(dirname "$0")/lib.sh"
+plan 20
 
 if ! command -v go >/dev/null; then
 	not_ok "go is installed (golang-go, tests/install-deps.sh)"
+	skip_rest "no go tool pprof"
 	finish
 fi
 export HOME=$TMP GOCACHE=$TMP/gocache GOFLAGS=-mod=mod GOTOOLCHAIN=local # no network, no user state

@@ -11,24 +11,39 @@
 #  3. Programs it cannot preload (static, setuid, its own malloc): one line,
 #     then the uprobe path's exact figures.
 source "$(dirname "$0")/lib.sh"
+RELAYED="record_cmd cxx marks threads dlopen"
+# the plan: each relayed script's own (its plan line) and one check that it
+# made them, then this script's 43
+planned=43
+for s in $RELAYED; do
+	planned=$((planned + 1 + $(sed -n 's/^plan \([0-9][0-9]*\)$/\1/p' "$(dirname "$0")/$s.sh")))
+done
+plan "$planned"
 
 # relay SCRIPT: run tests/e2e/SCRIPT.sh with --preload, its checks as ours.
 relay() {
 	local name=$1 line made=0 plan=""
 	RECORD_FLAGS=--preload bash "$(dirname "$0")/$name.sh" >"$TMP/relay.out" 2>"$TMP/relay.err"
+	# its lines: "ok N - what", "not ok N - what", "ok N # SKIP why", "1..N"
 	while IFS= read -r line; do
-		case $line in
-		"ok - # SKIP"*) skip "--preload: $name: ${line#ok - # SKIP }"; made=$((made + 1)) ;;
-		"ok - "*) ok "--preload: $name: ${line#ok - }"; made=$((made + 1)) ;;
-		"not ok - "*) not_ok "--preload: $name: ${line#not ok - }"; made=$((made + 1)) ;;
-		1..*) plan=${line#1..} ;;
-		esac
+		if [[ $line =~ ^ok\ [0-9]+\ \#\ SKIP\ ?(.*)$ ]]; then
+			skip "--preload: $name: ${BASH_REMATCH[1]}"
+			made=$((made + 1))
+		elif [[ $line =~ ^ok\ [0-9]+\ -\ (.*)$ ]]; then
+			ok "--preload: $name: ${BASH_REMATCH[1]}"
+			made=$((made + 1))
+		elif [[ $line =~ ^not\ ok\ [0-9]+\ -\ (.*)$ ]]; then
+			not_ok "--preload: $name: ${BASH_REMATCH[1]}"
+			made=$((made + 1))
+		elif [[ $line =~ ^1\.\.([0-9]+)$ ]]; then
+			plan=${BASH_REMATCH[1]}
+		fi
 	done <"$TMP/relay.out"
 	expect_eq "--preload: $name.sh made every check it planned" "$made" "${plan:-no plan}" ||
 		sed 's/^/# /' "$TMP/relay.err" | tail -n 5
 }
 
-for s in record_cmd cxx marks threads dlopen; do
+for s in $RELAYED; do
 	relay "$s"
 done
 

@@ -6,6 +6,7 @@
 # the exec of the setuid-root passwd). The rule is enforced in BPF, so not
 # one event of the root process reaches the trace. Root keeps recording.
 source "$(dirname "$0")/lib.sh"
+plan 22
 
 NOBODY=65534
 chmod 755 "$TMP"

@@ -32,6 +32,21 @@ SHOWN_TOP=/work/main
 
 python3 "$TOP/tests/e2e/readme_blocks.py" extract "$README" "$BLOCKS"
 
+# The plan, from the README's blocks: the 4 checks of the README itself, a
+# check per command of a run block, one per screen, per file checked by a
+# command and per block without a marker, and the count at the end
+planned=5
+while IFS=$'\t' read -r id line kind arg; do
+	case $kind in
+	run) planned=$((planned + $(ls "$BLOCKS/$id".cmd.* 2>/dev/null | wc -l))) ;;
+	screen) planned=$((planned + 1)) ;;
+	file) [ "$arg" = "${arg%% *}" ] || planned=$((planned + 1)) ;;
+	notrun) ;;
+	*) planned=$((planned + 1)) ;;
+	esac
+done <"$BLOCKS/index"
+plan "$planned"
+
 # The README's two commands are the Makefile's.
 lines=$(wc -l <"$README")
 if [ "$lines" -le 400 ]; then ok "README.md is $lines lines (at most 400)"; else not_ok "README.md is $lines lines, more than 400"; fi
@@ -139,7 +154,10 @@ NOTRUN=0
 while IFS=$'\t' read -r -u 3 id line kind arg; do
 	tool=$(missing_tool "$id")
 	if [ -n "$tool" ]; then
-		skip "README line $line: its commands need $tool, not installed here"
+		case $kind in
+		run) skips "$(ls "$BLOCKS/$id".cmd.* | wc -l)" "README line $line: its commands need $tool, not installed here" ;;
+		*) skip "README line $line: its commands need $tool, not installed here" ;;
+		esac
 		continue
 	fi
 	case $kind in

@@ -4,6 +4,7 @@
 # entry point, exact per-site figures and totals (see the table in
 # alloc_patterns.c), the exit status and stdout passing through.
 source "$(dirname "$0")/lib.sh"
+plan 16
 
 prog=$PROGS/alloc_patterns
 trace=$TMP/cmd.mtrace

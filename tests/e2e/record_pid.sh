@@ -5,6 +5,7 @@
 # unmatched frees: allocated before the trace) and runs the same pattern as
 # record_cmd.sh; memtrace stops by itself when the process exits.
 source "$(dirname "$0")/lib.sh"
+plan 16
 
 trace=$TMP/pid.mtrace
 json=$TMP/pid.json

@@ -5,6 +5,7 @@
 # (the recorder flushes a chunk every 250 ms, from the first interval after
 # attach on: a kill loses under 300 ms of events, docs/usage.md says so).
 . "$(dirname "$0")/lib.sh"
+plan 16
 
 # start_forever [OUT]: tests/progs/forever in the background, as TARGET.
 start_forever() {

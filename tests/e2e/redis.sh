@@ -6,6 +6,7 @@
 # loop, and with --alloc-fn for its zmalloc family the top site by bytes is
 # a redis function, not a wrapper.
 . "$(dirname "$0")/lib.sh"
+plan 12
 
 port=16379
 cd "$TMP" || exit 1
@@ -53,7 +54,7 @@ expect_eq "the text report suggests --alloc-fn for the wrapper" \
 # --- --rss under load: resident memory added up, against the kernel's RSS
 timeout -k 5 120 "$MEMTRACE" record --rss -p "$server" -o rss.mtrace 2>"$TMP/rss.err" &
 recorder=$!
-wait_for_line "$TMP/rss.err" "memtrace: attached" 20 || not_ok "--rss: never attached: $(cat "$TMP/rss.err")"
+expect_line "$TMP/rss.err" "memtrace: attached" 20 "--rss: never attached"
 timeout 120 redis-benchmark -h 127.0.0.1 -p "$port" -n 100000 -P 16 -c 4 -t set,get,lpush -r 100000 -d 100 -q \
 	>/dev/null 2>&1
 kill -INT "$recorder"

@@ -12,6 +12,7 @@
 #     over it) while it runs: its sites must be named from the old file, and
 #     never from the new one, whose build-id differs.
 source "$(dirname "$0")/lib.sh"
+plan 15
 
 libc=$(ldd "$PROGS/alloc_patterns" | awk '/libc\.so/ { print $3 }')
 target_pid=""

@@ -6,6 +6,7 @@
 # prints its own RssAnon while it holds still: the samples must agree with
 # it, and the live heap at each sample must be the program's exactly.
 . "$(dirname "$0")/lib.sh"
+plan 63
 
 MiB=$((1 << 20))
 
@@ -66,6 +67,7 @@ if command -v chromium >/dev/null; then
 	fi
 else
 	not_ok "chromium missing (tests/install-deps.sh installs it): the rendered page went unchecked"
+	skips 2 "no chromium to render the page"
 fi
 
 # --- the calls that map memory, with their stacks
@@ -101,7 +103,7 @@ if grep -q "^      32.0 MiB  1 mapping  main  .*rss_known.c:$mline" "$TMP/m.txt"
 # --- -p: joined while it holds, stopped after 1 s: both rollups
 "$PROGS/rss_known" 4000 >"$TMP/out2" &
 target=$!
-wait_for_line "$TMP/out2" "rss_known " 10 || not_ok "rss_known did not start"
+expect_line "$TMP/out2" "rss_known " 10 "rss_known did not start"
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out2")
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss -p "$target" -d 1 -o "$TMP/b.mtrace" 2>"$TMP/err2"
 expect_eq "-p: memtrace exit status" $? 0
@@ -117,7 +119,7 @@ expect_eq "-p: the rollups in order" "$(jqr "$TMP/b.json" '.rss.rollup_start.tim
 # --- top: the latest sample in each snapshot
 "$PROGS/rss_known" 3000 >"$TMP/out3" &
 target=$!
-wait_for_line "$TMP/out3" "rss_known " 10 || not_ok "rss_known did not start"
+expect_line "$TMP/out3" "rss_known " 10 "rss_known did not start"
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out3")
 timeout -k 5 "$LIMIT" "$MEMTRACE" top --batch --json --rss -i 0.5 -d 1 -p "$target" >"$TMP/top.jsonl" 2>"$TMP/top.err"
 expect_status "top --rss: exit status" $? 0 "$TMP/top.err"
@@ -137,7 +139,7 @@ if grep -q '^  resident at its peak ' "$TMP/d.txt"; then ok "diff: resident memo
 # --- --rss=only: no allocator probes, resident memory and the calls that map memory alone
 "$PROGS/rss_known" 3000 >"$TMP/out5" &
 target=$!
-wait_for_line "$TMP/out5" "rss_known " 10 || not_ok "rss_known did not start"
+expect_line "$TMP/out5" "rss_known " 10 "rss_known did not start"
 anon_kb=$(sed -n 's/^rss_known .*anon_kb=\([0-9]*\)$/\1/p' "$TMP/out5")
 timeout -k 5 "$LIMIT" "$MEMTRACE" record --rss=only -p "$target" -d 0.6 -o "$TMP/o.mtrace" 2>"$TMP/o.err"
 expect_status "--rss=only: exit status" $? 0 "$TMP/o.err"

@@ -16,11 +16,13 @@
 # chart's layers hold rss_merged's steps as the program made them.
 # A screenshot of the section is kept in build/html-artifacts/.
 source "$(dirname "$0")/lib.sh"
+plan 76
 
 if ! [ -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
 	[ "$(id -u)" = 0 ] && "$TOP/tests/install-deps.sh" >/dev/null 2>&1
 	if ! [ -x /usr/bin/chromedriver ] || ! /usr/bin/python3 -c 'import selenium' 2>/dev/null; then
 		not_ok "chromium-driver or python3-selenium missing (run tests/install-deps.sh as root): the page went unchecked"
+		skip_rest "no chromium-driver or python3-selenium"
 		finish
 	fi
 fi
@@ -40,8 +42,11 @@ page() {
 	grep '^ok\|^not ok' "$tap"
 	FAILS=$((FAILS + $(grep -c '^not ok' "$tap")))
 	for _ in $(seq "$(grep -c '^ok\|^not ok' "$tap")"); do printf . >>"$CHECKS"; done
-	grep -q '^# rss_html.py: every check ran' "$tap" ||
+	if grep -q '^# rss_html.py: every check ran' "$tap"; then
+		ok "$label: rss_html.py ran every check"
+	else
 		not_ok "$label: rss_html.py ran every check (exit $status): $(tail -n 1 "$TMP/$label.py.err")"
+	fi
 }
 
 # truth NAME: rss_merged's own figure NAME from its line

@@ -8,10 +8,12 @@
 # mid-page as Rust's do (the mapping's load bias is found from its PT_LOAD,
 # not from the segment its first page begins in).
 . "$(dirname "$0")/lib.sh"
+plan 14
 
 RUSTC=$(command -v rustc || ls "$HOME/.cargo/bin/rustc" /root/.cargo/bin/rustc /usr/bin/rustc 2>/dev/null | head -n1)
 if [ -z "$RUSTC" ]; then
 	not_ok "no rustc: tests/install-deps.sh installs Debian's rustc where none is"
+	skip_rest "no rustc"
 	finish
 fi
 cd "$TMP" || exit 1
@@ -49,5 +51,6 @@ if command -v ld.lld >/dev/null && clang -O1 -g -fomit-frame-pointer -fno-inline
 		"$(jq "$NESTED"' | [.sites[] | select(.function | startswith("site_")) | .stacks[] | [.frames[].function] | index("main") != null] | all' ap.json)" true
 else
 	not_ok "clang with lld (Debian's lld) could not build alloc_patterns: $(head -c 300 cc.err)"
+	not_made 6 "no alloc_patterns built with lld"
 fi
 finish

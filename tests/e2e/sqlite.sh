@@ -7,6 +7,7 @@
 # the top 10 call paths by allocations and by bytes are heaptrack's, with
 # the same figures.
 . "$(dirname "$0")/lib.sh"
+plan 17
 
 cd "$TMP" || exit 1
 cat >script.sql <<'SQL'

@@ -4,6 +4,7 @@
 # returns; elapsed time, events, rate, live heap, bytes written, drops) and
 # clears it at the end; off a terminal it prints none, so logs stay clean.
 . "$(dirname "$0")/lib.sh"
+plan 6
 
 timeout 60 script -qefc "$MEMTRACE record -o $TMP/tty.mtrace -- $PROGS/demo" /dev/null >"$TMP/tty.out" 2>&1
 expect_eq "record on a terminal: exit status" $? 0

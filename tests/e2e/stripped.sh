@@ -15,6 +15,7 @@
 #   nosym     a PIE stripped of everything (it exports nothing): every site
 #             and frame of the program is "nosym+0xOFF", never a wrong name
 source "$(dirname "$0")/lib.sh"
+plan 32
 
 SRC=$TOP/tests/progs/alloc_patterns.c
 CFLAGS_PROG="-O1 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -fno-inline -pthread"
@@ -71,6 +72,7 @@ if set_up >"$TMP/setup.log" 2>&1; then
 	ok "built the reference and 6 stripped variants"
 else
 	not_ok "could not build the variants: $(tail -n 3 "$TMP/setup.log" | tr '\n' '|')"
+	fail_rest "no stripped variants"
 	finish
 fi
 

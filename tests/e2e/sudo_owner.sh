@@ -4,6 +4,7 @@
 # who ran sudo, still mode 0600, so they report on it without sudo; without
 # them it is root's. Also each trace of --follow-children.
 . "$(dirname "$0")/lib.sh"
+plan 8
 
 cd "$TMP" || exit 1
 chmod 755 "$TMP" # the user must reach the file to read it

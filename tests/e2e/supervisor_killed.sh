@@ -5,6 +5,7 @@
 # detaches within 2 s; none is left running, no memtrace BPF program stays
 # loaded, and the traced processes run on untouched.
 . "$(dirname "$0")/lib.sh"
+plan 13
 
 # our BPF programs, by name, as bpftool lists them
 ours='name (dl_hook_enter|entry_enter|alloc_enter|free_enter|delete_enter|alloc_exit|empty_enter|empty_exit|link_map_hit|mark_hit)'

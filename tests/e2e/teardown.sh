@@ -8,6 +8,7 @@
 # BPF object held and no memtrace process left; the detached child
 # keeps no terminal or pipe (a pipe's reader sees its end when record exits).
 . "$(dirname "$0")/lib.sh"
+plan 13
 
 # memtrace under a name of its own, so that what this test's runs leave is
 # told from any other memtrace's: the detached child keeps the name (comm).

@@ -6,6 +6,7 @@
 # joined late (-p: the names are read at attach). Checked in report --json's
 # threads, the text report, and the thread labels of the pprof export.
 source "$(dirname "$0")/lib.sh"
+plan 15
 
 proto_dir=$TOP/tests/e2e
 

@@ -3,6 +3,7 @@
 # Threads started after memtrace attached with -p are fully counted, and
 # "temporary" is judged per thread (tests/progs/threads.c).
 source "$(dirname "$0")/lib.sh"
+plan 54
 
 check_threads() { # JSON LABEL
 	local json=$1 label=$2

@@ -5,6 +5,7 @@
 # process resolves. glibc's malloc is never called here, so these counts can
 # only be right if the probes sit in libtinyalloc.so.
 source "$(dirname "$0")/lib.sh"
+plan 33
 
 trace=$TMP/tiny.mtrace
 json=$TMP/tiny.json

@@ -5,6 +5,7 @@
 # given back). tests/progs/leak_rate keeps 1000 bytes every 10 ms from
 # leak_step (100,000 bytes/s) and churns 4000 freed bytes per step.
 source "$(dirname "$0")/lib.sh"
+plan 48
 
 LEAK=$PROGS/leak_rate
 

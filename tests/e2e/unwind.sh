@@ -8,6 +8,7 @@
 # through the kernel's signal frame. The walk uses the modules' unwind tables
 # (bpf/unwind.bpf.h); --unwind-rows 0 shows what frame pointers alone give.
 . "$(dirname "$0")/lib.sh"
+plan 28
 
 # paths JSON: "allocations function<caller<...<main" per distinct path that
 # reaches main, sorted (libstdc++'s own start-up allocation does not)

@@ -27,6 +27,8 @@ fi
 trap '[ -n "$tmp" ] && rm -rf "$tmp"' EXIT
 mkdir -p "$work"
 fails=0
+# the plan, from the list: the build, then each harness
+echo "1..$(($(echo $harnesses | wc -w) + 1))"
 
 if ! timeout -k 5 600 sh "$top/tests/fuzz/build.sh" "$out" >"$work/build.log" 2>&1; then
 	echo "not ok - build the fuzz harnesses (clang, libclang-rt-14-dev): $(tail -n 3 "$work/build.log" | tr '\n' '|')"
@@ -61,5 +63,4 @@ for h in $harnesses; do
 		fails=$((fails + 1))
 	fi
 done
-echo "1..$(( $(echo $harnesses | wc -w) + 1 ))"
 exit $((fails > 0))

@@ -13,8 +13,6 @@
 #
 # Environment: MEMTRACE, the memtrace binary (default build/memtrace under the
 # repository root).
-# The anchor_* functions are called by name, which shellcheck cannot follow.
-# shellcheck disable=SC2317
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -36,13 +34,13 @@ fails=0
 count=0
 
 ok() {
-	echo "ok - $*"
 	count=$((count + 1))
+	echo "ok $count - $*"
 }
 not_ok() {
-	echo "not ok - $*"
 	count=$((count + 1))
 	fails=$((fails + 1))
+	echo "not ok $count - $*"
 }
 # show FILE: a file's lines as TAP diagnostics, so they cannot be read as results
 show() { sed 's/^/# /' "$1"; }
@@ -95,38 +93,35 @@ expect_json() {
 	fi
 }
 
-# Figures from the comment at the top of tests/progs/alloc_patterns.c
-anchor_alloc_patterns() {
-	local t=alloc_patterns
-	expect_json "$t" .trace.partial false
-	expect_json "$t" .totals.allocations 56
-	expect_json "$t" .totals.frees 48
-	expect_json "$t" .totals.allocated_bytes 8400544
-	expect_json "$t" .totals.peak_bytes 8393460
-	expect_json "$t" .totals.leaked_allocations 8
-	expect_json "$t" .totals.leaked_bytes 4852
-	expect_json "$t" .totals.temporary_allocations 7
-	expect_json "$t" .totals.unmatched_frees 0
-	expect_json "$t" .totals.dropped_events 0
-	expect_json "$t" '.sites[] | select(.function == "site_peak_block") | .peak_bytes' 8388608
-	expect_json "$t" '.sites[] | select(.function == "site_temporary") | .temporary_allocations' 7
-}
+# The anchors, TRACE FILTER EXPECTED: a value of the trace's JSON report known
+# from its program's source (the comment at the top of tests/progs/TRACE.c or
+# .cpp; cxx_new_delete's whole process, libstdc++'s emergency pool of 72704
+# bytes included)
+ANCHORS='alloc_patterns .trace.partial false
+alloc_patterns .totals.allocations 56
+alloc_patterns .totals.frees 48
+alloc_patterns .totals.allocated_bytes 8400544
+alloc_patterns .totals.peak_bytes 8393460
+alloc_patterns .totals.leaked_allocations 8
+alloc_patterns .totals.leaked_bytes 4852
+alloc_patterns .totals.temporary_allocations 7
+alloc_patterns .totals.unmatched_frees 0
+alloc_patterns .totals.dropped_events 0
+alloc_patterns .sites[] | select(.function == "site_peak_block") | .peak_bytes 8388608
+alloc_patterns .sites[] | select(.function == "site_temporary") | .temporary_allocations 7
+cxx_new_delete .trace.partial false
+cxx_new_delete .totals.allocations 19
+cxx_new_delete .totals.frees 15
+cxx_new_delete .totals.allocated_bytes 74964
+cxx_new_delete .totals.peak_bytes 74964
+cxx_new_delete .totals.leaked_allocations 4
+cxx_new_delete .totals.leaked_bytes 72752
+cxx_new_delete .totals.dropped_events 0
+cxx_new_delete [.sites[] | select(.function == "site_new_leak_16()") | .leaked_bytes] | add 48
+cxx_new_delete [.sites[] | select(.function == "site_new_aligned_nothrow_384()") | .allocated_bytes] | add 384'
 
-# Figures from the comment at the top of tests/progs/cxx_new_delete.cpp (whole
-# process: libstdc++'s emergency pool of 72704 bytes included)
-anchor_cxx_new_delete() {
-	local t=cxx_new_delete
-	expect_json "$t" .trace.partial false
-	expect_json "$t" .totals.allocations 19
-	expect_json "$t" .totals.frees 15
-	expect_json "$t" .totals.allocated_bytes 74964
-	expect_json "$t" .totals.peak_bytes 74964
-	expect_json "$t" .totals.leaked_allocations 4
-	expect_json "$t" .totals.leaked_bytes 72752
-	expect_json "$t" .totals.dropped_events 0
-	expect_json "$t" '[.sites[] | select(.function == "site_new_leak_16()") | .leaked_bytes] | add' 48
-	expect_json "$t" '[.sites[] | select(.function == "site_new_aligned_nothrow_384()") | .allocated_bytes] | add' 384
-}
+# anchors NAME: NAME's anchors, as FILTER EXPECTED
+anchors() { grep "^$1 " <<<"$ANCHORS" | cut -d' ' -f2-; }
 
 # expect_partial NAME: a copy cut at 60% of the trace is read as partial and
 # said so first, not refused and not reported as complete
@@ -147,29 +142,44 @@ expect_partial() {
 }
 
 if [ ! -x "$MEMTRACE" ]; then
+	echo "1..1"
 	echo "not ok - memtrace binary $MEMTRACE is built (make)"
 	exit 1
 fi
 if ! command -v jq >/dev/null; then
+	echo "1..1"
 	echo "not ok - jq is installed (tests/install-deps.sh)"
 	exit 1
 fi
 
+# The plan, from the traces and the anchors: per trace its text and JSON
+# reports, its cut copy, and its anchors
+traces=()
 for trace in "$here"/*.mtrace; do
-	[ -f "$trace" ] || continue
-	name=$(basename "$trace" .mtrace)
+	[ -f "$trace" ] && traces+=("$(basename "$trace" .mtrace)")
+done
+if [ ${#traces[@]} = 0 ]; then
+	echo "1..1"
+	not_ok "golden traces found in $here"
+	exit 1
+fi
+plan=0
+for name in "${traces[@]}"; do
+	plan=$((plan + 3 + $(anchors "$name" | grep -c .)))
+done
+echo "1..$plan"
+
+for name in "${traces[@]}"; do
 	compare "$name" txt
 	compare "$name" json --json
 	# the anchors read the JSON report that compare left in $TMP/NAME.json
-	if [ -s "$TMP/$name.json" ] && declare -F "anchor_$name" >/dev/null; then
-		"anchor_$name"
-	fi
+	while read -r line; do
+		expect_json "$name" "${line% *}" "${line##* }"
+	done < <(anchors "$name")
 	expect_partial "$name"
 done
 
-if [ "$count" = 0 ]; then
-	echo "not ok - golden traces found in $here"
-	exit 1
+if [ "$count" != "$plan" ]; then
+	not_ok "check.sh made $count checks of the $plan it planned"
 fi
-echo "1..$count"
 exit $((fails > 0))

@@ -17,8 +17,8 @@ TMP=$(mktemp -d /tmp/memtrace-html-assets.XXXXXX)
 trap 'rm -rf "$TMP"' EXIT
 count=0
 fails=0
-ok() { echo "ok - $*"; count=$((count + 1)); }
-not_ok() { echo "not ok - $*"; count=$((count + 1)); fails=$((fails + 1)); }
+ok() { count=$((count + 1)); echo "ok $count - $*"; }
+not_ok() { count=$((count + 1)); fails=$((fails + 1)); echo "not ok $count - $*"; }
 show() { sed 's/^/# /' "$1"; }
 
 # node_check WHAT FILE
@@ -30,6 +30,11 @@ node_check() {
 		show "$TMP/node.err"
 	fi
 }
+
+# the plan: 4 scripts, the style, 2 pages written, 7 assets held, and per
+# page its marks and its script
+plan=$((4 + 1 + 2 + 7 + 2 * 2))
+echo "1..$plan"
 
 for js in common.js rss.js report.js diff.js; do
 	node_check "user/output/html/$js" "$assets/$js"
@@ -56,10 +61,18 @@ else
 fi
 
 # The pages memtrace writes from them.
-"$MEMTRACE" report --html "$TMP/report.html" "$here/alloc_patterns.mtrace" 2>"$TMP/report.err" ||
-	{ not_ok "report --html failed"; show "$TMP/report.err"; }
-"$MEMTRACE" diff --html "$TMP/diff.html" "$here/alloc_patterns.mtrace" "$here/cxx_new_delete.mtrace" 2>"$TMP/diff.err" ||
-	{ not_ok "diff --html failed"; show "$TMP/diff.err"; }
+if "$MEMTRACE" report --html "$TMP/report.html" "$here/alloc_patterns.mtrace" 2>"$TMP/report.err"; then
+	ok "report --html wrote report.html"
+else
+	not_ok "report --html failed"
+	show "$TMP/report.err"
+fi
+if "$MEMTRACE" diff --html "$TMP/diff.html" "$here/alloc_patterns.mtrace" "$here/cxx_new_delete.mtrace" 2>"$TMP/diff.err"; then
+	ok "diff --html wrote diff.html"
+else
+	not_ok "diff --html failed"
+	show "$TMP/diff.err"
+fi
 
 # holds PAGE ASSET: the asset's text is in the page, byte for byte
 holds() {
@@ -94,5 +107,7 @@ PY
 	fi
 done
 
-echo "1..$count"
+if [ "$count" != "$plan" ]; then
+	not_ok "html_assets.sh made $((count)) checks of the $plan it planned"
+fi
 exit $((fails > 0))
