@@ -9,7 +9,8 @@
 # (the plan comes from the test's own list, before it runs, so that a check
 # never made shows), or when its plan does not match the checks it printed.
 # A tier that cannot run (the end-to-end tier without root, a unit test of
-# tests/unit not built) is a failure, not a silent skip.
+# tests/unit not built, a tier with no tests at all) is a failure with a line
+# that says which, never a silent skip.
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD:-$top/build}
 export MEMTRACE="$build/memtrace" PROGS="$build/progs" TOP="$top" BUILD="$build"
@@ -55,7 +56,22 @@ run_one() { # name, command...
 	skipped=$((skipped + s))
 }
 
+# tier WHAT WHERE FILES...: a tier with no test at all (none of FILES, the
+# expansion of WHERE, is one) is a failure, not a pass of nothing
+tier() {
+	what=$1 where=$2
+	shift 2
+	for f in "$@"; do
+		case "$f" in */lib.sh) continue ;; esac
+		[ -f "$f" ] && return 0
+	done
+	echo "not ok - the $what tier has no tests: no $where in $top"
+	failed=$((failed + 1))
+	return 1
+}
+
 # the unit tier: one program per tests/unit/test_*.c, each built (make unit)
+tier unit "tests/unit/test_*.c" "$top"/tests/unit/test_*.c
 for src in "$top"/tests/unit/test_*.c; do
 	[ -f "$src" ] || continue
 	t=$build/tests/$(basename "$src" .c)
@@ -66,6 +82,8 @@ for src in "$top"/tests/unit/test_*.c; do
 		failed=$((failed + 1))
 	fi
 done
+tier golden "tests/golden/*.sh" "$top"/tests/golden/*.sh
+tier end-to-end "tests/e2e/*.sh" "$top"/tests/e2e/*.sh
 for t in "$top"/tests/golden/*.sh "$top"/tests/e2e/*.sh; do
 	[ -f "$t" ] || continue
 	case "$t" in */lib.sh) continue ;; esac
