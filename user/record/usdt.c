@@ -192,8 +192,12 @@ static int take_note(Elf *elf, const uint8_t *desc, size_t len, uint64_t base_ad
 	args = memchr(name, 0, end - name);
 	memset(site, 0, sizeof(*site));
 	snprintf(site->name, sizeof(site->name), "%.*s", (int)(args ? args - name : end - name), name);
-	if (!args || !memchr(args + 1, 0, end - args - 1) || strlen(name) >= sizeof(site->name)) {
+	if (!args || !memchr(args + 1, 0, end - args - 1)) {
 		site->problem = "its note is malformed";
+		return 0;
+	}
+	if (strlen(name) >= sizeof(site->name)) {
+		site->problem = "its name is too long";
 		return 0;
 	}
 	args++;

@@ -10,7 +10,7 @@
 
 /* One USDT probe site of a file, as its .note.stapsdt describes it. */
 struct usdt_site {
-	char name[32];           /* probe name, e.g. "zone_begin" */
+	char name[64];           /* probe name, e.g. "zone_begin" */
 	uint64_t file_offset;    /* where the uprobe goes */
 	uint64_t sema_offset;    /* file offset of its semaphore; 0: none */
 	struct mt_usdt_spec spec;
