@@ -9,6 +9,7 @@
 # /metrics answers (its connection's descriptor past select's 1024); and
 # still so 60 s after the start.
 . "$(dirname "$0")/lib.sh"
+plan 8
 
 N=64
 port=16531
