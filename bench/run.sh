@@ -504,6 +504,10 @@ echo "| row | target | got | verdict |"
 echo "| --- | --- | --- | --- |"
 echo "| record -- /bin/true | <= 100 ms | $(calc "$W_MT / 1000" 1) ms (untraced $(calc "$W_BASE / 1000" 1) ms, heaptrack $W_HT_MS) | $(verdict "$(calc "$W_MT / 1000" 1)" 100) |"
 
+# --- record --preload (issue 47): the interposer against the uprobe path and heaptrack
+echo
+bash bench/preload.sh || die "the --preload rows failed"
+
 # --- attach, launch and forked children (issue 22): their own script, same run
 echo
 bash bench/attach.sh || die "the attach rows failed"

@@ -362,6 +362,12 @@ struct mt_pystack_event {
 #define MT_PRELOAD_SLACK 2048 /* >= the largest record (a STACK of MT_MAX_STACK_DEPTH frames) */
 #define MT_PRELOAD_SEEN 4096  /* a slot's stacks already sent: direct-mapped hashes */
 
+/* What a --preload record's ts holds. */
+enum mt_preload_clock {
+	MT_PRELOAD_CLOCK_MONOTONIC = 0, /* CLOCK_MONOTONIC ns, as the probes' */
+	MT_PRELOAD_CLOCK_TSC = 1,       /* the TSC (the kernel's clocksource: synchronized); memtrace converts */
+};
+
 enum mt_preload_slot_state {
 	MT_SLOT_FREE = 0,    /* anyone may take it */
 	MT_SLOT_OWNED = 1,   /* a thread writes into it */
@@ -379,7 +385,9 @@ struct mt_preload_header {
 	__u32 recorder_pid;  /* memtrace: a writer waiting on a full ring gives up once it is gone */
 	__u32 stack_depth;   /* frames per stack; 0: no stacks */
 	__u32 stopped;       /* set by memtrace when it stops recording: write nothing more */
-	__u64 pad1[3];       /* zero */
+	__u32 clock;         /* records' ts: enum mt_preload_clock */
+	__u32 pad0;          /* zero */
+	__u64 pad1[2];       /* zero */
 	__u64 lost;          /* records written nowhere: no free slot, or a full ring in a signal handler */
 	__u64 waits;         /* times a writer found its ring full and waited for the recorder */
 	__u64 threads;       /* slots taken, all told */

@@ -20,6 +20,17 @@ for s in $RELAYED; do
 done
 plan "$planned"
 
+# expect_same DESCRIPTION GOT WANT: multi-line values, one TAP line; the
+# difference printed when they differ
+expect_same() {
+	if [ "$2" = "$3" ]; then
+		ok "$1"
+	else
+		not_ok "$1; the difference (-want +got):"
+		diff <(echo "$3") <(echo "$2") | sed 's/^/#   /'
+	fi
+}
+
 # relay SCRIPT: run tests/e2e/SCRIPT.sh with --preload, its checks as ours.
 relay() {
 	local name=$1 line made=0 plan=""
@@ -47,6 +58,31 @@ for s in $RELAYED; do
 	relay "$s"
 done
 
+# The records' clock: the TSC where the kernel keeps time by it (memtrace
+# turns it into CLOCK_MONOTONIC ns; the scripts above ran so, their zones
+# and frames among the kernel's marks), else CLOCK_MONOTONIC itself.
+clocksource=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)
+want=CLOCK_MONOTONIC
+[ "$clocksource" = tsc ] && want=TSC
+RECORD_FLAGS="--preload -v" record_cmd "$TMP/clock.mtrace" "$PROGS/alloc_patterns"
+expect_eq "the records' clock with the kernel's $clocksource" \
+	"$(sed -n 's/^memtrace: --preload: .*(\(.*\) clock), 0 waits for a full ring, 0 lost$/\1/p' "$TMP/err")" "$want"
+MEMTRACE_PRELOAD_CLOCK=monotonic RECORD_FLAGS="--preload -v" record_cmd "$TMP/mono.mtrace" "$PROGS/alloc_patterns"
+expect_eq "MEMTRACE_PRELOAD_CLOCK=monotonic: the records' clock" \
+	"$(sed -n 's/^memtrace: --preload: .*(\(.*\) clock).*/\1/p' "$TMP/err")" CLOCK_MONOTONIC
+report_json "$TMP/mono.mtrace" "$TMP/mono.json"
+expect_alloc_patterns "$TMP/mono.json" 0 "CLOCK_MONOTONIC"
+report_json "$TMP/clock.mtrace" "$TMP/clock.json"
+expect_eq "both clocks: the same peak (its time between the same two events)" \
+	"$(jq .totals.peak_bytes "$TMP/mono.json")" "$(jq .totals.peak_bytes "$TMP/clock.json")"
+# the kernel's marks among the records: each zone's and frame's allocations alike
+marks_of() { jq -c '[.zones[] | del(.time_ns)], [.frames.frames[] | del(.duration_ns, .end_ns)]' "$1"; }
+RECORD_FLAGS=--preload record_cmd "$TMP/marks.mtrace" "$PROGS/marks"
+report_json "$TMP/marks.mtrace" "$TMP/marks.json"
+RECORD_FLAGS=--preload MEMTRACE_PRELOAD_CLOCK=monotonic record_cmd "$TMP/mono_marks.mtrace" "$PROGS/marks"
+report_json "$TMP/mono_marks.mtrace" "$TMP/mono_marks.json"
+expect_same "both clocks: marks' zones and frames alike" "$(marks_of "$TMP/marks.json")" "$(marks_of "$TMP/mono_marks.json")"
+
 # record_both NAME CMD...: NAME.probes.json and NAME.preload.json, the
 # reports of a record -- CMD each way; the --preload run's stderr in NAME.err
 record_both() {
@@ -61,17 +97,6 @@ record_both() {
 	report_json "$TMP/$name.preload.mtrace" "$TMP/$name.preload.json"
 	expect_eq "$name: the trace says it was captured in the process" \
 		"$(jq -r .trace.capture "$TMP/$name.preload.json")" preload
-}
-
-# expect_same DESCRIPTION GOT WANT: multi-line values, one TAP line; the
-# difference printed when they differ
-expect_same() {
-	if [ "$2" = "$3" ]; then
-		ok "$1"
-	else
-		not_ok "$1; the difference (-want +got):"
-		diff <(echo "$3") <(echo "$2") | sed 's/^/#   /'
-	fi
 }
 
 # sites JSON: every site's function, allocations, bytes, leaked bytes and

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 _Static_assert(sizeof(struct mt_preload_header) == 128, "ABI: preload header");
@@ -101,6 +102,66 @@ bool preload_unsupported(const char *path, char *why, size_t cap)
 	return false;
 }
 
+static uint64_t tsc_now(void)
+{
+	uint32_t lo, hi;
+
+	__asm__ volatile("lfence; rdtsc" : "=a"(lo), "=d"(hi) : : "memory");
+	return (uint64_t)hi << 32 | lo;
+}
+
+/* A TSC reading and CLOCK_MONOTONIC's at the same moment (the midpoint of
+ * the narrowest of a few tries: one preempted in between is no pair). */
+static void clock_pair(uint64_t *tsc, uint64_t *mono)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < 4; i++) {
+		struct timespec ts;
+		uint64_t a = tsc_now(), b;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		b = tsc_now();
+		if (b - a < best) {
+			best = b - a;
+			*tsc = a + (b - a) / 2;
+			*mono = (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+		}
+	}
+}
+
+/* Whether the kernel keeps time by the TSC: then it found it synchronized
+ * across CPUs and steady, and a record's TSC is as good as its ns. */
+static bool kernel_uses_tsc(void)
+{
+	char buf[32] = "";
+	const char *force = getenv("MEMTRACE_PRELOAD_CLOCK");
+	FILE *f;
+
+	if (force && !strcmp(force, "monotonic"))
+		return false;
+	f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+	if (!f)
+		return false;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = 0;
+	fclose(f);
+	return !strcmp(buf, "tsc\n");
+}
+
+/* The latest pair, and the rate over the recording so far. */
+static void calibrate(struct preload *p)
+{
+	clock_pair(&p->tsc_at, &p->mono_at);
+	if (p->tsc_at > p->tsc0 + 1000000 && p->mono_at > p->mono0)
+		p->ns_per_tick = (double)(p->mono_at - p->mono0) / (double)(p->tsc_at - p->tsc0);
+}
+
+static uint64_t tsc_to_ns(const struct preload *p, uint64_t tsc)
+{
+	return p->mono_at + (int64_t)((double)(int64_t)(tsc - p->tsc_at) * p->ns_per_tick);
+}
+
 static uint64_t page_up(uint64_t n)
 {
 	return (n + 4095) & ~4095ULL;
@@ -141,6 +202,17 @@ int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uin
 	h->header_bytes = header;
 	h->recorder_pid = (uint32_t)getpid();
 	h->stack_depth = stack_depth;
+	p->tsc = kernel_uses_tsc();
+	if (p->tsc) {
+		uint64_t t1, m1;
+
+		/* a first rate, from a millisecond, until the recording's own */
+		clock_pair(&p->tsc0, &p->mono0);
+		usleep(1000);
+		clock_pair(&t1, &m1);
+		p->ns_per_tick = t1 > p->tsc0 && m1 > p->mono0 ? (double)(m1 - p->mono0) / (double)(t1 - p->tsc0) : 1;
+		h->clock = MT_PRELOAD_CLOCK_TSC;
+	}
 	return 0;
 fail:
 	err = -errno;
@@ -226,6 +298,11 @@ static int poll_slot(struct preload *p, uint32_t i, int (*fn)(void *, const void
 		}
 		/* a copy: the target may change what we read as we read it */
 		memcpy(p->buf, e, size);
+		if (p->tsc && type != MT_EVENT_STACK) {
+			struct mt_event_header *copy = (void *)p->buf;
+
+			copy->ts = tsc_to_ns(p, copy->ts);
+		}
 		err = fn(ctx, p->buf, size);
 		p->records++;
 		memset(e, 0, size);
@@ -244,6 +321,8 @@ static int poll_slot(struct preload *p, uint32_t i, int (*fn)(void *, const void
 
 int preload__poll(struct preload *p, int (*fn)(void *ctx, const void *data, size_t size), void *ctx)
 {
+	if (p->tsc && p->hdr)
+		calibrate(p);
 	for (uint32_t i = 0; p->hdr && i < p->hdr->nr_slots; i++) {
 		int err = poll_slot(p, i, fn, ctx);
 
@@ -262,6 +341,12 @@ void preload__stop(struct preload *p)
 uint64_t preload__lost(const struct preload *p)
 {
 	return p->hdr ? __atomic_load_n(&p->hdr->lost, __ATOMIC_RELAXED) + p->broken : 0;
+}
+
+void preload__counts(const struct preload *p, uint64_t *threads, uint64_t *waits)
+{
+	*threads = p->hdr ? __atomic_load_n(&p->hdr->threads, __ATOMIC_RELAXED) : 0;
+	*waits = p->hdr ? __atomic_load_n(&p->hdr->waits, __ATOMIC_RELAXED) : 0;
 }
 
 void preload__close(struct preload *p)

@@ -20,6 +20,10 @@
  *   is on the other side of a trust boundary), counted, never read again.
  * - What was read is zeroed before the tail moves past it.
  * - A retired slot read to its end is free again.
+ * - Where the kernel keeps time by the TSC, the records carry it and are
+ *   put in CLOCK_MONOTONIC ns here, from the latest pair of readings (taken
+ *   as each poll starts) at the rate of the whole recording so far; else
+ *   (or with MEMTRACE_PRELOAD_CLOCK=monotonic) they carry the ns.
  */
 struct mt_preload_header;
 #define MT_PRELOAD_SLACK_WORDS 256 /* MT_PRELOAD_SLACK / 8, without the ABI header here */
@@ -32,6 +36,11 @@ struct preload {
 	uint64_t broken;               /* slots that broke a rule above */
 	uint8_t *slot_broken;          /* by slot */
 	uint64_t *tails;               /* by slot: where we read (the slot's own is the target's to change) */
+	/* MT_PRELOAD_CLOCK_TSC: the records' TSC into CLOCK_MONOTONIC ns, by
+	 * the first pair of readings and the latest (each poll's) */
+	bool tsc;
+	uint64_t tsc0, mono0, tsc_at, mono_at;
+	double ns_per_tick;
 	uint64_t buf[MT_PRELOAD_SLACK_WORDS]; /* a record, copied out */
 };
 
@@ -67,6 +76,9 @@ void preload__stop(struct preload *p);
 /* Records the interposer could write nowhere (no free slot; a full ring in
  * a signal handler), and those of broken slots. */
 uint64_t preload__lost(const struct preload *p);
+
+/* For -v: threads that took a slot, times a writer found its ring full. */
+void preload__counts(const struct preload *p, uint64_t *threads, uint64_t *waits);
 
 void preload__close(struct preload *p);
 

@@ -1792,6 +1792,15 @@ static int finish(struct recording *r)
 	if (end.dropped)
 		fprintf(stderr, "memtrace: %llu events dropped; use a larger --buffer-size\n",
 			(unsigned long long)end.dropped);
+	if (r->o.verbose && r->o.preload) {
+		uint64_t threads, waits;
+
+		preload__counts(&r->pre, &threads, &waits);
+		fprintf(stderr, "memtrace: --preload: %llu records from %llu thread ring%s (%s clock), %llu waits for a full ring, %llu lost\n",
+			(unsigned long long)r->pre.records, (unsigned long long)threads, threads == 1 ? "" : "s",
+			r->pre.tsc ? "TSC" : "CLOCK_MONOTONIC", (unsigned long long)waits,
+			(unsigned long long)preload__lost(&r->pre));
+	}
 	if (r->o.verbose || r->o.verbose_counts) {
 		uint64_t by_lane, by_ring;
 		char who[32] = ""; /* a followed process's line says whose it is */
