@@ -13,8 +13,8 @@
 source "$(dirname "$0")/lib.sh"
 RELAYED="record_cmd cxx marks threads dlopen"
 # the plan: each relayed script's own (its plan line) and one check that it
-# made them, then this script's 43
-planned=43
+# made them, then this script's 49
+planned=49
 for s in $RELAYED; do
 	planned=$((planned + 1 + $(sed -n 's/^plan \([0-9][0-9]*\)$/\1/p' "$(dirname "$0")/$s.sh")))
 done
