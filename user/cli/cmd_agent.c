@@ -28,6 +28,7 @@
  * lines (--show-cmdline) and is valid UTF-8. memtrace-agent(1) says how.
  */
 #include "agent.h"
+#include "budget.h"
 #include "commands.h"
 #include "util.h"
 
@@ -314,6 +315,10 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		o->budget = AGENT_DEFAULT_BUDGET;
 	if (record_check_budget(o))
 		return -EINVAL;
+	/* rings sized by the events the budget lets through (--budget 1:
+	 * 512 KiB a CPU, its lane 128 KiB), not by exact tracing's maximum */
+	if (o->budget)
+		o->ring_bytes = budget_ring_bytes(o->budget);
 	return 0;
 }
 

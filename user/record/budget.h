@@ -34,6 +34,24 @@
 #define BUDGET_LOOK_NS (250 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
 #define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (the kernel's attach and detach) */
 
+/* A ring per CPU for what PCT percent lets through, not for every call:
+ * the probes may take PCT% of a CPU's time, an event costs at least half
+ * a microsecond of it (the cheapest hit seen), so at most PCT x 20000
+ * events a second, 56 bytes each (an allocation's record), and a new
+ * stack's 1 KiB now and then: 512 KiB per percent, a power of two, from
+ * 256 KiB up to the 8 MiB of exact tracing. */
+#define BUDGET_RING_PER_PCT (512u << 10)
+#define BUDGET_RING_MIN (256u << 10)
+#define BUDGET_RING_MAX (8u << 20)
+static inline uint64_t budget_ring_bytes(double pct)
+{
+	uint64_t want = (uint64_t)(pct * BUDGET_RING_PER_PCT), b = BUDGET_RING_MIN;
+
+	while (b < want && b < BUDGET_RING_MAX)
+		b <<= 1;
+	return b;
+}
+
 #define BUDGET_MIN_FREES 20  /* frees in a window and in its tail to count its work by */
 #define BUDGET_FIT_MIN 3      /* windows pooled before the fitted scale is used */
 /* A tail's work is taken to be at least this share of its run time: below
