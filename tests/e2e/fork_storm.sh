@@ -11,6 +11,7 @@
 # program made it (child i's class is i % 7). How long the storm takes
 # against untraced is make bench's (bench/attach.sh), not this test's.
 . "$(dirname "$0")/lib.sh"
+plan 9
 
 N=${FORK_STORM_N:-2000}
 cd "$TMP" || exit 1
