@@ -8,7 +8,7 @@
 # through the kernel's signal frame. The walk uses the modules' unwind tables
 # (bpf/unwind.bpf.h); --unwind-rows 0 shows what frame pointers alone give.
 . "$(dirname "$0")/lib.sh"
-plan 28
+plan 29
 
 # paths JSON: "allocations function<caller<...<main" per distinct path that
 # reaches main, sorted (libstdc++'s own start-up allocation does not)
@@ -41,6 +41,17 @@ expect_eq "without frame pointers: _start is the last frame (nothing read past i
 	"$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/nofp.json")" '["_start"]'
 expect_eq "with frame pointers: _start is the last frame" \
 	"$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | select(index("main")) | last] | unique' -c "$TMP/fp.json")" '["_start"]' 
+
+# Followed, the build without frame pointers walks the same: its recorder
+# is a fork of the supervisor, which does not inherit the unwind arrays
+# (loader.c's map_unwind) and maps the rows it writes and its own slot's
+# list of mappings.
+(cd "$TMP" && timeout -k 5 "$LIMIT" "$MEMTRACE" record --follow-children -o fl.mtrace -- \
+	sh -c "$PROGS/nofp/unwind_levels; true" >/dev/null 2>"$TMP/err")
+for f in "$TMP"/fl.*.mtrace; do
+	report_json "$f" "$TMP/fl.json" && paths "$TMP/fl.json"
+done >"$TMP/fl.paths"
+expect_eq "without frame pointers, followed (sh runs it): the same paths" "$(cat "$TMP/fl.paths")" "$(cat "$TMP/fp.paths")"
 
 # Code with no unwind table ends a walk, and the stack says so: libstdc++'s
 # start-up allocation is made from _dl_init, called by the dynamic linker's

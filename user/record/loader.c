@@ -91,10 +91,12 @@ struct loader {
 	} spares[LOADER_MAX_SPARES];
 	int nr_spares;
 	uint64_t spare_bytes;
-	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped */
+	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped in process unwind_pid only */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
 	size_t unwind_maps_len;
+	pid_t unwind_pid;
+	struct mt_unwind_map *own_maps; /* in another process (a fork): this slot's two lists, mapped when used */
 	uint64_t *targets_fast;  /* the BPF array targets_fast, mapped (tgid | slot << 32 by tgid) */
 	size_t targets_fast_len;
 	char verifier_log[LOADER_MAX_PROGS][VERIFIER_LOG_BYTES]; /* each program's stats */
@@ -490,24 +492,83 @@ static void *map_array(struct bpf_map *map, size_t *len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
-/* The unwind tables are written straight into the BPF arrays. */
+/* A slot's two lists of unwind mappings, in bytes: whole pages, so that a
+ * fork maps its own slot's alone. */
+#define SLOT_MAPS_BYTES (2 * MT_UNWIND_MAPS * sizeof(struct mt_unwind_map))
+_Static_assert(SLOT_MAPS_BYTES % 4096 == 0, "a slot's unwind mappings are whole pages");
+
+/*
+ * The unwind tables are written straight into the BPF arrays. Mapping a BPF
+ * array puts every page of it in the page tables at once (26 MiB here),
+ * and a fork copies page tables of that kind: every recorder
+ * --follow-children forked copied them and tore them down at its exit, a
+ * seventh of the CPU a fork storm cost (copy_page_range and
+ * unmap_page_range). So they are not inherited (MADV_DONTFORK); a fork maps
+ * the part it writes when it writes it (loader__unwind_maps, rows_write).
+ */
 static int map_unwind(struct loader *l)
 {
 	l->unwind_rows = map_array(l->skel->maps.unwind_rows, &l->unwind_rows_len);
 	l->unwind_maps = map_array(l->skel->maps.unwind_maps, &l->unwind_maps_len);
 	l->targets_fast = map_array(l->skel->maps.targets_fast, &l->targets_fast_len);
-	return l->unwind_rows && l->unwind_maps && l->targets_fast ? 0 : -errno;
+	if (!l->unwind_rows || !l->unwind_maps || !l->targets_fast)
+		return -errno;
+	l->unwind_pid = getpid();
+	madvise(l->unwind_rows, l->unwind_rows_len, MADV_DONTFORK);
+	madvise(l->unwind_maps, l->unwind_maps_len, MADV_DONTFORK);
+	return 0;
+}
+
+/* The unwind arrays are mapped in this process (not a fork of the one
+ * that mapped them). */
+static bool unwind_here(const struct loader *l)
+{
+	return l->unwind_pid == getpid();
+}
+
+/* LEN bytes of array MAP from byte OFFSET (a page's), mapped; NULL with errno. */
+static void *map_array_part(struct bpf_map *map, size_t offset, size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, bpf_map__fd(map), (off_t)offset);
+
+	return p == MAP_FAILED ? NULL : p;
 }
 
 struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap)
 {
 	*cap = l->opts.unwind_rows;
-	return l->unwind_rows;
+	return unwind_here(l) ? l->unwind_rows : NULL;
 }
 
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half)
 {
-	return l->unwind_maps + ((size_t)l->slot * 2 + (half & 1)) * MT_UNWIND_MAPS;
+	if (unwind_here(l))
+		return l->unwind_maps + ((size_t)l->slot * 2 + (half & 1)) * MT_UNWIND_MAPS;
+	if (!l->own_maps)
+		l->own_maps = map_array_part(l->skel->maps.unwind_maps, (size_t)l->slot * SLOT_MAPS_BYTES, SLOT_MAPS_BYTES);
+	return l->own_maps ? l->own_maps + (half & 1) * MT_UNWIND_MAPS : NULL;
+}
+
+/* NR rows at row FIRST of the array, in a fork by mapping their pages
+ * for the copy. 0 or -errno. */
+static int rows_write(struct loader *l, size_t first, const struct mt_unwind_row *rows, size_t nr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), from = first * sizeof(*rows), to = from + nr * sizeof(*rows);
+	size_t start = from & ~(page - 1), len = ((to + page - 1) & ~(page - 1)) - start;
+	char *p;
+
+	if (unwind_here(l)) {
+		memcpy(l->unwind_rows + first, rows, nr * sizeof(*rows));
+		return 0;
+	}
+	if (!nr)
+		return 0;
+	p = map_array_part(l->skel->maps.unwind_rows, start, len);
+	if (!p)
+		return -errno;
+	memcpy(p + (from - start), rows, nr * sizeof(*rows));
+	munmap(p, len);
+	return 0;
 }
 
 uint32_t loader__unwind_gen(struct loader *l)
@@ -562,8 +623,7 @@ int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len,
 		*io = (struct loader_unwind_rows){ m->first_row, m->nr_rows, m->flags };
 	} else if (io->nr_rows > l->opts.unwind_rows - sh->rows_used) {
 		err = -ENOSPC;
-	} else {
-		memcpy(l->unwind_rows + sh->rows_used, rows, (size_t)io->nr_rows * sizeof(*rows));
+	} else if (!(err = rows_write(l, sh->rows_used, rows, io->nr_rows))) {
 		io->first_row = (uint32_t)sh->rows_used;
 		sh->rows_used += io->nr_rows;
 		if (len && len <= sizeof(m->build_id) && sh->nr_mods < SHARED_MODULES) {
@@ -688,6 +748,7 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 		.mode = base->mode,
 		.unwind_rows = base->unwind_rows,
 		.unwind_maps = base->unwind_maps,
+		.unwind_pid = base->unwind_pid,
 		.targets_fast = base->targets_fast,
 		.verify_usec = base->verify_usec,
 		.verified_insns = base->verified_insns,
@@ -803,6 +864,8 @@ static void release_handle(struct loader *l)
 	free(l->win_probes);
 	if (l->stats_fd > 0)
 		close(l->stats_fd);
+	if (l->own_maps)
+		munmap(l->own_maps, SLOT_MAPS_BYTES);
 }
 
 int loader__forget(struct loader *l)
@@ -826,8 +889,8 @@ void loader__unwind_copy(struct loader *l, uint32_t from_slot)
 	uint32_t nr = __atomic_load_n(&bss->unwind_nr[from_slot][from_half], __ATOMIC_SEQ_CST);
 	uint32_t half = loader__unwind_gen(l) ^ 1;
 
-	if (from_slot >= l->opts.max_targets || from_slot == l->slot || nr > MT_UNWIND_MAPS)
-		return;
+	if (from_slot >= l->opts.max_targets || from_slot == l->slot || nr > MT_UNWIND_MAPS || !unwind_here(l))
+		return; /* (the supervisor copies; a fork has not its parent's slot mapped) */
 	memcpy(loader__unwind_maps(l, half), l->unwind_maps + ((size_t)from_slot * 2 + from_half) * MT_UNWIND_MAPS,
 	       nr * sizeof(struct mt_unwind_map));
 	loader__unwind_publish(l, half, nr);
@@ -1768,9 +1831,10 @@ void loader__close(struct loader *l)
 	release_handle(l);
 	loader__spare_close(l);
 	if (l->owns_skel) {
-		if (l->unwind_rows)
+		/* a fork has none: what is at those addresses now is not ours */
+		if (l->unwind_rows && unwind_here(l))
 			munmap(l->unwind_rows, l->unwind_rows_len);
-		if (l->unwind_maps)
+		if (l->unwind_maps && unwind_here(l))
 			munmap(l->unwind_maps, l->unwind_maps_len);
 		if (l->targets_fast)
 			munmap(l->targets_fast, l->targets_fast_len);

@@ -139,8 +139,10 @@ bool loader__link_map_changed(struct loader *l);
 uint32_t loader__creds_changed(struct loader *l, char *comm, size_t cap);
 
 /* The unwind tables the BPF stack walker reads (bpf/unwind.bpf.h), mapped:
- * rows (CAP of them), and the two halves of the mapping list. Fill the
- * half not in use (the other of loader__unwind_gen), then publish it. */
+ * rows (CAP of them; NULL in a fork of the process that loaded the object,
+ * which has them mapped alone), and the two halves of the mapping list.
+ * Fill the half not in use (the other of loader__unwind_gen), then publish
+ * it. */
 struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap);
 /* A module's rows in the shared array, found by build-id (every handle on
  * the object, in any process, shares them). */
@@ -156,6 +158,8 @@ int loader__unwind_module_find(struct loader *l, const uint8_t *id, uint32_t len
  * its rows are given instead. -ENOSPC when the array is full. */
 int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len, const struct mt_unwind_row *rows,
 			      struct loader_unwind_rows *io);
+/* The slot's list HALF (a fork maps its slot's lists when first asked);
+ * NULL with errno if they could not be mapped. */
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half);
 uint32_t loader__unwind_gen(struct loader *l);
 void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr);

@@ -201,6 +201,8 @@ int unwinder__update(struct unwinder *u, struct loader *l, const struct procmaps
 	uint32_t half = loader__unwind_gen(l) ^ 1, nr = 0;
 	struct mt_unwind_map *maps = loader__unwind_maps(l, half);
 
+	if (!maps)
+		return -errno;
 	for (size_t i = 0; i < pm->nr && nr < MT_UNWIND_MAPS; i++) {
 		const struct trace_module *m = &pm->mods[i];
 		struct unwind_module *um = find_module(u, m);
