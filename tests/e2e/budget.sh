@@ -8,7 +8,7 @@
 # estimate, and bad input gets one line and exit 2. Proportions, not
 # timings: what the budget costs is bench/budget.sh's.
 source "$(dirname "$0")/lib.sh"
-plan 82
+plan 84
 
 mt() { timeout -k 5 "$LIMIT" "$MEMTRACE" "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b ? a / b : 0 }'; }
@@ -151,6 +151,13 @@ for i in 0 1; do # the two the shell started (their pids unknown)
 		"$(ratio "$(site "$TMP/f.json" site_mid allocations)" "$small")" 3 20
 done
 expect_eq "a trace for each proportions the shell started" "$n/${#traces[@]}" 2/2
+# Following costs are charged as the probes' are: the supervisor's CPU time
+# per process and each recorder's own start, in each --budget line's total.
+lines=$(grep -c '^memtrace: --budget 5%:' "$TMP/e")
+expect_eq "each followed recording's --budget line: following's share above 0, the total its parts' sum" \
+	"$(sed -n 's/.*about \([0-9.]*\)% of its work (the probes \([0-9.]*\)%, the recorder.s CPU on a busy host \([0-9.]*\)%, following it \([0-9.]*\)%)$/\1 \2 \3 \4/p' "$TMP/e" |
+		awk '$4 > 0 { d = $1 - $2 - $3 - $4; if (d < 0) d = -d; if (d <= 0.02) n++ } END { print n + 0 }')/$lines" "$lines/$lines"
+if [ "$lines" -ge 3 ]; then ok "--budget lines of the followed run: $lines (sh, its children, the programs they ran)"; else not_ok "--budget lines of the followed run: $lines"; fi
 
 # --- top says so in its header ---
 mt top --batch -i 1 -d 3 --budget 5 -- "$PROP" 3 0 -1 8000 >"$TMP/top.out" 2>"$TMP/e"

@@ -228,6 +228,41 @@ static void test_recorder_charged(void **state)
 		      (unsigned long long)busy.windows, (unsigned long long)idle.windows, 100 * share);
 }
 
+/* Following a process (--follow-children) cost 500 ms of CPU before its
+ * budget began: its first window opens when it would have, every later one
+ * waits until the target's work has paid for that too, and the cost is in
+ * cost_ns and follow_cost_ns. */
+static void test_follow_charged(void **state)
+{
+	struct sim plain, followed;
+	uint64_t first_plain = 0, first_followed = 0, second_plain = 0, second_followed = 0;
+
+	(void)state;
+	sim_init(&plain, 5, 1e-4);
+	sim_init(&followed, 5, 1e-4);
+	budget__charge_follow(&followed.b, 500.0 * MS);
+	assert_true(followed.b.follow_cost_ns == 500.0 * MS && followed.b.cost_ns == 500.0 * MS);
+	for (int t = 0; t < 60000; t++) {
+		step(&plain);
+		step(&followed);
+		if (plain.windows == 1 && !first_plain)
+			first_plain = plain.now;
+		if (followed.windows == 1 && !first_followed)
+			first_followed = followed.now;
+		if (plain.windows == 2 && !second_plain)
+			second_plain = plain.now;
+		if (followed.windows == 2 && !second_followed)
+			second_followed = followed.now;
+	}
+	assert_true(first_followed == first_plain);
+	/* at 5% (80% of it aimed at), 500 ms is paid by 12.5 s of work */
+	assert_true(second_followed >= first_followed + 10000 * MS);
+	assert_true(second_plain < first_plain + 1000 * MS);
+	assert_true(followed.b.cost_ns > 500.0 * MS && followed.b.follow_cost_ns == 500.0 * MS);
+	print_message("500 ms of following: the second window %.1f s after the first (%.2f s unfollowed)\n",
+		      (double)(second_followed - first_followed) / 1e9, (double)(second_plain - first_plain) / 1e9);
+}
+
 /* Attaching takes 2 ms (the free probes live first): each window still
  * takes allocations for as long as planned, its tail is as long as that,
  * and the attaching's cost is paid from the budget like the rest. */
@@ -413,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_idle_target),
 		cmocka_unit_test(test_own_cost),
 		cmocka_unit_test(test_recorder_charged),
+		cmocka_unit_test(test_follow_charged),
 		cmocka_unit_test(test_attach_time),
 		cmocka_unit_test(test_scale_fitted),
 		cmocka_unit_test(test_weight_by_frees),

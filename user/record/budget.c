@@ -256,6 +256,20 @@ void budget__attached(struct budget *b, uint64_t now_ns, const struct budget_sam
 	b->since_ns = now_ns;
 }
 
+void budget__charge_follow(struct budget *b, double ns)
+{
+	if (ns <= 0)
+		return;
+	b->follow_cost_ns += ns;
+	b->cost_ns += ns;
+	/* between windows what is owed is what the next waits for; in one,
+	 * the debt is carried to what the cycle's end owes */
+	if (b->state == BUDGET_OFF)
+		b->owed_ns += ns;
+	else
+		b->debt_ns += ns;
+}
+
 void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s)
 {
 	uint64_t t = now_ns > b->since_ns ? now_ns - b->since_ns : 0;

@@ -125,6 +125,7 @@ struct budget {
 	double attach_cost_ns;   /* the window in progress: what its attaching cost, priced */
 	struct budget_sample own_at; /* counters at the last cycle's end: the recorder's work since */
 	double own_cost_ns;      /* of cost_ns: the recorder's own CPU time, as the host's load charges it */
+	double follow_cost_ns;   /* of cost_ns: what following this process cost (budget__charge_follow) */
 	/* totals, for the trace and the report */
 	uint64_t windows;
 	uint64_t live_ns;        /* allocations taken, summed */
@@ -145,6 +146,12 @@ enum budget_action budget__tick(struct budget *b, uint64_t now_ns, const struct 
  * that. S: the counters now; what the hits of the attaching cost is priced
  * with the window's cost, apart from its rate (a slow attach is no burst). */
 void budget__attached(struct budget *b, uint64_t now_ns, const struct budget_sample *s);
+/* --follow-children: NS of CPU time spent to follow the process (its
+ * supervisor's for it, its recorder's before the budget began) is charged
+ * as the probes' cost is: counted in cost_ns, and owed before a later
+ * window opens (the first opens when it would: a process that lives less
+ * than its following costs is still seen). */
+void budget__charge_follow(struct budget *b, double ns);
 /* Recording stops at NOW_NS: the window or tail in progress ends there
  * and counts in the totals. What to detach is the caller's. */
 void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s);

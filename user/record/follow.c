@@ -75,6 +75,8 @@ struct follow {
 	uint32_t max_slots;
 	bool *slot_used;          /* slot 0 is the loader's own, never a target's */
 	double hit_entry_ns, hit_return_ns; /* --budget: a probe hit, timed once for every recorder */
+	double follow_ns;         /* our CPU time per process followed (start_recorder's), its running mean */
+	uint64_t followed;        /* processes start_recorder was called for */
 	struct record_binding **bindings; /* one per program seen: a forked child shares its parent's */
 	size_t nr_bindings;
 	uint32_t spares[FOLLOW_SPARES]; /* slots taken ahead, their rings in place (loader__spare_rings) */
@@ -316,7 +318,7 @@ static uint32_t parent_slot(struct follow *f, const struct tracee *t)
  * Any other waits until its recorder says "attached": 0, still stopped for
  * the caller to resume. -1 after printing what the recorder said (T then
  * runs untraced once resumed). */
-static int start_recorder(struct follow *f, struct tracee *t)
+static int start_recorder_once(struct follow *f, struct tracee *t)
 {
 	char out[PATH_MAX], line[1024];
 	struct record_opts o = *f->o;
@@ -344,6 +346,7 @@ static int start_recorder(struct follow *f, struct tracee *t)
 	o.binding = t->binding;
 	o.hit_entry_ns = f->hit_entry_ns;
 	o.hit_return_ns = f->hit_return_ns;
+	o.follow_cost_ns = (uint64_t)f->follow_ns;
 	o.ring_bytes = follow_ring_bytes(&o);
 	if (!record_prepare(&o, f->loader, t->slot, parent_slot(f, t), t->binding, t->tgid)) {
 		released = !ptrace(PTRACE_CONT, t->tid, NULL, NULL); /* on its way: its probes are live */
@@ -404,6 +407,20 @@ failed:
 	t->slot = 0;
 	t->recorder = 0;
 	return fail("failed to start a recorder for PID %d: %s", t->tgid, strerror(errno));
+}
+
+/* ... and what that costs us, measured for --budget to charge the next:
+ * the whole of it, the recorder's fork and the next processes' rings
+ * included, which a recorder forked in the middle cannot be told. */
+static int start_recorder(struct follow *f, struct tracee *t)
+{
+	uint64_t t0 = now_ns(CLOCK_THREAD_CPUTIME_ID);
+	int ret = start_recorder_once(f, t);
+	double used = (double)(now_ns(CLOCK_THREAD_CPUTIME_ID) - t0);
+
+	f->followed++;
+	f->follow_ns += (used - f->follow_ns) / (double)f->followed;
+	return ret;
 }
 
 /* Load and verify the BPF programs once, for every recorder to come. */

@@ -33,6 +33,9 @@ struct record_opts {
 	bool follow;      /* --follow-children */
 	int empty_probes; /* --empty-probes, for make bench */
 	int supervisor;   /* a --follow-children recorder: the supervisor's PID; it ends with it */
+	/* ... and the supervisor's CPU time per process it follows (its mean
+	 * so far, ns), which --budget charges with the recorder's own start */
+	uint64_t follow_cost_ns;
 	bool discard_output; /* no trace: the records go nowhere, nothing is written (top and agent without -o) */
 	bool teardown_detached; /* record: the kernel's release of links and maps off the user's clock */
 	bool watch_exit;        /* record: how the target ended (an OOM kill, a crash) in the trace's END */

@@ -1177,6 +1177,11 @@ static int open_output(struct recording *r)
 	if (r->windows &&
 	    windows__start(r->windows, r->o.budget, &r->hit_cost, r->loader, r->drain, r->pid, r->start_ns))
 		return fail("out of memory");
+	/* following it cost the supervisor's time and this recorder's start
+	 * (a fork of the supervisor: its CPU time is this process's) */
+	if (r->windows && r->o.supervisor)
+		budget__charge_follow(&r->windows->ctl,
+				      (double)r->o.follow_cost_ns + (double)now_ns(CLOCK_PROCESS_CPUTIME_ID));
 	return 0;
 }
 
@@ -1720,13 +1725,18 @@ static void announce_windows(struct recording *r)
 	const struct budget *b = &r->windows->ctl;
 	double wall = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 1;
 
+	char follow[64] = "";
+
+	if (r->o.supervisor)
+		snprintf(follow, sizeof(follow), ", following it %.2f%%", 100.0 * b->follow_cost_ns / (b->cpu * wall));
 	fprintf(stderr, "memtrace: --budget %g%%: allocations traced %.2f%% of the time in %llu window%s "
 			"(%llu cut short by a burst), frees %.2f%% more; memtrace cost the target about %.2f%% of its "
-			"work (the probes %.2f%%, the recorder's CPU on a busy host %.2f%%)\n",
+			"work (the probes %.2f%%, the recorder's CPU on a busy host %.2f%%%s)\n",
 		r->o.budget, 100.0 * (double)b->live_ns / wall, (unsigned long long)b->windows,
 		b->windows == 1 ? "" : "s", (unsigned long long)b->cut_windows, 100.0 * (double)b->tail_ns / wall,
-		100.0 * b->cost_ns / (b->cpu * wall), 100.0 * (b->cost_ns - b->own_cost_ns) / (b->cpu * wall),
-		100.0 * b->own_cost_ns / (b->cpu * wall));
+		100.0 * b->cost_ns / (b->cpu * wall),
+		100.0 * (b->cost_ns - b->own_cost_ns - b->follow_cost_ns) / (b->cpu * wall),
+		100.0 * b->own_cost_ns / (b->cpu * wall), follow);
 }
 
 /* Stop the probes, take what is still in the rings, then close the trace
