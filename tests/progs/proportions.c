@@ -8,16 +8,21 @@
  * Each round also does some work of its own (WORK iterations of a hash, 200
  * by default: about a microsecond), as a program does between allocations.
  *
- * usage: proportions SECONDS [ROUNDS_PER_SEC [BURST_AT_SEC [WORK]]]
+ * usage: proportions SECONDS [ROUNDS_PER_SEC [BURST_AT_SEC [WORK [wait]]]]
  * ROUNDS_PER_SEC 0 (default): as fast as it can. BURST_AT_SEC: from then on,
  * as fast as it can (the controller's burst). Prints "rounds N" and, with a
  * "rounds per second R", and with BURST_AT_SEC "burst rounds N": the rounds
- * made from then on, which the bench compares traced and untraced.
+ * made from then on, which the bench compares traced and untraced. With
+ * "wait" it first says "proportions: waiting for SIGUSR1" on stderr and
+ * waits for it, so that a recorder attached with -p sees every round.
  */
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RING 60000
 
@@ -76,8 +81,20 @@ int main(int argc, char **argv)
 	double rate = argc > 2 ? atof(argv[2]) : 0;
 	double burst_at = argc > 3 ? atof(argv[3]) : -1;
 	int iterations = argc > 4 ? atoi(argv[4]) : 200;
-	double start = now(), t = start;
+	double start, t;
 	uint64_t rounds = 0, burst_rounds = 0;
+
+	if (argc > 5 && !strcmp(argv[5], "wait")) {
+		sigset_t set;
+		int sig;
+
+		sigemptyset(&set);
+		sigaddset(&set, SIGUSR1);
+		sigprocmask(SIG_BLOCK, &set, NULL);
+		if (write(2, "proportions: waiting for SIGUSR1\n", 33) < 0 || sigwait(&set, &sig))
+			return 2;
+	}
+	start = t = now();
 
 	while (t - start < seconds) {
 		void *mid[3];
