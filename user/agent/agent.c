@@ -2,6 +2,10 @@
 /* The agent's lifecycle (agent.h): signals from its start, the main loop,
  * the stop, and its directory in /dev/shm. */
 #include "agent.h"
+#include "budget.h"
+#include "loader.h"
+#include "record_setup.h"
+#include "windows.h"
 #include "util.h"
 
 #include <arpa/inet.h>
@@ -181,6 +185,7 @@ struct agent *agent__new(void)
 
 void agent__free(struct agent *a)
 {
+	loader__close(a->loader); /* after every target's recording (agent_stop) */
 	if (a->exits)
 		agent_exits_close(a);
 	if (a->oom_dirfd >= 0)
@@ -220,6 +225,45 @@ static void raise_nofile(void)
 	if (!getrlimit(RLIMIT_NOFILE, &r) && r.rlim_cur < r.rlim_max) {
 		r.rlim_cur = r.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &r);
+	}
+}
+
+/* One loaded object for every target, as --follow-children has for its
+ * processes (record_opts' shared_loader): its programs verified once, the
+ * maps that are not a target's made once, the unwind rows of a file
+ * shared by every target that maps it (by build-id), a probe hit timed
+ * once for --budget; each target a slot of it with its own rings, made
+ * when it attaches and released when its recording ends. Where it cannot
+ * be loaded, each recording loads its own and says why it cannot. */
+static void agent_loader_open(struct agent *a)
+{
+	struct loader_opts lo;
+	struct budget_cost c;
+	int err;
+
+	record_loader_opts(&a->o, &lo);
+	lo.pid = 0;           /* no process of its own: slot 0 stays empty */
+	lo.ring_bytes = 4096; /* ... and its rings unused */
+	lo.lane_ring_bytes = a->o.ring_bytes; /* the lanes are a load's: sized for the targets' rings */
+	lo.max_targets = AGENT_MAX_TARGETS + 1;
+	err = loader__open(&a->loader, &lo);
+	if (!err)
+		err = loader__load(a->loader);
+	if (!err && a->o.budget && !(err = windows__calibrate(a->loader, &c))) {
+		a->o.hit_entry_ns = c.entry_ns;
+		a->o.hit_return_ns = c.return_ns;
+	}
+	/* thread names, and the calls that map memory (--rss, --budget's
+	 * large blocks): attached once for every target */
+	if (!err && loader__attach_thread_names(a->loader))
+		fprintf(stderr, "memtrace: warning: threads started or renamed from now on keep no name\n");
+	if (!err)
+		err = loader__attach_maps(a->loader);
+	if (!err)
+		err = loader__attach_large(a->loader);
+	if (err) {
+		loader__close(a->loader);
+		a->loader = NULL;
 	}
 }
 
@@ -324,6 +368,7 @@ int agent__run(struct agent *a)
 		return -EADDRINUSE;
 	}
 	flight_recorder_start(a);
+	agent_loader_open(a);
 	fprintf(stderr, "memtrace: agent serving http://%s:%u/ (%d target%s%s, %s)\n", addr, ntohs(a->listen.sin_port),
 		npids, npids == 1 ? "" : "s", matching ? " and the processes matched" : "",
 		a->o.budget ? "--budget" : "exact");

@@ -172,6 +172,10 @@ struct agent {
 	int oom_dirfd;                  /* its descriptor; -1: no flight recorder */
 	unsigned oom_keep;              /* its files kept per program (MEMTRACE_AGENT_OOM_KEEP=N, for tests) */
 	struct exit_watch *exits;       /* how each target ended (exit_watch.h); NULL: not known */
+	/* One loaded object for all the targets (agent_loader_open), each a
+	 * slot of it: slot 0 its own, empty; target i's, i + 1. NULL: each
+	 * recording loads its own. */
+	struct loader *loader;
 	pthread_mutex_t deaths_lock;
 	struct agent_deaths deaths[AGENT_MAX_DEATH_COMMS];
 	size_t ndeaths;

@@ -321,6 +321,8 @@ int agent_target_start(struct agent *a, int pid, bool matched, unsigned uid)
 	t->o.pid = pid;
 	t->o.duration = 0; /* the agent's -d stops them all (agent_tick) */
 	t->o.max_stacks = a->max_stacks;
+	t->o.shared_loader = a->loader; /* a slot of the agent's object (agent_loader_open), or its own */
+	t->o.slot = (uint32_t)(t - a->targets) + 1;
 	if (agent_trace_dir(a)) {
 		/* -o DIR: DIR/COMM.PID.<UTC start>.mtrace, one every --rotate;
 		 * without it the same in memory, the last two only */
