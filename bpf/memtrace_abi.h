@@ -23,6 +23,7 @@ enum mt_event_type {
 	MT_EVENT_STRING = 6,  /* first sighting on a CPU of a name a mark points to */
 	MT_EVENT_MAP = 7,     /* --rss: mmap, munmap, mremap, brk or madvise returned */
 	MT_EVENT_PYSTACK = 8, /* first sighting of a stack with Python frames: them and its native stack's id */
+	MT_EVENT_PYCODE = 9,  /* first sighting on a CPU of a Python code object: its names, line table */
 };
 
 /* mt_map_event.call */
@@ -320,6 +321,14 @@ struct mt_py_layout {
 	__u16 fr_entry;      /* _PyInterpreterFrame: is_entry (3.11, a byte); MT_PY_NONE: see owner_cstack */
 	__u16 code_tag;      /* PyCodeObject: where the MT_PY_TAG_BYTES hashed into a frame's tag start */
 	__u16 name_hash;     /* str: its cached hash, mixed into the tag (3.11: no co_version); else MT_PY_NONE */
+	__u16 co_qualname;   /* PyCodeObject: co_qualname (a str) */
+	__u16 co_filename;   /* PyCodeObject: co_filename (a str) */
+	__u16 co_firstlineno; /* PyCodeObject: co_firstlineno (an int) */
+	__u16 co_linetable;  /* PyCodeObject: co_linetable (a bytes) */
+	__u16 str_state;     /* PyASCIIObject: state (compact bit 5, ascii bit 6) */
+	__u16 str_ascii;     /* sizeof(PyASCIIObject): where a compact ASCII str's characters start */
+	__u16 bytes_size;    /* PyVarObject: ob_size of a bytes */
+	__u16 bytes_data;    /* PyBytesObject: ob_sval */
 	__u8 owner_cstack;   /* owner of the frames a C call of the evaluation loop pushes (3.12+) */
 	__u8 pad[5];         /* zero */
 };
@@ -413,5 +422,25 @@ struct mt_preload_slot {
 	__u64 seen[MT_PRELOAD_SEEN]; /* stacks this slot already sent, by hash (the owner's) */
 };
 #define MT_PRELOAD_RING_AT sizeof(struct mt_preload_slot) /* where a slot's ring starts */
+
+/* A code object's names and line table, sent by the walk the first time a
+ * CPU sees it (while the code and its process surely live): user space
+ * names its frames from this, reading the target only for what does not
+ * fit (a longer table, a name that is not ASCII). */
+#define MT_PY_NAME_MAX 128
+#define MT_PY_FILE_MAX 256
+#define MT_PY_TABLE_MAX 1024
+
+struct mt_pycode_event {
+	struct mt_event_header hdr;       /* type PYCODE */
+	__u64 code;                       /* the code object's address */
+	__u32 tag;                        /* its tag (mt_py_frame.tag) */
+	__s32 firstlineno;                /* co_firstlineno */
+	__u32 table_len;                  /* co_linetable's length, whole (table holds the first MT_PY_TABLE_MAX) */
+	__u32 pad;                        /* zero */
+	char name[MT_PY_NAME_MAX];        /* co_qualname if ASCII, NUL-terminated; "" else */
+	char file[MT_PY_FILE_MAX];        /* co_filename if ASCII, NUL-terminated; "" else */
+	__u8 table[MT_PY_TABLE_MAX];      /* co_linetable's bytes */
+};
 
 #endif /* MEMTRACE_ABI_H */

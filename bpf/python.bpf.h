@@ -22,6 +22,7 @@ volatile struct mt_py_layout py_layout[MT_MAX_TARGETS];
 
 struct py_scratch {
 	struct mt_pystack_event ev;
+	struct mt_pycode_event code;
 	struct mt_py_layout layout;  /* the slot's, copied at the walk's start */
 	__u8 frame[MT_PY_READ];      /* one _PyInterpreterFrame, read whole */
 	__u64 tag[MT_PY_TAG_BYTES / 8];
@@ -79,7 +80,8 @@ static __always_inline __u32 py_task_tid(struct task_struct *task)
 static __always_inline __u64 py_tstate(const struct mt_py_layout *l, struct task_struct *task,
 				       struct thread_state *st)
 {
-	__u64 ts = st->py_tstate, tid = 0, interp;
+	__u64 ts = st->py_tstate, tid = 0, interp, first;
+	int n = 0;
 
 	if (ts) {
 		if (bpf_probe_read_user(&tid, 4, (void *)(ts + l->ts_native_tid)) == 0 && (__u32)tid == st->py_tid)
@@ -91,7 +93,7 @@ static __always_inline __u64 py_tstate(const struct mt_py_layout *l, struct task
 	interp = py_read_ptr(l->runtime + l->interp_head);
 	if (!interp)
 		return 0;
-	ts = py_read_ptr(interp + l->threads_head);
+	first = ts = py_read_ptr(interp + l->threads_head);
 	for (int i = 0; i < PY_THREADS_MAX && ts; i++) {
 		tid = 0;
 		if (bpf_probe_read_user(&tid, 4, (void *)(ts + l->ts_native_tid)))
@@ -101,14 +103,17 @@ static __always_inline __u64 py_tstate(const struct mt_py_layout *l, struct task
 			return ts;
 		}
 		ts = py_read_ptr(ts + l->ts_next);
+		n++;
 	}
+	/* A process forked from a Python one keeps its parent's thread id in
+	 * the one thread state it has (3.11 does not renew it): a lone thread
+	 * of a process with one thread state is that state's. Not cached:
+	 * checked each time, until the id is right. */
+	if (n == 1 && !ts && BPF_CORE_READ(task, signal, nr_threads) == 1)
+		return first;
 	return 0;
 }
 
-/* A code object's tag: a hash of its bytes that stay as they were made
- * (counts, flags, the pointers to its names and file), and on 3.11, which
- * has no co_version, of its name's hash too: a function made where another
- * was freed gets another tag. */
 static __always_inline __u32 py_tag(struct py_scratch *s, __u64 code, const struct mt_py_layout *l)
 {
 	__u64 h = 0xcbf29ce484222325ULL, name_hash = 0;
@@ -167,6 +172,70 @@ static long py_step(__u64 i, void *ctx)
 	return 0;
 }
 
+/* A code object's first sighting on this CPU (for this trace): its names
+ * and line table, read now, while it surely lives. */
+struct py_send {
+	struct py_scratch *s;
+	__u32 slot;
+	__u32 tid;
+};
+
+static __always_inline void py_read_ascii(const struct mt_py_layout *l, __u64 str, char *out, __u32 cap)
+{
+	__u32 state = 0;
+
+	out[0] = 0;
+	if (!str || bpf_probe_read_user(&state, sizeof(state), (void *)(str + l->str_state)))
+		return;
+	if ((state & 0x60) == 0x60) /* compact and ASCII: the characters follow the header */
+		bpf_probe_read_user_str(out, cap, (void *)(str + l->str_ascii));
+}
+
+static long py_send_code(__u64 i, void *ctx)
+{
+	struct py_send *p = ctx;
+	struct py_scratch *s = p->s;
+	struct mt_pycode_event *c = &s->code;
+	struct mt_py_layout *l = &s->layout;
+	struct mt_py_frame *f;
+	__u64 code, table, len = 0, key, *note;
+	void *ring;
+
+	if (i >= s->ev.nr || i >= MT_PY_MAX_FRAMES)
+		return 1;
+	f = &s->ev.frames[i & (MT_PY_MAX_FRAMES - 1)];
+	code = f->code & MT_PY_CODE_MASK;
+	note = seen_note((code * 0x9e3779b97f4a7c15ULL) ^ f->tag ^ 0x5059434f44450000ULL, p->slot, &key);
+	if (!note || *note == key)
+		return 0;
+	c->hdr.type = MT_EVENT_PYCODE;
+	c->hdr.size = sizeof(*c);
+	c->hdr.tid = p->tid;
+	c->hdr.ts = 0;
+	c->code = code;
+	c->tag = f->tag;
+	c->firstlineno = 0;
+	c->pad = 0;
+	bpf_probe_read_user(&c->firstlineno, sizeof(c->firstlineno), (void *)(code + l->co_firstlineno));
+	py_read_ascii(l, py_read_ptr(code + l->co_qualname), c->name, sizeof(c->name));
+	py_read_ascii(l, py_read_ptr(code + l->co_filename), c->file, sizeof(c->file));
+	table = py_read_ptr(code + l->co_linetable);
+	if (table)
+		bpf_probe_read_user(&len, sizeof(len), (void *)(table + l->bytes_size));
+	c->table_len = len > 0xffffffffULL ? 0xffffffff : (__u32)len;
+	if (len > MT_PY_TABLE_MAX)
+		len = MT_PY_TABLE_MAX;
+	if (len && bpf_probe_read_user(c->table, len & (MT_PY_TABLE_MAX - 1) ? len & (MT_PY_TABLE_MAX - 1) : MT_PY_TABLE_MAX,
+				       (void *)(table + l->bytes_data)))
+		c->table_len = 0;
+	ring = cpu_ring(p->slot);
+	if (ring && !bpf_ringbuf_output(ring, c, sizeof(*c), SUBMIT_FLAGS))
+		*note = key;
+	else
+		count_drop(p->slot);
+	return 0;
+}
+
 /*
  * The id of the stack NATIVE_ID with this thread's Python frames, the
  * frames sent to user space first unless this CPU sent them for SLOT
@@ -220,6 +289,10 @@ __noinline __u64 py_stack(__u32 slot, __u64 native_id, __u32 tid)
 	if (note && *note != key) {
 		__u64 size = sizeof(s->ev) - sizeof(s->ev.frames) + (__u64)n * sizeof(s->ev.frames[0]);
 
+		struct py_send send = { .s = s, .slot = slot, .tid = tid };
+
+		s->ev.nr = n;
+		bpf_loop(MT_PY_MAX_FRAMES, py_send_code, &send, 0);
 		ring = cpu_ring(slot);
 		s->ev.hdr.type = MT_EVENT_PYSTACK;
 		s->ev.hdr.size = size;
@@ -228,7 +301,10 @@ __noinline __u64 py_stack(__u32 slot, __u64 native_id, __u32 tid)
 		s->ev.stack_id = h;
 		s->ev.native_id = native_id;
 		s->ev.nr = n;
-		if (size <= sizeof(s->ev) && ring && !bpf_ringbuf_output(ring, &s->ev, size, SUBMIT_FLAGS))
+		/* The recorder is woken: it names the code objects from the target's
+		 * memory, the sooner the likelier they (and the target) still live.
+		 * A new stack is rare; a wakeup per allocation is not asked for. */
+		if (size <= sizeof(s->ev) && ring && !bpf_ringbuf_output(ring, &s->ev, size, BPF_RB_FORCE_WAKEUP))
 			*note = key;
 		else
 			count_drop(slot);

@@ -9,7 +9,7 @@
 # Python frame of their stacks, with the names, order and bounds the
 # program's structure fixes (docs/python.md).
 . "$(dirname "$0")/lib.sh"
-plan 66
+plan 69
 
 PY=/usr/bin/python3.11
 P=$TOP/tests/progs/py_alloc.py
@@ -113,6 +113,11 @@ expect_made() {
 		"$(awk -v big="$BIG" -v held="$held" '$1 ~ /^fn_/ { i = substr($1, 4) + 0; if (i < held && $2 == 1 && $3 == big + i + 1) n++ } END { print n + 0 }' "$TMP/made")" "$held"
 	bad=$(awk -v big="$BIG" '$1 ~ /^fn_/ { i = substr($1, 4) + 0; if ($3 != $2 * (big + i + 1)) print }' "$TMP/made")
 	expect_eq "$label: functions freed at once: never another's name" "$bad" ""
+	# the walk sends a code object's names the first time a CPU sees it,
+	# while it lives: those freed at once are named too
+	expect_eq "$label: each of the $(jq '.churn | length' "$TMP/m.json") functions freed at once named its own" \
+		"$(awk -v big="$BIG" -v held="$held" '$1 ~ /^fn_/ { i = substr($1, 4) + 0; if (i >= held && $2 == 1 && $3 == big + i + 1) n++ } END { print n + 0 }' "$TMP/made")" \
+		"$(jq '.churn | length' "$TMP/m.json")"
 }
 
 # --- -p: attached while the program waits for SIGUSR1
@@ -136,8 +141,17 @@ expect_stacks "-- CMD" "$TMP/c.json"
 
 # the text report names a Python line as it names a C one
 timeout -k 5 "$LIMIT" "$MEMTRACE" report "$TMP/c.mtrace" >"$TMP/c.txt" 2>&1
+# the site rule: the innermost Python frame is the site (the interpreter's C
+# code inside it is its plumbing), and --alloc-fn takes Python names
+expect_eq "-- CMD: the buffers' site is their line" \
+	"$(jq -r --arg l "$(line buffers)" '[.sites[] | select(.line == ($l | tonumber) and .function == "make_buffers.<locals>.<listcomp>") | .allocations] | add' "$TMP/c.json")" \
+	$((2 * N))
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --json --alloc-fn 'make_buffers*' "$TMP/c.mtrace" >"$TMP/af.json" 2>"$TMP/report.err"
+expect_eq "--alloc-fn 'make_buffers*': the buffers at Handler.handle's line and at main's call" \
+	"$(jq -r '[.sites[] | select(.function == "Handler.handle" or .function == "main") | select(.allocations == '"$N"') | "\(.function):\(.line)"] | sort | join(",")' "$TMP/af.json")" \
+	"Handler.handle:$(line handle),main:$(grep -n 'KEEP.append(make_buffers(N))' "$P" | cut -d: -f1)"
 expect_eq "report: a Python frame with its file and line" \
-	"$(grep -c "make_buffers.<locals>.<listcomp>  .*$SRC:$(line buffers)\$" "$TMP/c.txt")" 1
+	"$(grep -cE "^ +[0-9]+\. .* calls +make_buffers.<locals>.<listcomp>  .*$SRC:$(line buffers)\$" "$TMP/c.txt")" 1
 
 # --- --python-objects: pymalloc's objects too (the command runs with
 # PYTHONMALLOC=malloc). Each line holding >= 1% of the live bytes within 5%

@@ -2083,17 +2083,22 @@ static size_t frames__resolve(struct replay *r, uint64_t addr, struct analysis_f
 	return n;
 }
 
-/* How many innermost frames belong to the allocator under --alloc-fn. */
+/* How many innermost frames belong to the allocator under --alloc-fn. In a
+ * stack with Python frames, the interpreter's native frames inside the
+ * innermost one do not end the search: --alloc-fn names Python functions. */
 static size_t alloc_fn_frames(const struct replay *r, const struct analysis_frame *f, size_t n)
 {
-	size_t skip = 0;
+	size_t skip = 0, first_py = n;
 
 	if (!r->nr_alloc_fns)
 		return 0;
+	for (size_t i = 0; i < n && first_py == n; i++)
+		if (f[i].language == TRACE_LANG_PYTHON)
+			first_py = i;
 	for (size_t i = 0; i < n; i++) {
 		if (replay__is_alloc_fn(r, f[i].function))
 			skip = i + 1;
-		else if (f[i].function)
+		else if (f[i].function && (first_py == n || i >= first_py))
 			break;
 	}
 	return skip < n ? skip : n ? n - 1 : 0;
@@ -2142,6 +2147,9 @@ static bool rust_plumbing(const struct analysis_frame *f)
 
 size_t replay_site_frame(const struct analysis_frame *f, size_t n)
 {
+	for (size_t i = 0; i < n; i++)
+		if (f[i].language == TRACE_LANG_PYTHON)
+			return i;
 	for (size_t i = 0; i < n; i++)
 		if (!rust_plumbing(&f[i]))
 			return i;

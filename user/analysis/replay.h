@@ -444,8 +444,11 @@ const struct replay_stack *replay__stack(const struct replay *r, uint32_t stack)
  * stack). NULL with *N 0 when out of memory (errno ENOMEM) or empty. */
 const struct analysis_frame *replay__stack_frames(struct replay *r, uint32_t s, size_t *n);
 
-/* Which of the N frames F (innermost first) is the allocation's site: the
- * first that is not Rust's allocation plumbing, as operator new is never
+/* Which of the N frames F (innermost first) is the allocation's site: in a
+ * stack with Python frames, the innermost of them (the line of Python
+ * code that asked: the interpreter's and extensions' C code inside it is
+ * its plumbing, and stays in the stack); else the first that is not Rust's
+ * allocation plumbing, as operator new is never
  * the site in C++: the standard library's own code (alloc::alloc, RawVec,
  * Vec, Box, String, hashbrown's raw table: files under /rustc/ and
  * /rust/deps/, where rustc records them, or a distribution's

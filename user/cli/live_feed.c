@@ -2,6 +2,7 @@
 #include "live_feed.h"
 #include "debuginfod.h"
 #include "procmaps.h"
+#include "python.h"
 #include "symbolizer.h"
 
 #include <errno.h>
@@ -151,7 +152,9 @@ static int feed_stack(void *ctx, const struct trace_stack *s)
 		struct trace_symbol sym;
 		bool existed;
 
-		if (s->frames[i] < 4096 || !u64map__insert(&f->named, s->frames[i], &existed) || existed)
+		/* a Python frame's name came with it (the tap's symbol) */
+		if (s->frames[i] < 4096 || python_is_addr(s->frames[i]) ||
+		    !u64map__insert(&f->named, s->frames[i], &existed) || existed)
 			continue;
 		err = name_address(f, s->frames[i], &sym);
 		if (err > 0)
@@ -177,6 +180,7 @@ FEED(feed_string, struct trace_string, replay__add_string)
 FEED(feed_thread, struct trace_thread, replay__add_thread)
 FEED(feed_mark, struct trace_mark, replay__add_mark)
 FEED(feed_rss, struct trace_rss, replay__add_rss)
+FEED(feed_symbol, struct trace_symbol, replay__add_symbol)
 #undef FEED
 
 const struct trace_reader_ops live_feed_tap = {
@@ -188,4 +192,5 @@ const struct trace_reader_ops live_feed_tap = {
 	.mark = feed_mark,
 	.thread = feed_thread,
 	.rss = feed_rss,
+	.symbol = feed_symbol,
 };

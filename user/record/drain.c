@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 _Static_assert(sizeof(struct mt_event_header) == 16, "ABI: header");
 _Static_assert(sizeof(struct mt_alloc_event) == 48, "ABI: alloc event");
@@ -89,6 +90,7 @@ struct drain {
 	size_t nr_tap_stacks, tap_stacks_cap;
 	size_t max_stacks;       /* 0: every stack kept; else past it, new ones fold into other_id */
 	struct python *py;       /* the target's interpreter: PYSTACK records name its frames */
+	struct u64map py_told;   /* Python frames' addresses the tap has a symbol for */
 	uint32_t other_id;
 	uint64_t folded;         /* stack sightings folded so */
 };
@@ -253,6 +255,24 @@ static int take_pystack(struct drain *d, const struct mt_pystack_event *ev, size
 		return -ENOMEM;
 	/* a native stack lost to a full ring: the Python frames alone */
 	s->nr = python__compose(d->py, native, nnative, ev, s->frames, cap);
+	if (d->tap && d->tap->symbol) {
+		/* a live view names native frames from the files; these only the
+		 * recorder can, so their names go with the stack */
+		for (uint32_t i = 0; i < s->nr; i++) {
+			struct trace_symbol sym;
+			struct u64map_entry *t;
+			bool existed;
+			int err;
+
+			if (!python_is_addr(s->frames[i]) || python__resolve(d->py, s->frames[i], &sym))
+				continue;
+			t = u64map__insert(&d->py_told, s->frames[i], &existed);
+			if (!t)
+				return -ENOMEM;
+			if (!existed && (err = d->tap->symbol(d->tap_ctx, &sym)))
+				return err;
+		}
+	}
 	ts.id = id;
 	ts.nr = s->nr;
 	ts.frames = s->frames;
@@ -627,6 +647,8 @@ int drain__record(struct drain *d, const void *data, size_t size)
 		return take_stack(d, data, size);
 	case MT_EVENT_PYSTACK:
 		return take_pystack(d, data, size);
+	case MT_EVENT_PYCODE:
+		return d->py && size >= sizeof(struct mt_pycode_event) ? python__learn(d->py, data) : 0;
 	case MT_EVENT_ALLOC:
 	case MT_EVENT_FREE:
 	case MT_EVENT_REALLOC:
@@ -912,6 +934,7 @@ void drain__free(struct drain *d)
 		free(d->stacks[i].frames);
 	free(d->stacks);
 	u64map__free(&d->stack_ids);
+	u64map__free(&d->py_told);
 	u64map__free(&d->name_ids);
 	for (size_t i = 0; i < d->nr_names; i++)
 		free(d->name_texts[i]);

@@ -680,6 +680,7 @@ static int add_target(struct loader *l)
 	bss->link_map_changed[l->slot] = 0;
 	bss->allocs_open[l->slot] = !l->opts.windowed; /* --budget opens it per window */
 	bss->unwind_nr[l->slot][0] = bss->unwind_nr[l->slot][1] = 0;
+	__atomic_store_n(&bss->py_layout[l->slot].runtime, 0, __ATOMIC_SEQ_CST); /* no Python until found */
 	/* unwind_gen[slot] goes on counting: the walker's cache keys on it */
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.drops), &l->slot, zeros, BPF_ANY))
 		err = -errno;
@@ -1697,6 +1698,15 @@ void loader__set_python(struct loader *l, const struct mt_py_layout *layout)
 	copy.runtime = 0;
 	memcpy((void *)dst, &copy, sizeof(copy));
 	__atomic_store_n(&dst->runtime, layout->runtime, __ATOMIC_SEQ_CST);
+}
+
+void loader__python_copy(struct loader *l, uint32_t from_slot)
+{
+	struct mt_py_layout copy;
+
+	memcpy(&copy, (const void *)&l->skel->bss->py_layout[from_slot & (MT_MAX_TARGETS - 1)], sizeof(copy));
+	if (copy.runtime)
+		loader__set_python(l, &copy);
 }
 
 void loader__set_recording(struct loader *l, bool on)

@@ -57,21 +57,27 @@ static const struct version_layout layouts[] = {
 	{ .minor = 11,
 	  .bpf = { .interp_head = 40, .threads_head = 16, .ts_next = 8, .ts_native_tid = 160, .ts_frame = 56,
 		   .cframe_frame = 8, .fr_code = 32, .fr_previous = 48, .fr_instr = 56, .fr_owner = 69,
-		   .fr_entry = 68, .code_tag = 56, .name_hash = 24 },
+		   .fr_entry = 68, .code_tag = 56, .name_hash = 24,
+		   .co_qualname = 128, .co_filename = 112, .co_firstlineno = 72, .co_linetable = 136, .str_state = 32,
+		   .str_ascii = 48, .bytes_size = 16, .bytes_data = 32 },
 	  .code = { .firstlineno = 72, .filename = 112, .name = 120, .qualname = 128, .linetable = 136,
 		    .code_adaptive = 184, .ascii_size = 48, .compact_size = 72, .str_length = 16, .str_state = 32,
 		    .bytes_size = 16, .bytes_data = 32, .instr_is_prev = true } },
 	{ .minor = 12,
 	  .bpf = { .interp_head = 40, .threads_head = 72, .ts_next = 8, .ts_native_tid = 144, .ts_frame = 56,
 		   .cframe_frame = 0, .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70,
-		   .fr_entry = MT_PY_NONE, .owner_cstack = 3, .code_tag = 56, .name_hash = MT_PY_NONE },
+		   .fr_entry = MT_PY_NONE, .owner_cstack = 3, .code_tag = 56, .name_hash = MT_PY_NONE,
+		   .co_qualname = 128, .co_filename = 112, .co_firstlineno = 68, .co_linetable = 136, .str_state = 32,
+		   .str_ascii = 40, .bytes_size = 16, .bytes_data = 32 },
 	  .code = { .firstlineno = 68, .filename = 112, .name = 120, .qualname = 128, .linetable = 136,
 		    .code_adaptive = 192, .ascii_size = 40, .compact_size = 56, .str_length = 16, .str_state = 32,
 		    .bytes_size = 16, .bytes_data = 32, .instr_is_prev = true } },
 	{ .minor = 13,
 	  .bpf = { .interp_head = 632, .threads_head = 7344, .ts_next = 8, .ts_native_tid = 160, .ts_frame = 72,
 		   .cframe_frame = MT_PY_NONE, .fr_code = 0, .fr_previous = 8, .fr_instr = 56, .fr_owner = 70,
-		   .fr_entry = MT_PY_NONE, .owner_cstack = 3, .code_tag = 56, .name_hash = MT_PY_NONE },
+		   .fr_entry = MT_PY_NONE, .owner_cstack = 3, .code_tag = 56, .name_hash = MT_PY_NONE,
+		   .co_qualname = 128, .co_filename = 112, .co_firstlineno = 68, .co_linetable = 136, .str_state = 32,
+		   .str_ascii = 40, .bytes_size = 16, .bytes_data = 32 },
 	  .code = { .firstlineno = 68, .filename = 112, .name = 120, .qualname = 128, .linetable = 136,
 		    .code_adaptive = 200, .ascii_size = 40, .compact_size = 56, .str_length = 16, .str_state = 32,
 		    .bytes_size = 16, .bytes_data = 32, .instr_is_prev = false } },
@@ -90,6 +96,7 @@ struct code_entry {
 
 struct python {
 	int pid;
+	int parent;                    /* the process it was forked from (files_pid), or pid */
 	struct mt_py_layout bpf;
 	struct code_layout code;
 	char version[24];
@@ -190,13 +197,21 @@ uint32_t python_line(const uint8_t *table, size_t len, int firstline, int64_t in
 
 /* --- reading the target ------------------------------------------------- */
 
+/* LEN bytes at ADDR in the target; if it is gone (a short-lived child of
+ * a fork), in the process it was forked from, which holds what the child
+ * inherited at the same addresses: a code object read there must still
+ * carry the tag the child's walk saw (read_code checks). */
 static int read_mem(const struct python *py, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
 
 	if (!addr)
 		return -EFAULT;
-	return process_vm_readv(py->pid, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
+	if (process_vm_readv(py->pid, &local, 1, &remote, 1, 0) == (ssize_t)len)
+		return 0;
+	if (py->parent == py->pid)
+		return -EFAULT;
+	return process_vm_readv(py->parent, &local, 1, &remote, 1, 0) == (ssize_t)len ? 0 : -EFAULT;
 }
 
 static int read_u64(const struct python *py, uint64_t addr, uint64_t *v)
@@ -298,14 +313,16 @@ static void read_code(struct python *py, struct code_entry *e)
 		e->table_len = len;
 }
 
-/* The entry of CODE with TAG, read on first sight; its index + 1, 0 if out of memory. */
-static uint32_t code_entry(struct python *py, uint64_t code, uint32_t tag)
+/* The entry of CODE with TAG, made on first sight (*MADE set); its index
+ * + 1, 0 if out of memory. */
+static uint32_t code_find(struct python *py, uint64_t code, uint32_t tag, bool *made)
 {
 	struct u64map_entry *m;
 	struct code_entry *e;
 	bool existed;
 	uint32_t i;
 
+	*made = false;
 	m = u64map__insert(&py->by_code, code, &existed);
 	if (!m)
 		return 0;
@@ -321,8 +338,81 @@ static uint32_t code_entry(struct python *py, uint64_t code, uint32_t tag)
 	e = &py->codes[py->nr_codes];
 	*e = (struct code_entry){ .code = code, .tag = tag, .next = existed ? (uint32_t)m->val : 0 };
 	m->val = ++py->nr_codes;
-	read_code(py, e);
+	*made = true;
 	return (uint32_t)py->nr_codes;
+}
+
+/* The entry of CODE with TAG, read from the target on first sight unless
+ * the walk sent it (python__learn). */
+static uint32_t code_entry(struct python *py, uint64_t code, uint32_t tag)
+{
+	bool made;
+	uint32_t i = code_find(py, code, tag, &made);
+
+	if (made)
+		read_code(py, &py->codes[i - 1]);
+	return i;
+}
+
+/* Text the target sent, made safe to print: control characters and
+ * anything not ASCII (the walk sends ASCII only) become '?'. */
+static char *sent_text(const char *s, size_t cap)
+{
+	size_t n = strnlen(s, cap);
+	char *out = n ? malloc(n + 1) : NULL;
+
+	for (size_t i = 0; out && i < n; i++)
+		out[i] = (unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f ? '?' : s[i];
+	if (out)
+		out[n] = 0;
+	return out;
+}
+
+int python__learn(struct python *py, const struct mt_pycode_event *ev)
+{
+	struct code_entry *e;
+	bool made;
+	uint32_t i = code_find(py, ev->code & MT_PY_CODE_MASK, ev->tag, &made);
+
+	if (!i)
+		return -ENOMEM;
+	if (!made)
+		return 0;
+	e = &py->codes[i - 1];
+	e->firstline = ev->firstlineno;
+	e->name = sent_text(ev->name, sizeof(ev->name));
+	e->file = sent_text(ev->file, sizeof(ev->file));
+	if (ev->table_len <= MT_PY_TABLE_MAX) {
+		e->table = malloc(ev->table_len ? ev->table_len : 1);
+		if (e->table) {
+			memcpy(e->table, ev->table, ev->table_len);
+			e->table_len = ev->table_len;
+		}
+	}
+	/* what did not fit (a name not in ASCII, a longer table): from memory */
+	if (!e->name || !e->file || !e->table) {
+		struct code_entry r = *e;
+
+		r.name = r.file = NULL;
+		r.table = NULL;
+		r.table_len = 0;
+		read_code(py, &r);
+		if (!e->name)
+			e->name = r.name;
+		else
+			free(r.name);
+		if (!e->file)
+			e->file = r.file;
+		else
+			free(r.file);
+		if (!e->table) {
+			e->table = r.table;
+			e->table_len = r.table_len;
+		} else {
+			free(r.table);
+		}
+	}
+	return 0;
 }
 
 /* The address standing for frame F. */
@@ -463,11 +553,11 @@ static int debug_offsets(struct elf_file *f, uint64_t runtime_vaddr, struct pyth
 	py->bpf.fr_code = (uint16_t)w[30];
 	py->bpf.fr_instr = (uint16_t)w[31];
 	py->bpf.fr_owner = (uint16_t)w[33];
-	py->code.filename = (uint16_t)w[35];
+	py->bpf.co_filename = py->code.filename = (uint16_t)w[35];
 	py->code.name = (uint16_t)w[36];
-	py->code.qualname = (uint16_t)w[37];
-	py->code.linetable = (uint16_t)w[38];
-	py->code.firstlineno = (uint16_t)w[39];
+	py->bpf.co_qualname = py->code.qualname = (uint16_t)w[37];
+	py->bpf.co_linetable = py->code.linetable = (uint16_t)w[38];
+	py->bpf.co_firstlineno = py->code.firstlineno = (uint16_t)w[39];
 	py->code.code_adaptive = (uint16_t)w[43];
 	return 0;
 }
@@ -544,6 +634,7 @@ struct python *python__find(int files_pid, int pid, const struct procmaps *pm, c
 	if (!py)
 		return NULL;
 	py->pid = pid;
+	py->parent = files_pid;
 	why[0] = 0;
 	if (proc_exe_path(files_pid, exe, sizeof(exe)))
 		exe[0] = 0;

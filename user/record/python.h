@@ -63,6 +63,11 @@ const char *python__version(const struct python *py);
 uint32_t python__compose(struct python *py, const uint64_t *frames, uint32_t nr, const struct mt_pystack_event *ev,
 			 uint64_t *out, uint32_t cap);
 
+/* A code object's names and line table as the walk sent them (the first
+ * time a CPU saw it): its frames are named from these, not from memory
+ * read later. 0 or -ENOMEM. */
+int python__learn(struct python *py, const struct mt_pycode_event *ev);
+
 /* ADDR (python_is_addr) as a symbol: function, file, line. OUT's strings are
  * PY's. 0, or -ENOENT for an address PY never handed out. */
 int python__resolve(struct python *py, uint64_t addr, struct trace_symbol *out);

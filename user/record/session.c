@@ -609,6 +609,7 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
 	if (err)
 		return err;
 	loader__unwind_copy(l, parent_slot);
+	loader__python_copy(l, parent_slot);
 	err = o->rss_only ? 0 : loader__attach(l, &b->probes, &bad);
 	/* marks only where the program has some: its recorder looks again
 	 * when it maps more (and finds none in files known to have none) */
