@@ -4,7 +4,8 @@
  * header pinned: whole seconds, the window's start, what is forgotten and
  * what is dropped; then the analysis' growth by site (analysis.h's rule),
  * fed through the engine: allocations and frees in the window counted,
- * those before it not, frees of blocks older than the window counted.
+ * those before it not, frees of blocks older than the window counted; and
+ * --rss's write faults of the window by site.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,6 +18,7 @@
 
 #include "analysis.h"
 #include "recent.h"
+#include "replay.h"
 
 #define S 1000000000ull /* one second, ns */
 
@@ -167,6 +169,46 @@ static void test_analysis_growth(void **state)
 	analysis__free(a);
 }
 
+/* --rss: the sampled write faults of the last minute, by site: over a 100 s
+ * trace, one at 10 s (before the window), one at 39.5 s (in the second the
+ * window starts in) and two at 90 s; the last minute has the last three. */
+static void test_recent_faults(void **state)
+{
+	struct analysis *a = analysis__new();
+	const uint64_t start = 5000;
+	static const uint64_t f1[] = { 0x401000 }, f2[] = { 0x402000 };
+	struct trace_meta m = { .comm = "prog", .pid = 42, .start_mono_ns = start };
+	struct trace_stack s1 = { .id = 1, .nr = 1, .frames = f1 }, s2 = { .id = 2, .nr = 1, .frames = f2 };
+	const struct { uint64_t t; uint32_t stack; uint64_t bytes; } faults[] = {
+		{ 10 * S, 1, 4096 }, { 39 * S + S / 2, 2, 8192 }, { 90 * S, 1, 65536 }, { 90 * S, 2, 16384 },
+	};
+	struct trace_end end = { .end_mono_ns = start + 99 * S + S / 2, .exit_status = 9, .flags = TRACE_END_OOM_KILLED };
+	const struct analysis_maps *mp;
+
+	(void)state;
+	assert_non_null(a);
+	assert_int_equal(analysis__set_meta(a, &m), 0);
+	assert_int_equal(analysis__add_stack(a, &s1), 0);
+	assert_int_equal(analysis__add_stack(a, &s2), 0);
+	for (size_t i = 0; i < sizeof(faults) / sizeof(faults[0]); i++) {
+		struct trace_map f = { .ts = start + faults[i].t, .tid = 7, .call = MT_MAP_FAULT, .stack_id = faults[i].stack,
+				       .a0 = 0x10000000, .a1 = faults[i].bytes, .a2 = 6 };
+
+		assert_int_equal(replay__add_map(analysis__replay(a), &f), 0);
+	}
+	assert_int_equal(analysis__set_end(a, &end), 0);
+	assert_int_equal(analysis__finish(a), 0);
+	mp = &analysis__trace(a)->rss.maps;
+	assert_int_equal(analysis__trace(a)->recent_from_ns, 39 * S);
+	assert_int_equal(mp->fault_bytes, 4096 + 8192 + 65536 + 16384);
+	assert_int_equal(mp->recent_fault_bytes, 8192 + 65536 + 16384);
+	assert_int_equal(mp->nrecent_fault_sites, 2);
+	assert_int_equal(mp->recent_fault_sites[0].bytes, 65536); /* most first: stack 1's, without its fault at 10 s */
+	assert_int_equal(mp->recent_fault_sites[0].site->address, 0x401000);
+	assert_int_equal(mp->recent_fault_sites[1].bytes, 8192 + 16384);
+	analysis__free(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -174,6 +216,7 @@ int main(void)
 		cmocka_unit_test(test_window_start),
 		cmocka_unit_test(test_forget_and_late),
 		cmocka_unit_test(test_analysis_growth),
+		cmocka_unit_test(test_recent_faults),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
