@@ -504,6 +504,29 @@ echo "| row | target | got | verdict |"
 echo "| --- | --- | --- | --- |"
 echo "| record -- /bin/true | <= 100 ms | $(calc "$W_MT / 1000" 1) ms (untraced $(calc "$W_BASE / 1000" 1) ms, heaptrack $W_HT_MS) | $(verdict "$(calc "$W_MT / 1000" 1)" 100) |"
 
+# --- Debian's sqlite3 on tests/e2e/sqlite.sh's script, the whole command: memtrace against
+# heaptrack in the same run (issue 44: no slower), untraced beside them
+SQ_ROW="not run: Debian's sqlite3 is not installed"
+if command -v sqlite3 >/dev/null; then
+	sed -n "/^cat >script.sql <<'SQL'$/,/^SQL$/p" tests/e2e/sqlite.sh | sed '1d;$d' >"$WORK/script.sql"
+	sq_us() { # CMD...: one run of sqlite3 on the script, microseconds start to exit
+		local t0
+		t0=$(now_us)
+		(cd "$WORK" && "$@" sqlite3 :memory: <"$WORK/script.sql" >/dev/null 2>&1)
+		echo $(($(now_us) - t0))
+	}
+	SQ_U=$(for _ in $(seq 5); do sq_us; done | median)
+	SQ_MT=$(for _ in $(seq 5); do rm -f "$WORK/sq.mtrace"; sq_us "$MEMTRACE" record -o "$WORK/sq.mtrace" --; done | median)
+	SQ_N=$("$MEMTRACE" report --json "$WORK/sq.mtrace" 2>/dev/null | jq .totals.allocations)
+	if command -v heaptrack >/dev/null; then
+		SQ_HT=$(for _ in $(seq 5); do rm -f "$WORK"/heaptrack.sqlite3.*; sq_us heaptrack; done | median)
+		SQ_ROW="$(calc "$SQ_MT / 1000" 1) ms (heaptrack $(calc "$SQ_HT / 1000" 1) ms, untraced $(calc "$SQ_U / 1000" 1) ms; ${SQ_N:-?} allocations) | $(verdict "$SQ_MT" "$SQ_HT")"
+	else
+		SQ_ROW="$(calc "$SQ_MT / 1000" 1) ms (heaptrack not installed, untraced $(calc "$SQ_U / 1000" 1) ms) |"
+	fi
+fi
+echo "| sqlite3 on tests/e2e/sqlite.sh's script, record -- sqlite3 | <= heaptrack's | $SQ_ROW |"
+
 # --- record --preload (issue 47): the interposer against the uprobe path and heaptrack
 echo
 bash bench/preload.sh || die "the --preload rows failed"
