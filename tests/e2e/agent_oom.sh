@@ -18,15 +18,15 @@
 # name with a slash 400, a symlink 404). Beside it, one copy dies of SIGSEGV (.crash.mtrace,
 # memtrace_crashes_total 1) and one exits 0 (no file). Bad --oom-dir values
 # refuse to start; a missing one is made 0700. Then under --exact and under
-# the default --budget 1, with --rss and files of 1 s in memory, 256 KiB a
-# step (5 s to the limit): the trace is the last two files copied into one
+# the default --budget 1, with --rss and files of 1 s in memory (and --budget
+# 1 without --rss, found by --comm), 256 KiB a step (5 s to the limit): the trace is the last two files copied into one
 # (their allocations and bytes together), its RSS series ending near the
 # limit, what grew in its last window grow_step's steps begun in it (the
 # program's own clock against the trace's), estimated under --budget, and
 # the sampled first writes within 25% of it. And `memtrace record -p` of
 # such a target: its report says so, and what grew.
 . "$(dirname "$0")/lib.sh"
-plan 75
+plan 84
 
 port=16477
 url=http://127.0.0.1:$port
@@ -237,16 +237,17 @@ agent=
 # allocations and bytes together, each once: under --exact both files hold
 # some, the older one copied too), its RSS series up to the kill; under
 # --budget the large blocks are exact
-run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--budget 1")
-	local mode=$1 n=$2 v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon who written step
+run_rss() { # MODE N [RSS]: the Nth OOM kill of the cgroup, under MODE (--exact or "--budget 1"), with RSS (--rss or none)
+	local mode=$1 n=$2 rss=${3-} v a file2 mem sum='0 0' nfiles=0 withallocs=0 anon who written step
+	local what="$mode${rss:+ $rss}"
 	(exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 256 1000" >"$TMP/oom$n.out" 2>&1) &
 	v=$!
 	pids="$pids $v"
 	rss_victims="$rss_victims $v"
 	wait_for_line "$TMP/oom$n.out" "oom_grow: waiting" 10
-	# --exact finds it by --comm (a matched target), --budget by -p
-	if [ "$mode" = --exact ]; then who=(--comm oom_grow); else who=(-p "$v"); fi
-	MEMTRACE_AGENT_OOM_KEEP=2 timeout -k 5 120 "$MEMTRACE" agent "${who[@]}" $mode --rss --rotate 1 --oom-dir "$oomdir" \
+	# --exact and --budget without --rss find it by --comm (a matched target), --budget --rss by -p
+	if [ "$mode" = --exact ] || [ -z "$rss" ]; then who=(--comm oom_grow); else who=(-p "$v"); fi
+	MEMTRACE_AGENT_OOM_KEEP=2 timeout -k 5 120 "$MEMTRACE" agent "${who[@]}" $mode $rss --rotate 1 --oom-dir "$oomdir" \
 		--listen "127.0.0.1:$((port + n))" -d 90 2>"$TMP/agent$n.err" &
 	agent=$!
 	expect_line "$TMP/agent$n.err" "memtrace: attached to PID $v " 20 "$mode: never attached"
@@ -254,7 +255,7 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 	kill -USR1 "$v"
 	for ((i = 0; i < 300; i++)); do kill -0 "$v" 2>/dev/null || break; sleep 0.05; done
 	wait "$v" 2>/dev/null
-	expect_eq "$mode --rss: oom_grow OOM-killed (the cgroup's kill $n)" "$?/$(oom_kills)" "137/$n"
+	expect_eq "$what: oom_grow OOM-killed (the cgroup's kill $n)" "$?/$(oom_kills)" "137/$n"
 	wait_for_line "$TMP/agent$n.err" "memtrace: PID $v (oom_grow) was killed by the OOM killer" 10
 	file2=$(cd "$oomdir" && ls -- "oom_grow.$v".*.oom.mtrace 2>/dev/null | head -1)
 	mem=$(sed -n "s|^memtrace: attached to PID $v .*, writing \(/dev/shm/memtrace-agent\.[^/]*\)/.*|\1|p" "$TMP/agent$n.err")
@@ -265,34 +266,39 @@ run_rss() { # MODE N: the Nth OOM kill of the cgroup, under MODE (--exact or "--
 		sum=$("$MEMTRACE" report --json "$f" | jq -r --arg s "$sum" '($s | split(" ") | map(tonumber)) as $p | "\($p[0] + .totals.allocations) \($p[1] + .totals.allocated_bytes)"')
 	done
 	timeout -k 5 "$LIMIT" "$MEMTRACE" report --json "$oomdir/$file2" >"$TMP/oom$n.json" 2>"$TMP/report$n.err"
-	expect_status "$mode --rss: report --json of $file2" $? 0 "$TMP/report$n.err"
+	expect_status "$what: report --json of $file2" $? 0 "$TMP/report$n.err"
 	echo "# $mode: the last $nfiles files in memory ($withallocs with allocations): allocations and bytes $sum; the program counted $(awk '$1 == "step" { b = $3 } END { print b + 0 }' "$TMP/oom$n.out")"
 	if [ "$mode" = --exact ]; then
-		expect_eq "$mode --rss: its allocations and bytes, the last two files' together (files/with allocations/sum)" \
+		expect_eq "$what: its allocations and bytes, the last two files' together (files/with allocations/sum)" \
 			"$nfiles/$withallocs/$(jqr "$TMP/oom$n.json" '"\(.totals.allocations) \(.totals.allocated_bytes)"')" "2/2/$sum"
 	else
-		expect_eq "$mode --rss: its allocations and bytes, the last two files' together (files/sum)" \
+		expect_eq "$what: its allocations and bytes, the last two files' together (files/sum)" \
 			"$nfiles/$(jqr "$TMP/oom$n.json" '"\(.totals.allocations) \(.totals.allocated_bytes)"')" "2/$sum"
-		expect_eq "$mode --rss: the large blocks exact, all at grow_step" \
+		expect_eq "$what: the large blocks exact, all at grow_step" \
 			"$(jqr "$TMP/oom$n.json" '.trace.budget.large_allocated_bytes == .totals.allocated_bytes')" true
 	fi
-	expect_eq "$mode --rss: its top site" "$(jqr "$TMP/oom$n.json" '.sites[0].function')" grow_step
+	expect_eq "$what: its top site" "$(jqr "$TMP/oom$n.json" '.sites[0].function')" grow_step
 	# a step's block: 256 KiB, or under --budget the large block's usable
 	# size, glibc's mapping of it and its header in whole pages (266240)
 	# less the 16-byte chunk header
 	step=$((256 << 10))
 	[ "$mode" = --exact ] || step=266224
-	grown_ok "$mode --rss" "$TMP/oom$n.json" "$(leaked_in_window "$TMP/oom$n.out" "$TMP/oom$n.json" $step)" $step
-	expect_eq "$mode --rss: the limit hit, $( [ "$mode" = --exact ] && echo exact || echo estimated)" \
+	grown_ok "$what" "$TMP/oom$n.json" "$(leaked_in_window "$TMP/oom$n.out" "$TMP/oom$n.json" $step)" $step
+	expect_eq "$what: the limit hit, $( [ "$mode" = --exact ] && echo exact || echo estimated)" \
 		"$(jqr "$TMP/oom$n.json" '[.last_minute.memory_limit_bytes, .last_minute.memory_limit_of, .last_minute.estimated] | @tsv')" \
 		"67108864	$cgname	$( [ "$mode" = --exact ] && echo false || echo true)"
-	written=$(jqr "$TMP/oom$n.json" '[.last_minute.first_written[] | select(.function == "grow_step") | .bytes] | add // 0')
-	expect_within_pct "$mode --rss: first written in the last minute at grow_step (sampled write faults) against its growth" \
-		"$written" "$(jqr "$TMP/oom$n.json" '.last_minute.grown[0].grown_bytes')" 25
-	expect_eq "$mode --rss: the last minute's RSS series ends where the trace's does" \
-		"$(jqr "$TMP/oom$n.json" '"\(.last_minute.rss_series | length > 5) \(.last_minute.rss_series[-1][1] == .rss.last.anon_bytes)"')" "true true"
-	anon=$(jqr "$TMP/oom$n.json" '.rss.last.anon_bytes // 0')
-	if [ "$anon" -ge $((40 << 20)) ] && [ "$anon" -le $((64 << 20)) ]; then ok "$mode --rss: its RSS series ends near the 64 MiB limit: anon $anon"; else not_ok "$mode --rss: its RSS series' last anon: $anon, want 40 to 64 MiB"; fi
+	if [ -z "$rss" ]; then
+		expect_eq "$mode without --rss: no first writes, no RSS series" \
+			"$(jqr "$TMP/oom$n.json" '"\(.rss) \(.last_minute.first_written | length) \(.last_minute.rss_series | length)"')" "null 0 0"
+	else
+		written=$(jqr "$TMP/oom$n.json" '[.last_minute.first_written[] | select(.function == "grow_step") | .bytes] | add // 0')
+		expect_within_pct "$mode --rss: first written in the last minute at grow_step (sampled write faults) against its growth" \
+			"$written" "$(jqr "$TMP/oom$n.json" '.last_minute.grown[0].grown_bytes')" 25
+		expect_eq "$mode --rss: the last minute's RSS series ends where the trace's does" \
+			"$(jqr "$TMP/oom$n.json" '"\(.last_minute.rss_series | length > 5) \(.last_minute.rss_series[-1][1] == .rss.last.anon_bytes)"')" "true true"
+		anon=$(jqr "$TMP/oom$n.json" '.rss.last.anon_bytes // 0')
+		if [ "$anon" -ge $((40 << 20)) ] && [ "$anon" -le $((64 << 20)) ]; then ok "$mode --rss: its RSS series ends near the 64 MiB limit: anon $anon"; else not_ok "$mode --rss: its RSS series' last anon: $anon, want 40 to 64 MiB"; fi
+	fi
 	kill -INT "$agent"
 	wait "$agent"
 	agent=
@@ -304,15 +310,16 @@ young_part=$oomdir/.oom_grow.2.20000101T000000Z.oom.mtrace.part
 : >"$old_part"
 : >"$young_part"
 touch -d '-2 min' "$old_part"
-run_rss --exact 2
+run_rss --exact 2 --rss
 expect_eq "a .part file a minute old swept at start, a younger one (another agent's?) left" \
 	"$([ -e "$old_part" ] && echo old) $([ -e "$young_part" ] && echo young)" " young"
 rm -f "$young_part"
-run_rss "--budget 1" 3
+run_rss "--budget 1" 3 --rss
+run_rss "--budget 1" 4
 # kept per program (MEMTRACE_AGENT_OOM_KEEP=2 here, 16 by default): the
-# first OOM kill's and the crash's files went, the newest two stay
+# first OOM kills' and the crash's files went, the newest two stay
 expect_eq "--oom-dir pruned to the newest 2 of oom_grow" "$(cd "$oomdir" && ls | sed -E 's/^oom_grow\.([0-9]+)\..*\.(oom|crash)\.mtrace$/\1.\2/' | sort | tr '\n' ' ')" \
-	"$(for p in $rss_victims; do echo "$p.oom"; done | sort | tr '\n' ' ')"
+	"$(for p in $(tr ' ' '\n' <<<"$rss_victims" | grep . | tail -2); do echo "$p.oom"; done | sort | tr '\n' ' ')"
 
 # --- memtrace record -p: the trace's report says so at its top
 (exec sh -c "echo \$\$ >$cg/cgroup.procs && exec $PROGS/oom_grow 4096 1000" >"$TMP/oom4.out" 2>&1) &
