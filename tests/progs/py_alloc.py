@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """Python allocations at known lines, for tests/e2e/python.sh.
 
-Usage: py_alloc.py OUT.json [--no-wait] [--no-churn]
+Usage: py_alloc.py OUT.json [--no-wait] [--no-churn] [--stay]
 
 Waits for SIGUSR1 (so memtrace can attach with -p), then allocates from the
 lines marked "# LINE:name" below and keeps what it allocated. Large blocks
 (BIG bytes and more) are past pymalloc's 512 bytes: each is one malloc. It
 writes OUT.json with its own account (what each line did, and the addresses
 of code objects made and freed), and under -X tracemalloc the live blocks
-by line, as tracemalloc counts them. Then it leaves with os._exit, so every
-block it kept is still live when the recording ends.
+by line, as tracemalloc counts them. Then (with --stay, once SIGTERM comes)
+it leaves with os._exit, so every block it kept is still live when the
+recording ends.
 """
 import gc
 import json
@@ -140,6 +141,11 @@ def main():
         truth["tracemalloc"] = lines
     with open(out, "w") as f:
         json.dump(truth, f)
+    if "--stay" in sys.argv:
+        # for the live views: what it keeps stays live until it is stopped
+        print("py_alloc: done", file=sys.stderr, flush=True)
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+        signal.sigwait({signal.SIGTERM})
     sys.stdout.flush()
     os._exit(0)
 

@@ -21,6 +21,7 @@
 #include "agent.h"
 #include "exit_watch.h"
 #include "procmaps.h"
+#include "python.h"
 #include "symbolizer.h"
 #include "trace_reader.h"
 #include "trace_writer.h"
@@ -304,8 +305,10 @@ static char *find_held(void *ctx, const char *path, const uint8_t *id, uint32_t 
 	return procmaps__held_file(*(int *)ctx, path, id, len);
 }
 
-/* Every frame address named from the files PID's recordings held. */
-static int write_symbols(struct oom_copy *c, int pid)
+/* Every frame address named from the files PID's recordings held; a
+ * Python frame's from what its recorder named it (T's live replay): only
+ * the recorder could read that from the target's memory. */
+static int write_symbols(struct oom_copy *c, struct agent_target *t, int pid)
 {
 	struct symbolizer *s = symbolizer__new_target(NULL);
 	int err = 0;
@@ -323,8 +326,16 @@ static int write_symbols(struct oom_copy *c, int pid)
 		struct trace_symbol sym;
 		uint64_t key = c->addrs.slots[i].key;
 
-		if (key && !symbolizer__resolve(s, key - 1, &sym))
+		if (key && python_is_addr(key - 1)) {
+			struct trace_frame f;
+
+			pthread_mutex_lock(&t->lock);
+			if (t->feed.r && !replay__symbol(t->feed.r, key - 1, &sym, &f, 1))
+				err = trace_writer__add_symbol(c->w, &sym);
+			pthread_mutex_unlock(&t->lock);
+		} else if (key && !symbolizer__resolve(s, key - 1, &sym)) {
 			err = trace_writer__add_symbol(c->w, &sym);
+		}
 	}
 	symbolizer__free(s);
 	return err;
@@ -447,7 +458,7 @@ static int write_death_trace(struct agent_target *t, int outfd, const char *name
 	if (!err && !c.w)
 		err = -ENODATA;
 	if (!err)
-		err = write_symbols(&c, t->pid);
+		err = write_symbols(&c, t, t->pid);
 	if (!err) {
 		c.end.events = c.events;
 		c.end.dropped = c.dropped;

@@ -2035,6 +2035,24 @@ static const struct symbol *symbol__of(const struct replay *r, uint64_t addr)
 	return e ? &r->symbols[e->val] : NULL;
 }
 
+int replay__symbol(const struct replay *r, uint64_t addr, struct trace_symbol *out, struct trace_frame *frames,
+		   uint32_t cap)
+{
+	const struct symbol *sym = symbol__of(r, addr);
+	uint32_t n;
+
+	if (!sym)
+		return -ENOENT;
+	n = sym->nframes < cap ? sym->nframes : cap;
+	for (uint32_t i = 0; i < n; i++)
+		frames[i] = (struct trace_frame){ .function = r->sym_frames[sym->first + i].function,
+						  .file = r->sym_frames[sym->first + i].file,
+						  .line = r->sym_frames[sym->first + i].line };
+	*out = (struct trace_symbol){ .addr = addr, .module = sym->module, .module_offset = sym->module_offset,
+				      .nframes = n, .frames = frames, .language = sym->language };
+	return 0;
+}
+
 /* Fill F (room for the symbol's frames, at least 1) for ADDR; returns how
  * many frames it wrote. */
 static size_t frames__resolve(struct replay *r, uint64_t addr, struct analysis_frame *f)

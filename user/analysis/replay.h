@@ -467,6 +467,11 @@ bool replay_is_allocator_frame(const struct analysis_frame *f);
 bool replay_is_thread_stack_frame(const struct analysis_frame *f);
 
 /* Modules, in the order written. 0 or -ENOENT past the last. */
+/* What the trace said ADDR resolves to (its SYMBOL), the first CAP of its
+ * frames into FRAMES; the strings are R's. 0, or -ENOENT. */
+int replay__symbol(const struct replay *r, uint64_t addr, struct trace_symbol *out, struct trace_frame *frames,
+		   uint32_t cap);
+
 size_t replay__nmodules(const struct replay *r);
 int replay__module(const struct replay *r, size_t i, struct trace_module *out);
 
