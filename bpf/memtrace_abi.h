@@ -395,8 +395,10 @@ struct mt_preload_header {
 	__u32 stack_depth;   /* frames per stack; 0: no stacks */
 	__u32 stopped;       /* set by memtrace when it stops recording: write nothing more */
 	__u32 clock;         /* records' ts: enum mt_preload_clock */
-	__u32 pad0;          /* zero */
-	__u64 pad1[2];       /* zero */
+	__u32 follow;        /* --follow-children: a forked child, or a new program, makes memory of its own */
+	__u32 adopted;       /* 1 once a recorder reads this memory (a child waits for it, a second may not) */
+	__u32 started;       /* 1 once a program wrote here: another program (an exec) makes its own */
+	__u64 pad1;          /* zero */
 	__u64 lost;          /* records written nowhere: no free slot, or a full ring in a signal handler */
 	__u64 waits;         /* times a writer found its ring full and waited for the recorder */
 	__u64 threads;       /* slots taken, all told */

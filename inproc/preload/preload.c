@@ -26,7 +26,11 @@
  *   except the first call of a thread (its slot) and a full ring (wait).
  * - Calls made before the next allocator is known (dlsym allocates) are
  *   served from a small static arena and never given back.
- * - A forked child writes nothing (its parent's slots are not its own).
+ * - A forked child writes nothing (its parent's slots are not its own),
+ *   except under --follow-children: then a forked child, and a program a
+ *   recorded process execs, makes shared memory of its own (the same
+ *   geometry, under the same descriptor number, so that an exec finds it)
+ *   and waits until its recorder has it before it goes on.
  */
 #include <linux/types.h>
 #include "memtrace_abi.h"
@@ -70,6 +74,7 @@ enum { INIT_NONE, INIT_RUNNING, INIT_DONE };
 static int init_state;
 static pthread_t init_thread;         /* the thread running init(): its calls go to the arena */
 static struct mt_preload_header *hdr; /* NULL: not recording (no memtrace, a forked child) */
+static int shared_fd = -1;            /* MEMTRACE_PRELOAD_FD: where memtrace and a recorder find it */
 static char *slots;                   /* slot 0 */
 /* A thread's slot, as its value of this key: no TLS here (see the ABI's
  * mt_preload_slot), and pthread_getspecific of an early key is one load. */
@@ -106,10 +111,79 @@ static void *arena_alloc(size_t size, size_t align)
 
 static void on_thread_exit(void *slot);
 
+static uint64_t map_bytes(const struct mt_preload_header *h)
+{
+	return h->header_bytes + (uint64_t)h->nr_slots * h->slot_bytes;
+}
+
+/*
+ * --follow-children: memory of this process's own, shaped as H, at
+ * shared_fd (so that a program it execs finds it there), its header new.
+ * Only system calls (this runs in a fork's child). The mapping, or NULL.
+ */
+static struct mt_preload_header *make_own(const struct mt_preload_header *h)
+{
+	struct mt_preload_header *m;
+	uint64_t bytes = map_bytes(h);
+	int fd = (int)syscall(SYS_memfd_create, "memtrace-preload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)bytes) || fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) ||
+	    (m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+		close(fd);
+		return NULL;
+	}
+	*m = (struct mt_preload_header){
+		.magic = MT_PRELOAD_MAGIC, .version = MT_PRELOAD_VERSION, .nr_slots = h->nr_slots,
+		.slot_bytes = h->slot_bytes, .ring_bytes = h->ring_bytes, .header_bytes = h->header_bytes,
+		.pid = (uint32_t)getpid(), .recorder_pid = h->recorder_pid, .stack_depth = h->stack_depth,
+		.clock = h->clock, .follow = 1, .started = 1,
+	};
+	if (dup2(fd, shared_fd) < 0) {
+		munmap(m, bytes);
+		close(fd);
+		return NULL;
+	}
+	close(fd);
+	return m;
+}
+
+/* Until a recorder has M (it looks every millisecond): what this process
+ * does before that would wait in its rings, and be lost if it ended first.
+ * A recorder that never comes (the supervisor could not start one): no
+ * recording, after 2 s. */
+static bool wait_adopted(struct mt_preload_header *m)
+{
+	struct timespec pause = { 0, 100 * 1000 };
+
+	for (int i = 0; i < 20000; i++) {
+		if (__atomic_load_n(&m->adopted, __ATOMIC_ACQUIRE))
+			return true;
+		syscall(SYS_nanosleep, &pause, NULL); /* not a cancellation point */
+	}
+	return false;
+}
+
+static void use(struct mt_preload_header *m)
+{
+	slots = (char *)m + m->header_bytes;
+	__atomic_store_n(&hdr, m, __ATOMIC_RELEASE);
+}
+
 static void after_fork_child(void)
 {
-	/* the parent's slots are its own: a child writes nothing (yet) */
+	struct mt_preload_header *parent = hdr, *m;
+
+	/* the parent's slots are its own: a child writes nothing, unless it
+	 * is followed, into memory of its own */
 	hdr = NULL;
+	pthread_setspecific(slot_key, NULL);
+	if (!parent || !parent->follow || !(m = make_own(parent)))
+		return;
+	munmap(parent, map_bytes(parent));
+	if (wait_adopted(m))
+		use(m);
 }
 
 /* The shared memory memtrace passed: MEMTRACE_PRELOAD_FD names the
@@ -124,15 +198,28 @@ static void map_shared(void)
 	if (!s)
 		return;
 	fd = strtol(s, &end, 10);
-	if (*end || fd < 0 || pread((int)fd, &h, sizeof(h), 0) != sizeof(h) || h.magic != MT_PRELOAD_MAGIC ||
-	    h.version != MT_PRELOAD_VERSION || h.pid != (uint32_t)getpid())
-		return; /* not ours, or another process's (an exec'd child keeps the variable) */
-	m = mmap(NULL, h.header_bytes + (uint64_t)h.nr_slots * h.slot_bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		 (int)fd, 0);
+	if (*end || fd < 0 || fd > INT32_MAX || pread((int)fd, &h, sizeof(h), 0) != sizeof(h) ||
+	    h.magic != MT_PRELOAD_MAGIC || h.version != MT_PRELOAD_VERSION)
+		return; /* not ours */
+	shared_fd = (int)fd;
+	if (h.follow && (h.pid != (uint32_t)getpid() || h.started)) {
+		/* followed: a program exec'd (by this process, or by a child
+		 * that shared its parent's memory: vfork) records on its own.
+		 * It does not wait for its recorder here: held at its entry
+		 * point (the launcher's fallback), it runs this before its
+		 * recorder starts; it waits at its exit instead (preload_end) */
+		m = make_own(&h);
+		if (m)
+			use(m);
+		return;
+	}
+	if (h.pid != (uint32_t)getpid())
+		return; /* another process's (an exec'd child keeps the variable) */
+	m = mmap(NULL, map_bytes(&h), PROT_READ | PROT_WRITE, MAP_SHARED, (int)fd, 0);
 	if (m == MAP_FAILED)
 		return;
-	slots = (char *)m + m->header_bytes;
-	__atomic_store_n(&hdr, m, __ATOMIC_RELEASE);
+	__atomic_store_n(&m->started, 1, __ATOMIC_RELEASE);
+	use(m);
 }
 
 static void init(void)
@@ -173,6 +260,17 @@ __attribute__((constructor)) static void preload_start(void)
 {
 	if (__atomic_load_n(&init_state, __ATOMIC_ACQUIRE) != INIT_DONE)
 		init();
+}
+
+/* A followed program ending before its recorder found its memory (a
+ * short one) would take its records with it: it waits (2 s at most). Not
+ * on _exit, which runs no destructor. */
+__attribute__((destructor)) static void preload_end(void)
+{
+	struct mt_preload_header *h = __atomic_load_n(&hdr, __ATOMIC_ACQUIRE);
+
+	if (h && h->follow && !__atomic_load_n(&h->adopted, __ATOMIC_ACQUIRE))
+		wait_adopted(h);
 }
 
 /* Whether init is done; else it runs now, and a call made inside it (by
@@ -274,8 +372,8 @@ static inline struct mt_preload_slot *recorded(struct mt_preload_header **hp)
 	struct mt_preload_slot *s;
 
 	*hp = h;
-	if (likely(!h))
-		return NULL;
+	if (likely(!h) || unlikely(__atomic_load_n(&h->stopped, __ATOMIC_RELAXED)))
+		return NULL; /* not recording, or no longer */
 	s = my_slot(h);
 	return s && !s->w_guard ? s : NULL;
 }

@@ -25,7 +25,7 @@ traces_of() {
 follow() { # NAME CMD...: record --follow-children -o NAME.mtrace -- CMD
 	local name=$1
 	shift
-	timeout -k 5 "$LIMIT" "$MEMTRACE" record --follow-children -o "$name.mtrace" -- "$@" \
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record ${RECORD_FLAGS:-} --follow-children -o "$name.mtrace" -- "$@" \
 		>"$TMP/out" 2>"$TMP/err"
 }
 

@@ -11,10 +11,10 @@
 #  3. Programs it cannot preload (static, setuid, its own malloc): one line,
 #     then the uprobe path's exact figures.
 source "$(dirname "$0")/lib.sh"
-RELAYED="record_cmd cxx marks threads dlopen"
+RELAYED="record_cmd cxx marks threads dlopen follow_exec"
 # the plan: each relayed script's own (its plan line) and one check that it
-# made them, then this script's 49
-planned=49
+# made them, then this script's 53
+planned=53
 for s in $RELAYED; do
 	planned=$((planned + 1 + $(sed -n 's/^plan \([0-9][0-9]*\)$/\1/p' "$(dirname "$0")/$s.sh")))
 done
@@ -155,6 +155,33 @@ expect_same "forker: the parent's site alone, both ways" \
 	"$(sites "$TMP/forker.preload.json")" "$(sites "$TMP/forker.probes.json")"
 expect_eq "forker: the parent's 10 allocations" "$(jq .totals.allocations "$TMP/forker.preload.json")" 10
 
+# --follow-children: a trace per process and per program exec'd, each with
+# its own memory (follow_exec.sh above: exec chains and a script)
+tree() { # DIR [FLAGS]: forker's tree recorded into DIR; a line per trace
+	local dir=$1
+	shift
+	mkdir -p "$dir"
+	(cd "$dir" && timeout -k 5 "$LIMIT" "$MEMTRACE" record "$@" --follow-children -o tree.mtrace -- \
+		"$PROGS/forker" "$PROGS/alloc_patterns" >out 2>err)
+	for f in "$dir"/tree*.mtrace; do
+		"$MEMTRACE" report --json "$f" | jq -r '"\(.trace.comm) \(.trace.capture) \(.totals.allocations) \(.totals.frees) \(.totals.leaked_bytes) " +
+			([.sites[] | select(.function // "" | startswith("site_")) | "\(.function)=\(.allocations)"] | sort | join(","))'
+	done | sort
+}
+tree "$TMP/tree.probes" >"$TMP/tree.probes.txt"
+tree "$TMP/tree.preload" --preload >"$TMP/tree.preload.txt"
+expect_eq "--follow-children --preload: a trace for each of forker's processes and programs, each captured in it" \
+	"$(awk '{ print $2 }' "$TMP/tree.preload.txt" | sort | uniq -c | awk '{ print $1, $2 }')" "4 preload"
+expect_same "--follow-children: every trace's figures and sites alike both ways" \
+	"$(sed 's/ preload / /' "$TMP/tree.preload.txt")" "$(sed 's/ probes / /' "$TMP/tree.probes.txt")"
+expect_eq "--follow-children --preload: the exec'd program's trace" \
+	"$(grep -c '^alloc_patterns preload 56 48 4852 site_aligned_alloc=2,' "$TMP/tree.preload.txt")" 1
+(cd "$TMP" && timeout -k 5 "$LIMIT" "$MEMTRACE" record --preload --follow-children -o th.mtrace -- "$PROGS/threads" >/dev/null 2>err)
+report_json "$TMP/th.mtrace" "$TMP/th.json"
+expect_eq "--follow-children --preload: threads in their process's one trace" \
+	"$(ls "$TMP"/th*.mtrace | wc -l) $(site "$TMP/th.json" site_thread_work allocations) $(site "$TMP/th.json" site_thread_leak leaked_bytes)" \
+	"1 4000 4000"
+
 # a user's own interposer in LD_PRELOAD: kept (after ours), and each call
 # counted once at its site
 LD_PRELOAD=$PROGS/libcountalloc.so RECORD_FLAGS=--preload record_cmd "$TMP/count.mtrace" "$PROGS/alloc_patterns"
@@ -205,6 +232,6 @@ bad() { # DESCRIPTION ARGS...
 }
 bad "--preload -p" -o "$TMP/bad.mtrace" -p $$
 bad "--preload --sample" --sample 4K -o "$TMP/bad.mtrace" -- "$PROGS/alloc_patterns"
-bad "--preload --follow-children" --follow-children -o "$TMP/bad.mtrace" -- "$PROGS/alloc_patterns"
+bad "--preload --budget" --budget 5 -o "$TMP/bad.mtrace" -- "$PROGS/alloc_patterns"
 expect_eq "no trace left by the refusals" "$(ls "$TMP"/bad.mtrace* 2>/dev/null | wc -l)" 0
 finish

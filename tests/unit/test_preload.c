@@ -8,6 +8,10 @@
  * - a record of an impossible size breaks its slot: counted as lost, the
  *   slot never read again, the others still are;
  * - a retired slot read to its end is free again, one still owned is not;
+ * - the geometry the target may rewrite in the header is not what we read
+ *   by: ours is kept;
+ * - a followed process's memory is adopted once, only when it is sealed,
+ *   its own (its pid) and shaped as we would have made it;
  * - the command's environment has the interposer first in LD_PRELOAD, what
  *   was there after it, and the descriptor; a path LD_PRELOAD cannot hold
  *   is refused.
@@ -24,7 +28,11 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -50,7 +58,7 @@ static int take(void *ctx, const void *data, size_t size)
 
 static struct mt_preload_slot *slot(struct preload *p, uint32_t i)
 {
-	return (void *)((char *)p->hdr + p->hdr->header_bytes + i * p->hdr->slot_bytes);
+	return (void *)((char *)p->hdr + p->geom.header_bytes + i * p->geom.slot_bytes);
 }
 
 /* A record of TYPE (0: not committed yet) and SIZE at byte POS of slot I's ring. */
@@ -72,7 +80,7 @@ static int setup(void **state)
 	struct preload *p = calloc(1, sizeof(*p));
 
 	assert_non_null(p);
-	assert_int_equal(preload__open(p, 2, RING, 16), 0);
+	assert_int_equal(preload__open(p, 2, RING, 16, false), 0);
 	slot(p, 0)->state = MT_SLOT_OWNED;
 	*state = p;
 	return 0;
@@ -172,6 +180,66 @@ static void test_retired_slot_freed_when_read(void **state)
 	assert_int_equal(slot(p, 0)->tail, 48); /* where its next owner starts */
 }
 
+static void test_header_rewritten(void **state)
+{
+	struct preload *p = *state;
+	struct sink s = { 0 };
+	uint64_t lap = 24 * (RING / 24 + 1); /* past the ring's end once */
+
+	for (uint64_t pos = 0; pos < lap; pos += 24) {
+		put(p, 0, pos, MT_EVENT_FREE, 24, pos);
+		assert_int_equal(preload__poll(p, take, &s), 0);
+		s.n = 0;
+	}
+	/* a hostile target's header: slots and rings far past the mapping */
+	p->hdr->nr_slots = 1u << 30;
+	p->hdr->ring_bytes = 1ULL << 40;
+	p->hdr->slot_bytes = 1ULL << 40;
+	p->hdr->header_bytes = 1ULL << 40;
+	put(p, 0, lap, MT_EVENT_FREE, 24, 0x1);
+	assert_int_equal(preload__poll(p, take, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ptrs[0], 0x1);
+}
+
+static void test_adopt(void **state)
+{
+	struct preload *made = *state, got, again;
+	int pidfd = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	int plain;
+	struct sink s = { 0 };
+
+	assert_true(pidfd >= 0);
+	/* not this process's yet (its parent's, inherited) */
+	preload__set_pid(made, getpid() + 1);
+	assert_int_equal(preload__adopt(&got, pidfd, made->fd, getpid()), -EAGAIN);
+	preload__set_pid(made, getpid());
+	made->hdr->ring_bytes = 8192; /* a lie about its shape */
+	assert_int_equal(preload__adopt(&got, pidfd, made->fd, getpid()), -EAGAIN);
+	made->hdr->ring_bytes = RING;
+	assert_int_equal(preload__adopt(&got, pidfd, made->fd, getpid()), 0);
+	assert_int_equal(made->hdr->adopted, 1);
+	assert_int_equal(made->hdr->recorder_pid, getpid());
+	/* a second recorder (the last program's, after an exec) does not */
+	assert_int_equal(preload__adopt(&again, pidfd, made->fd, getpid()), -EAGAIN);
+	put(made, 0, 0, MT_EVENT_FREE, 24, 0x7);
+	assert_int_equal(preload__poll(&got, take, &s), 0);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(s.ptrs[0], 0x7);
+	preload__close(&got);
+	/* memory that can shrink under our reads is never mapped */
+	plain = memfd_create("plain", MFD_CLOEXEC);
+	assert_true(plain >= 0);
+	assert_int_equal(ftruncate(plain, made->map_bytes), 0);
+	assert_int_equal(pwrite(plain, made->hdr, sizeof(*made->hdr), 0), (ssize_t)sizeof(*made->hdr));
+	assert_int_equal(pwrite(plain, &(uint32_t){ 0 }, 4, offsetof(struct mt_preload_header, adopted)), 4);
+	assert_int_equal(preload__adopt(&got, pidfd, plain, getpid()), -EAGAIN);
+	/* a descriptor with nothing there yet */
+	assert_int_equal(preload__adopt(&got, pidfd, 1000, getpid()), -EAGAIN);
+	close(plain);
+	close(pidfd);
+}
+
 static void test_environ(void **state)
 {
 	struct preload *p = *state;
@@ -205,6 +273,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wraps_into_slack, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_size_breaks_slot, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_retired_slot_freed_when_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_header_rewritten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_adopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_environ, setup, teardown),
 	};
 

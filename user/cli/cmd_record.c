@@ -133,8 +133,6 @@ static int check_preload(const struct record_opts *o)
 		return fail("--preload records every allocator call exactly; --sample, --budget, --rss=only and --empty-probes are the uprobe path's: drop one of them");
 	if (o->lib)
 		return fail("--lib names the allocator to probe; --preload catches what the program calls, whatever allocator that is: drop --lib");
-	if (o->follow)
-		return fail("--preload does not follow children yet; record with --follow-children alone (uprobes)");
 	return 0;
 }
 

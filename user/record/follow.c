@@ -13,6 +13,7 @@
  */
 #include "launcher.h"
 #include "loader.h"
+#include "preload.h"
 #include "procmaps.h"
 #include "record.h"
 #include "record_setup.h"
@@ -63,6 +64,9 @@ struct finishing {
 
 struct follow {
 	const struct record_opts *o;
+	struct record_opts own_o;  /* o, as this run may change it (--preload falling back) */
+	struct preload pre;        /* --preload: the first process's memory (each later one makes its own) */
+	char **pre_env;            /* ... and the command's environment */
 	pid_t supervisor;         /* our pid: recorders watch it */
 	struct launcher launcher; /* holds every new program after linking */
 	bool seized;     /* -p: we joined a running process, and leave it running */
@@ -347,6 +351,10 @@ static int start_recorder_once(struct follow *f, struct tracee *t)
 	o.hit_entry_ns = f->hit_entry_ns;
 	o.hit_return_ns = f->hit_return_ns;
 	o.follow_cost_ns = (uint64_t)f->follow_ns;
+	/* --preload: the memory the process makes at the descriptor the first
+	 * one got ours at; the first process's is ours */
+	o.preload_fd = f->pre.fd;
+	o.preload_root = t->tgid == f->root && !t->execs;
 	o.ring_bytes = follow_ring_bytes(&o);
 	if (!record_prepare(&o, f->loader, t->slot, parent_slot(f, t), t->binding, t->tgid)) {
 		released = !ptrace(PTRACE_CONT, t->tid, NULL, NULL); /* on its way: its probes are live */
@@ -761,7 +769,20 @@ static int start_root(struct follow *f, struct launcher *l)
 	if (err)
 		return fail("failed to start '%s': %s; check its name and execute permission",
 			    f->o->cmd[0], err == -ENOENT ? "no such command" : strerror(-err));
+	if (f->o->preload) {
+		err = record_preload_setup(f->o, path, &f->pre, &f->pre_env);
+		if (err < 0)
+			return -1;
+		if (err > 0) {
+			f->own_o.preload = false; /* the whole tree by uprobes */
+		} else {
+			l->envp = f->pre_env;
+			l->keep_fd = f->pre.fd;
+		}
+	}
 	err = launcher__fork(l, path, f->o->cmd);
+	if (!err && f->o->preload)
+		preload__set_pid(&f->pre, l->pid);
 	if (!err)
 		err = launcher__exec(l);
 	if (err)
@@ -784,11 +805,12 @@ static int start_root(struct follow *f, struct launcher *l)
 
 int record_follow(const struct record_opts *o)
 {
-	struct follow f = { .o = o, .seized = o->pid > 0, .supervisor = getpid() };
+	struct follow f = { .own_o = *o, .seized = o->pid > 0, .supervisor = getpid(), .pre = { .fd = -1 } };
 	struct sigaction sa = { .sa_handler = follow_on_signal };
 	struct launcher *l = &f.launcher;
 	int err = launcher__open(l);
 
+	f.o = &f.own_o;
 	if (err)
 		return fail("failed to load the BPF programs: %s%s", strerror(-err),
 			    err == -EPERM ? "; run as root or with CAP_BPF and CAP_PERFMON" : ""), 1;
@@ -810,6 +832,8 @@ int record_follow(const struct record_opts *o)
 		loader__close(f.loader);
 		free(f.slot_used);
 		free(f.v);
+		preload__close(&f.pre);
+		preload__environ_free(f.pre_env);
 		return 1;
 	}
 	if (o->duration > 0)
@@ -833,6 +857,8 @@ int record_follow(const struct record_opts *o)
 	free(f.bindings);
 	free(f.v);
 	free(f.fin);
+	preload__close(&f.pre);
+	preload__environ_free(f.pre_env);
 	if (f.seized)
 		return 0;
 	if (!f.root_done)

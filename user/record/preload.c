@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -149,6 +150,17 @@ static bool kernel_uses_tsc(void)
 	return !strcmp(buf, "tsc\n");
 }
 
+/* A first rate, from a millisecond, until the recording's own. */
+static void first_rate(struct preload *p)
+{
+	uint64_t t1, m1;
+
+	clock_pair(&p->tsc0, &p->mono0);
+	usleep(1000);
+	clock_pair(&t1, &m1);
+	p->ns_per_tick = t1 > p->tsc0 && m1 > p->mono0 ? (double)(m1 - p->mono0) / (double)(t1 - p->tsc0) : 1;
+}
+
 /* The latest pair, and the rate over the recording so far. */
 static void calibrate(struct preload *p)
 {
@@ -167,7 +179,7 @@ static uint64_t page_up(uint64_t n)
 	return (n + 4095) & ~4095ULL;
 }
 
-int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth)
+int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth, bool follow)
 {
 	uint64_t header = page_up(sizeof(struct mt_preload_header));
 	uint64_t slot = page_up(MT_PRELOAD_RING_AT + ring_bytes + MT_PRELOAD_SLACK);
@@ -202,21 +214,84 @@ int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uin
 	h->header_bytes = header;
 	h->recorder_pid = (uint32_t)getpid();
 	h->stack_depth = stack_depth;
+	h->follow = follow;
+	p->geom = *h;
 	p->tsc = kernel_uses_tsc();
 	if (p->tsc) {
-		uint64_t t1, m1;
-
-		/* a first rate, from a millisecond, until the recording's own */
-		clock_pair(&p->tsc0, &p->mono0);
-		usleep(1000);
-		clock_pair(&t1, &m1);
-		p->ns_per_tick = t1 > p->tsc0 && m1 > p->mono0 ? (double)(m1 - p->mono0) / (double)(t1 - p->tsc0) : 1;
-		h->clock = MT_PRELOAD_CLOCK_TSC;
+		first_rate(p);
+		h->clock = p->geom.clock = MT_PRELOAD_CLOCK_TSC;
 	}
 	return 0;
 fail:
 	err = -errno;
 	preload__close(p);
+	return err;
+}
+
+/* Whether H, as a target wrote it, is memory we can read: the geometry we
+ * would have made, BYTES long. */
+static bool sane(const struct mt_preload_header *h, uint64_t bytes)
+{
+	return h->magic == MT_PRELOAD_MAGIC && h->version == MT_PRELOAD_VERSION && h->nr_slots &&
+	       h->nr_slots <= 65536 && h->ring_bytes >= 4096 && h->ring_bytes <= (1ULL << 30) &&
+	       !(h->ring_bytes & (h->ring_bytes - 1)) &&
+	       h->slot_bytes == page_up(MT_PRELOAD_RING_AT + h->ring_bytes + MT_PRELOAD_SLACK) &&
+	       h->header_bytes == page_up(sizeof(*h)) && bytes == h->header_bytes + h->nr_slots * h->slot_bytes;
+}
+
+int preload__adopt(struct preload *p, int pidfd, int fd, int pid)
+{
+	int own = pidfd < 0 ? fcntl(fd, F_DUPFD_CLOEXEC, 3) : (int)syscall(SYS_pidfd_getfd, pidfd, fd, 0);
+	struct mt_preload_header h, *m;
+	uint32_t no = 0;
+	struct stat st;
+	int seals, err = -EAGAIN;
+
+	memset(p, 0, sizeof(*p));
+	p->fd = -1;
+	if (own < 0)
+		return errno == ESRCH ? -ESRCH : -EAGAIN; /* gone, or not there yet */
+	seals = fcntl(own, F_GET_SEALS);
+	/* not ours, not this process's yet (its parent's, inherited), or one a
+	 * recorder has (its last program's, before the new one made its own) */
+	if (fstat(own, &st) || !S_ISREG(st.st_mode) || seals < 0 ||
+	    (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) != (F_SEAL_SHRINK | F_SEAL_GROW) ||
+	    pread(own, &h, sizeof(h), 0) != sizeof(h) || !sane(&h, (uint64_t)st.st_size) || h.pid != (uint32_t)pid ||
+	    h.adopted)
+		goto out;
+	m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, own, 0);
+	if (m == MAP_FAILED)
+		goto out;
+	/* what we checked, read once more from the mapping (the target may
+	 * have changed it since): kept in our own copy from here on */
+	h = *m;
+	if (!sane(&h, (uint64_t)st.st_size) || h.pid != (uint32_t)pid || !__atomic_compare_exchange_n(&m->adopted, &no, 1, false, __ATOMIC_ACQ_REL,
+									  __ATOMIC_RELAXED)) {
+		munmap(m, (size_t)st.st_size);
+		goto out;
+	}
+	p->slot_broken = calloc(h.nr_slots, 1);
+	p->tails = calloc(h.nr_slots, sizeof(*p->tails));
+	if (!p->slot_broken || !p->tails) {
+		munmap(m, (size_t)st.st_size);
+		err = -ENOMEM;
+		goto out;
+	}
+	m->recorder_pid = (uint32_t)getpid();
+	p->hdr = m;
+	p->geom = h;
+	p->map_bytes = (size_t)st.st_size;
+	p->fd = own;
+	p->tsc = h.clock == MT_PRELOAD_CLOCK_TSC;
+	if (p->tsc)
+		first_rate(p);
+	return 0;
+out:
+	free(p->slot_broken);
+	free(p->tails);
+	p->slot_broken = NULL;
+	p->tails = NULL;
+	close(own);
 	return err;
 }
 
@@ -270,14 +345,14 @@ void preload__environ_free(char **env)
 
 static struct mt_preload_slot *slot_at(const struct preload *p, uint32_t i)
 {
-	return (void *)((char *)p->hdr + p->hdr->header_bytes + (uint64_t)i * p->hdr->slot_bytes);
+	return (void *)((char *)p->hdr + p->geom.header_bytes + (uint64_t)i * p->geom.slot_bytes);
 }
 
 /* Read slot I from its tail to the first record not yet committed. */
 static int poll_slot(struct preload *p, uint32_t i, int (*fn)(void *, const void *, size_t), void *ctx)
 {
 	struct mt_preload_slot *s = slot_at(p, i);
-	uint64_t ring = p->hdr->ring_bytes, tail = p->tails[i];
+	uint64_t ring = p->geom.ring_bytes, tail = p->tails[i];
 	char *data = (char *)s + MT_PRELOAD_RING_AT;
 	uint64_t state = __atomic_load_n(&s->state, __ATOMIC_ACQUIRE);
 	int err = 0;
@@ -323,7 +398,7 @@ int preload__poll(struct preload *p, int (*fn)(void *ctx, const void *data, size
 {
 	if (p->tsc && p->hdr)
 		calibrate(p);
-	for (uint32_t i = 0; p->hdr && i < p->hdr->nr_slots; i++) {
+	for (uint32_t i = 0; p->hdr && i < p->geom.nr_slots; i++) {
 		int err = poll_slot(p, i, fn, ctx);
 
 		if (err)

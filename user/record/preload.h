@@ -25,12 +25,15 @@
  *   as each poll starts) at the rate of the whole recording so far; else
  *   (or with MEMTRACE_PRELOAD_CLOCK=monotonic) they carry the ns.
  */
-struct mt_preload_header;
+#include <linux/types.h>
+#include "memtrace_abi.h"
+
 #define MT_PRELOAD_SLACK_WORDS 256 /* MT_PRELOAD_SLACK / 8, without the ABI header here */
 
 struct preload {
 	int fd;                        /* the memfd; -1: none */
 	struct mt_preload_header *hdr; /* mapped, header_bytes + nr_slots * slot_bytes */
+	struct mt_preload_header geom; /* what it was made as: the target may write the header, we read this */
 	size_t map_bytes;
 	uint64_t records;              /* handed to the sink */
 	uint64_t broken;               /* slots that broke a rule above */
@@ -54,8 +57,20 @@ int preload_find_library(char *buf, size_t cap);
 bool preload_unsupported(const char *path, char *why, size_t cap);
 
 /* Make the shared memory: NR_SLOTS rings of RING_BYTES (a power of two)
- * and STACK_DEPTH frames per stack. 0 or -errno. */
-int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth);
+ * and STACK_DEPTH frames per stack; FOLLOW: --follow-children (each
+ * process, each program, makes its own, which its recorder adopts). 0 or
+ * -errno. */
+int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth, bool follow);
+
+/*
+ * --follow-children: read the memory PID (PIDFD) made for itself, at its
+ * descriptor FD, once it is there: 0 (taken: PID goes on), -EAGAIN (not yet,
+ * or only its parent's or its last program's, taken by another), or -errno.
+ * The target made it: its header, size and seals are checked before it is
+ * mapped. FD may instead be ours already (the first process, whose memory
+ * we made): PIDFD -1.
+ */
+int preload__adopt(struct preload *p, int pidfd, int fd, int pid);
 
 /* The process that may write (the command's pid, known once forked). */
 void preload__set_pid(struct preload *p, int pid);

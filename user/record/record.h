@@ -25,6 +25,8 @@ struct record_opts {
 	bool rss_only;    /* --rss=only: that and the calls that map memory, no allocator probes */
 	bool python_objects; /* --python-objects: CPython's small objects too (PYTHONMALLOC=malloc) */
 	bool preload;     /* --preload: -- CMD's allocator calls captured in-process (user/record/preload.h), no allocator probes */
+	int preload_fd;   /* --preload --follow-children: the descriptor a process's memory is at, in it */
+	bool preload_root; /* ... the first process: the supervisor's memory, at the same descriptor of ours */
 	/* ... a probe hit's cost on this host, when already timed (a followed
 	 * recorder: its supervisor's); 0: time it */
 	double hit_entry_ns, hit_return_ns;
@@ -152,6 +154,13 @@ int record_prepare_watch(struct record_opts *o, int pid, int parent);
 /* The supervisor's copy of what record_prepare made, once the recorder
  * has its own (or to detach it all if no recorder came: DETACH). */
 void record_prepared_release(struct record_opts *o, bool detach);
+
+/* --preload for -- CMD, the program at PATH: the shared memory in PRE
+ * (o->follow: each process makes its own after) and the command's
+ * environment in ENV. 1 when the program cannot be preloaded (said in one
+ * line: record it with uprobes), 0, or -1 after saying what failed. */
+struct preload;
+int record_preload_setup(const struct record_opts *o, const char *path, struct preload *pre, char ***env);
 
 /* SIGINT or SIGTERM came since a recording set its handlers (memtrace
  * agent, whose recordings run on threads of their own). */

@@ -75,6 +75,8 @@ struct recording {
 	char cmd_path[PATH_MAX]; /* -- CMD: the program found in PATH */
 	struct preload pre;      /* --preload: the in-process capture's shared memory */
 	char **pre_env;          /* ... and the command's environment */
+	bool pre_done;           /* --follow-children: the memory will not come (the process is gone) */
+	bool pre_stop_only;      /* ... a program recorded by uprobes: its memory, if any, taken and stopped */
 	int pid;
 	int pidfd;
 	int rootfd; /* the target's root: reachable after it exits */
@@ -299,31 +301,56 @@ static int load_launcher(struct recording *r)
  * with its own malloc) is recorded with the probes instead, said in one
  * line.
  */
-static int setup_preload(struct recording *r)
+int record_preload_setup(const struct record_opts *o, const char *path, struct preload *pre, char ***env)
 {
 	char lib[PATH_MAX], why[256];
 	int err;
 
-	if (preload_unsupported(r->cmd_path, why, sizeof(why))) {
+	if (preload_unsupported(path, why, sizeof(why))) {
 		fprintf(stderr, "memtrace: --preload: '%s' cannot be preloaded (%s); recording it with uprobes instead\n",
-			r->o.cmd[0], why);
-		r->o.preload = false;
-		return 0;
+			o->cmd[0], why);
+		return 1;
 	}
 	if (preload_find_library(lib, sizeof(lib)))
 		return fail("failed to find %s beside memtrace (or in ../lib/memtrace); reinstall memtrace (make install), or record without --preload",
 			    "libmemtrace_preload.so");
-	err = preload__open(&r->pre, PRELOAD_SLOTS, r->o.ring_bytes_given ? r->o.ring_bytes : PRELOAD_RING_BYTES,
-			    r->o.stack_depth);
+	err = preload__open(pre, PRELOAD_SLOTS, o->ring_bytes_given ? o->ring_bytes : PRELOAD_RING_BYTES, o->stack_depth,
+			    o->follow);
 	if (err)
 		return fail("failed to make the shared memory for --preload: %s", strerror(-err));
-	r->pre_env = preload__environ(&r->pre, lib, environ);
-	if (!r->pre_env && errno == EINVAL)
+	*env = preload__environ(pre, lib, environ);
+	if (!*env && errno == EINVAL)
 		return fail("failed to preload %s: its path has a space or a colon, which LD_PRELOAD cannot hold; install memtrace elsewhere",
 			    lib);
-	if (!r->pre_env)
+	if (!*env)
 		return fail("out of memory");
 	return 0;
+}
+
+static int setup_preload(struct recording *r)
+{
+	int err = record_preload_setup(&r->o, r->cmd_path, &r->pre, &r->pre_env);
+
+	if (err > 0)
+		r->o.preload = false;
+	return err < 0 ? -1 : 0;
+}
+
+/* --follow-children: a process's program that cannot be preloaded (a
+ * static or setuid one it exec'd) is recorded with uprobes; the memory it
+ * may make still is taken, and stopped at once, so that it does not wait
+ * for it. */
+static void check_followed_program(struct recording *r)
+{
+	char exe[64], why[256];
+
+	snprintf(exe, sizeof(exe), "/proc/%d/exe", r->pid);
+	if (!preload_unsupported(exe, why, sizeof(why)))
+		return;
+	fprintf(stderr, "memtrace: --preload: PID %d (%s) cannot be preloaded (%s); recording it with uprobes instead\n",
+		r->pid, r->comm, why);
+	r->o.preload = false;
+	r->pre_stop_only = true;
 }
 
 /* The pid is known (the command forked, not yet exec'd): hold it after
@@ -610,7 +637,7 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
 		return err;
 	loader__unwind_copy(l, parent_slot);
 	loader__python_copy(l, parent_slot);
-	err = o->rss_only ? 0 : loader__attach(l, &b->probes, &bad);
+	err = o->rss_only || o->preload ? 0 : loader__attach(l, &b->probes, &bad);
 	/* marks only where the program has some: its recorder looks again
 	 * when it maps more (and finds none in files known to have none) */
 	if (!err && !o->empty_probes && !o->rss_only && b->nr_marks) {
@@ -1569,6 +1596,29 @@ static int rotate(struct recording *r, uint64_t now)
 	return keep_file(r) ? fail("out of memory") : 0;
 }
 
+/*
+ * --preload --follow-children: the memory the process makes for itself (a
+ * forked child, a program exec'd: each waits for this), or, for the first
+ * process, the one the supervisor made, at the same descriptor in ours.
+ * Looked for at each poll until found.
+ */
+static void adopt_memory(struct recording *r)
+{
+	int err;
+
+	if (r->pre_done)
+		return;
+	err = preload__adopt(&r->pre, r->o.preload_root ? -1 : r->pidfd, r->o.preload_fd, r->pid);
+	if (!err && r->pre_stop_only)
+		preload__stop(&r->pre);
+	if (err && err != -EAGAIN) {
+		r->pre_done = true; /* gone: nothing to read */
+		if (err != -ESRCH)
+			fprintf(stderr, "memtrace: warning: PID %d's --preload memory cannot be read (%s); its allocations are not recorded\n",
+				r->pid, strerror(-err));
+	}
+}
+
 static int record_loop(struct recording *r)
 {
 	uint64_t deadline = r->o.duration > 0 ? r->start_ns + (uint64_t)(r->o.duration * 1e9) : UINT64_MAX;
@@ -1597,6 +1647,8 @@ static int record_loop(struct recording *r)
 			err = loader__poll_until(r->loader, windows__wake_ns(r->windows, t0, WINDOWS_POLL_NS));
 		else
 			err = loader__poll(r->loader, r->o.preload ? PRELOAD_POLL_MS : POLL_MS);
+		if (!err && (r->o.preload || r->pre_stop_only) && !r->pre.hdr)
+			adopt_memory(r);
 		if (!err && r->o.preload)
 			err = preload__poll(&r->pre, on_record, r->drain);
 		mark = t0 > REORDER_NS ? t0 - REORDER_NS : 0;
@@ -1762,6 +1814,8 @@ static int finish(struct recording *r)
 	if (!err)
 		err = loader__poll(r->loader, 0);
 	if (r->o.preload) {
+		if (!r->pre.hdr)
+			adopt_memory(r);
 		preload__stop(&r->pre);
 		if (!err)
 			err = preload__poll(&r->pre, on_record, r->drain);
@@ -2000,6 +2054,8 @@ int record_run(struct record_opts *o, const struct record_view *view)
 	}
 	if (!err)
 		err = watch_target(&r);
+	if (!err && r.o.preload && r.o.supervisor)
+		check_followed_program(&r);
 	if (!err)
 		err = bind_probes(&r);
 	if (!err)
