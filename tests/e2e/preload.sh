@@ -13,8 +13,8 @@
 source "$(dirname "$0")/lib.sh"
 RELAYED="record_cmd cxx marks threads dlopen follow_exec"
 # the plan: each relayed script's own (its plan line) and one check that it
-# made them, then this script's 53
-planned=53
+# made them, then this script's 59
+planned=59
 for s in $RELAYED; do
 	planned=$((planned + 1 + $(sed -n 's/^plan \([0-9][0-9]*\)$/\1/p' "$(dirname "$0")/$s.sh")))
 done
@@ -181,6 +181,39 @@ report_json "$TMP/th.mtrace" "$TMP/th.json"
 expect_eq "--follow-children --preload: threads in their process's one trace" \
 	"$(ls "$TMP"/th*.mtrace | wc -l) $(site "$TMP/th.json" site_thread_work allocations) $(site "$TMP/th.json" site_thread_leak leaked_bytes)" \
 	"1 4000 4000"
+
+# The allocator the program resolves, preloaded by the user (Debian's
+# jemalloc, tcmalloc, mimalloc): memtrace's interposer comes first and passes
+# each call to it. The same figures both ways, site by site and in total,
+# except what tcmalloc's own initializer allocates inside the library (two
+# calls bound there, which the probes on its malloc see and no interposer
+# can): its program's sites still exact.
+LIBDIR=/usr/lib/x86_64-linux-gnu
+both_ways() { # LIB PROG: figures of PROG under LD_PRELOAD=LIB, uprobes then --preload, one line each
+	local mode
+	for mode in "" --preload; do
+		rm -f "$TMP/lib.mtrace"
+		LD_PRELOAD=$LIBDIR/$1 RECORD_FLAGS=$mode record_cmd "$TMP/lib.mtrace" "$PROGS/$2"
+		"$MEMTRACE" report --json "$TMP/lib.mtrace" |
+			jq -c '[.totals | del(.peak_time_ns, .unmatched_frees, .internal_frees)], [.sites[] | select(.function // "" | startswith("site_")) | [.function, .allocations, .allocated_bytes, .leaked_bytes]]'
+	done
+}
+for lib in libjemalloc.so.2 libmimalloc.so.2 libtcmalloc_minimal.so.4; do
+	for prog in alloc_patterns cxx_new_delete; do
+		if [ ! -e "$LIBDIR/$lib" ]; then
+			skip "$lib, $prog: $lib is not installed"
+			continue
+		fi
+		both_ways "$lib" "$prog" >"$TMP/both.txt"
+		if [ "$lib" = libtcmalloc_minimal.so.4 ]; then
+			expect_same "$lib, $prog: its program's sites the same both ways" \
+				"$(sed -n 2p "$TMP/both.txt")" "$(sed -n 4p "$TMP/both.txt")"
+		else
+			expect_same "$lib, $prog: figures and sites the same both ways" \
+				"$(sed -n 1,2p "$TMP/both.txt")" "$(sed -n 3,4p "$TMP/both.txt")"
+		fi
+	done
+done
 
 # a user's own interposer in LD_PRELOAD: kept (after ours), and each call
 # counted once at its site
