@@ -531,6 +531,10 @@ echo "| sqlite3 on tests/e2e/sqlite.sh's script, record -- sqlite3 | <= heaptrac
 echo
 bash bench/preload.sh || die "the --preload rows failed"
 
+# --- Python frames (issue 43): the walk's BPF time, a Python HTTP service under load
+echo
+bash bench/python.sh || die "the Python rows failed"
+
 # --- attach, launch and forked children (issue 22): their own script, same run
 echo
 bash bench/attach.sh || die "the attach rows failed"

@@ -529,8 +529,6 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 	return nr ? stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts) : 0;
 }
 
-#include "python.bpf.h"
-
 /* TASK's state (the current thread's: bpf_get_current_task_btf). A probe
  * that needs the thread's ids too reads them from the task (task->pid,
  * task->tgid) rather than pay bpf_get_current_pid_tgid's call as well. */
@@ -895,6 +893,8 @@ static __always_inline bool remember_sampled(__u32 slot, __u64 ptr)
 	count_drop(slot);
 	return false;
 }
+
+#include "python.bpf.h"
 
 /* SLOT: the caller's target_slot, looked up once per hit; COOKIE: the
  * probe's attach cookie, read once per hit (a helper call each time). */

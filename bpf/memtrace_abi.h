@@ -330,7 +330,8 @@ struct mt_py_layout {
 	__u16 bytes_size;    /* PyVarObject: ob_size of a bytes */
 	__u16 bytes_data;    /* PyBytesObject: ob_sval */
 	__u8 owner_cstack;   /* owner of the frames a C call of the evaluation loop pushes (3.12+) */
-	__u8 pad[5];         /* zero */
+	__u8 tag_cache;      /* 1: code objects' deaths are probed (py_code_free), so tags may be cached */
+	__u8 pad[4];         /* zero */
 };
 
 /* mt_py_frame.code: the frame is the first its C call of the evaluation

@@ -18,6 +18,21 @@
 
 volatile struct mt_py_layout py_layout[MT_MAX_TARGETS];
 
+/* Per slot: code objects that died (a probe on the interpreter's
+ * code_dealloc counts them). A tag read while the count was N holds for
+ * that code object's address until the count moves: a live frame keeps
+ * its code object alive, and a new code object at a freed one's address
+ * comes after its death. */
+volatile __u32 py_code_gen[MT_MAX_TARGETS];
+
+#define PY_TAG_CACHE 256 /* tags a CPU keeps, by code address (a power of two) */
+
+struct py_tag_cached {
+	__u64 code; /* code object's address | slot << 48 */
+	__u32 tag;
+	__u32 gen;  /* py_code_gen of its slot when read */
+};
+
 #define PY_THREADS_MAX 64 /* threads searched for the caller's state, at most */
 
 struct py_scratch {
@@ -26,6 +41,7 @@ struct py_scratch {
 	struct mt_py_layout layout;  /* the slot's, copied at the walk's start */
 	__u8 frame[MT_PY_READ];      /* one _PyInterpreterFrame, read whole */
 	__u64 tag[MT_PY_TAG_BYTES / 8];
+	struct py_tag_cached tags[PY_TAG_CACHE];
 	__u64 walked;                /* stacks with Python frames this CPU walked (record -v) */
 };
 
@@ -128,6 +144,23 @@ static __always_inline __u32 py_tag(struct py_scratch *s, __u64 code, const stru
 	return (__u32)(h ^ (h >> 32)) | 1;
 }
 
+/* CODE's tag, from this CPU's cache where no code object of SLOT died
+ * since it was read (half the walk's time went to reading tags). */
+static __always_inline __u32 py_tag_of(struct py_scratch *s, __u64 code, const struct mt_py_layout *l, __u32 slot)
+{
+	struct py_tag_cached *c = &s->tags[(code >> 4) & (PY_TAG_CACHE - 1)];
+	__u64 key = (code & MT_PY_CODE_MASK) | (__u64)SLOT(slot) << 48;
+	__u32 gen = py_code_gen[SLOT(slot)], tag;
+
+	if (l->tag_cache && c->code == key && c->gen == gen)
+		return c->tag;
+	tag = py_tag(s, code, l);
+	c->code = key;
+	c->gen = gen;
+	c->tag = tag;
+	return tag;
+}
+
 struct py_walk {
 	struct py_scratch *s;
 	__u64 frame; /* the next frame to read; 0: the chain ended */
@@ -164,7 +197,7 @@ static long py_step(__u64 i, void *ctx)
 	code = py_word(s, l->fr_code);
 	s->ev.frames[n & (MT_PY_MAX_FRAMES - 1)] = (struct mt_py_frame){
 		.code = (code & MT_PY_CODE_MASK) | (l->fr_entry != MT_PY_NONE && py_byte(s, l->fr_entry) ? MT_PY_ENTRY : 0),
-		.tag = py_tag(s, code, l),
+		.tag = py_tag_of(s, code, l, w->slot),
 		.instr = (__s32)(py_word(s, l->fr_instr) - code),
 	};
 	w->n = n + 1;
@@ -310,6 +343,18 @@ __noinline __u64 py_stack(__u32 slot, __u64 native_id, __u32 tid)
 			count_drop(slot);
 	}
 	return h;
+}
+
+/* The interpreter's code_dealloc (PyCode_Type.tp_dealloc): a code object
+ * of this process dies, and the tags read of code objects go stale. */
+SEC("uprobe")
+int BPF_KPROBE(py_code_free)
+{
+	__u32 slot = target_slot(bpf_get_current_pid_tgid() >> 32);
+
+	if (slot != NO_TARGET)
+		__sync_fetch_and_add(&py_code_gen[SLOT(slot)], 1);
+	return 0;
 }
 
 #endif /* MEMTRACE_PYTHON_BPF_H */

@@ -142,6 +142,7 @@ static bool is_session_prog(const struct memtrace_bpf *s, const struct bpf_progr
 {
 	return p != s->progs.free_enter && p != s->progs.least_free && p != s->progs.alloc_exit && p != s->progs.empty_enter &&
 	       p != s->progs.empty_exit && p != s->progs.mark_hit && p != s->progs.link_map_hit &&
+	       p != s->progs.py_code_free &&
 	       p != s->progs.thread_new && p != s->progs.thread_rename && !is_map_prog(s, p);
 }
 
@@ -1531,6 +1532,26 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 								path, offset, &uo));
 }
 
+int loader__attach_py_code_free(struct loader *l, const char *path, uint64_t offset)
+{
+	struct uprobe_multi_req req = {
+		.prog_fd = bpf_program__fd(l->skel->progs.py_code_free),
+		.path = path,
+		.offsets = &offset,
+		.cnt = 1,
+		.pid = l->opts.pid,
+	};
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	int fd;
+
+	if (l->mode != LOADER_CLASSIC) {
+		fd = uprobe_multi__attach(&req);
+		return fd < 0 ? fd : remember_link_fd(l, fd);
+	}
+	return remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.py_code_free, l->opts.pid, path,
+								offset, &uo));
+}
+
 int loader__attach_thread_names(struct loader *l)
 {
 	if (!l->owns_skel)
@@ -1705,6 +1726,7 @@ void loader__python_copy(struct loader *l, uint32_t from_slot)
 	struct mt_py_layout copy;
 
 	memcpy(&copy, (const void *)&l->skel->bss->py_layout[from_slot & (MT_MAX_TARGETS - 1)], sizeof(copy));
+	copy.tag_cache = 0; /* until this process's code objects' deaths are probed too */
 	if (copy.runtime)
 		loader__set_python(l, &copy);
 }

@@ -202,6 +202,9 @@ void loader__set_recording(struct loader *l, bool on);
 /* The slot's process runs the Python interpreter LAYOUT describes (python.h):
  * allocation stacks take its frames from now on. */
 void loader__set_python(struct loader *l, const struct mt_py_layout *layout);
+/* A probe on the interpreter's code_dealloc (PATH at OFFSET) for this
+ * handle's process: the walk may then cache code objects' tags. */
+int loader__attach_py_code_free(struct loader *l, const char *path, uint64_t offset);
 /* A forked process's slot takes its parent's Python layout (the same
  * code at the same addresses), before the child runs on. */
 void loader__python_copy(struct loader *l, uint32_t from_slot);

@@ -101,6 +101,8 @@ struct python {
 	struct code_layout code;
 	char version[24];
 	uint64_t eval_start, eval_end; /* _PyEval_EvalFrameDefault in the target */
+	char *file;                    /* the interpreter's file, as held (/proc/self/fd/N) */
+	uint64_t code_free;            /* file offset of its code_dealloc; 0: not found */
 	struct u64map by_code;         /* code address -> first entry + 1 */
 	struct code_entry *codes;
 	size_t nr_codes, codes_cap;
@@ -562,6 +564,23 @@ static int debug_offsets(struct elf_file *f, uint64_t runtime_vaddr, struct pyth
 	return 0;
 }
 
+/* Where the interpreter frees code objects: PyCode_Type's tp_dealloc
+ * (PyTypeObject byte 48 in every version), as the file holds it (the
+ * linker writes a relocated pointer's addend there too); its file offset
+ * if it is code, else 0. */
+static void code_free_offset(struct elf_file *f, struct python *py)
+{
+	GElf_Sym type;
+	uint64_t fn = 0, off;
+	uint32_t flags;
+
+	if (dynsym_find(elf_file__elf(f), "PyCode_Type", &type) || read_vaddr(f, type.st_value + 48, &fn, sizeof(fn)) ||
+	    elf_segment_flags(elf_file__elf(f), fn, &flags) || !(flags & PF_X) ||
+	    elf_offset_of_vaddr(elf_file__elf(f), fn, &off))
+		return;
+	py->code_free = off;
+}
+
 /* Whether FILE (mapped from PATH) is worth opening for _PyRuntime: the
  * executable, or a library named for Python. */
 static bool may_be_python(const char *path, bool exe)
@@ -616,6 +635,7 @@ static int try_module(struct python *py, const struct trace_module *m, const cha
 		goto out;
 	}
 	bias = m->start - vaddr;
+	code_free_offset(f, py);
 	py->bpf.runtime = bias + runtime.st_value;
 	py->eval_start = bias + eval.st_value;
 	py->eval_end = py->eval_start + eval.st_size;
@@ -650,7 +670,10 @@ struct python *python__find(int files_pid, int pid, const struct procmaps *pm, c
 		if (!file)
 			continue;
 		err = try_module(py, m, file, why, cap);
-		free(file);
+		if (!err)
+			py->file = file;
+		else
+			free(file);
 	}
 	if (err) {
 		free(py);
@@ -663,6 +686,12 @@ struct python *python__find(int files_pid, int pid, const struct procmaps *pm, c
 const struct mt_py_layout *python__layout(const struct python *py)
 {
 	return &py->bpf;
+}
+
+const char *python__code_free(const struct python *py, uint64_t *offset)
+{
+	*offset = py->code_free;
+	return py->code_free ? py->file : NULL;
 }
 
 const char *python__version(const struct python *py)
@@ -687,5 +716,6 @@ void python__free(struct python *py)
 	}
 	free(py->codes);
 	u64map__free(&py->by_code);
+	free(py->file);
 	free(py);
 }

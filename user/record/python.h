@@ -54,6 +54,11 @@ struct python *python__find(int files_pid, int pid, const struct procmaps *pm, c
 /* What the BPF walk needs for this interpreter. */
 const struct mt_py_layout *python__layout(const struct python *py);
 
+/* The file (as memtrace reads it) and file offset where the interpreter
+ * frees code objects (code_dealloc), for a probe that keeps the walk's
+ * cached tags honest; NULL if not found. */
+const char *python__code_free(const struct python *py, uint64_t *offset);
+
 /* "3.11.2", for messages. */
 const char *python__version(const struct python *py);
 

@@ -1315,9 +1315,13 @@ static int start_unwinder(struct recording *r)
 static void start_python(struct recording *r)
 {
 	int files_pid = r->warm_symbols && r->o.binding ? r->o.binding->pid : r->pid;
+	struct mt_py_layout layout;
+	const char *file;
+	uint64_t offset;
 	char why[512];
 
-	if (!r->o.stack_depth || r->o.empty_probes || r->o.rss_only)
+	/* MEMTRACE_NO_PYTHON: the walk left out, for make bench's row of its cost */
+	if (!r->o.stack_depth || r->o.empty_probes || r->o.rss_only || getenv("MEMTRACE_NO_PYTHON"))
 		return;
 	r->py = python__find(files_pid, r->pid, &r->maps, why, sizeof(why));
 	if (!r->py) {
@@ -1325,7 +1329,11 @@ static void start_python(struct recording *r)
 			fprintf(stderr, "memtrace: warning: %s; its stacks show native frames only\n", why);
 		return;
 	}
-	loader__set_python(r->loader, python__layout(r->py));
+	layout = *python__layout(r->py);
+	file = python__code_free(r->py, &offset);
+	/* tags cached only where code objects' deaths are seen */
+	layout.tag_cache = file && !loader__attach_py_code_free(r->loader, file, offset);
+	loader__set_python(r->loader, &layout);
 	drain__set_python(r->drain, r->py);
 	if (r->o.verbose)
 		fprintf(stderr, "memtrace: CPython %s in PID %d: stacks show its Python frames\n",
