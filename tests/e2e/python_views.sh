@@ -8,7 +8,7 @@
 # programs' own counts as the truth (tests/progs/py_children.py,
 # py_alloc.py).
 . "$(dirname "$0")/lib.sh"
-plan 14
+plan 17
 
 PY=/usr/bin/python3.11
 P=$TOP/tests/progs/py_alloc.py
@@ -32,6 +32,17 @@ expect_eq "each child's buffers at child_work's line, named, its own count" \
 expect_eq "the parent's buffers at main's line" \
 	"$(jq -r --arg l "$(line "$C" parent)" '[.sites[] | select(.line == ($l | tonumber)) | "\(.function) \(.allocations)"] | join(",")' "$TMP/f.json")" \
 	"main.<locals>.<listcomp> 10"
+
+# diff of two runs: the parent's line, 10 buffers against 25
+timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$TMP/g1.mtrace" -- "$PY" "$C" 0 10 >/dev/null 2>"$TMP/err" &&
+	timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$TMP/g2.mtrace" -- "$PY" "$C" 0 25 >/dev/null 2>"$TMP/err"
+expect_status "two recordings of py_children.py, 10 and 25 buffers" $? 0 "$TMP/err"
+expect_eq "diff --json: the parent's Python line first, 15 more allocations" \
+	"$(timeout -k 5 "$LIMIT" "$MEMTRACE" diff --json "$TMP/g1.mtrace" "$TMP/g2.mtrace" | jq -r '.sites[0] | "\(.function):\(.line) \(.allocations.delta)"')" \
+	"main.<locals>.<listcomp>:$(line "$C" parent) 15"
+timeout -k 5 "$LIMIT" "$MEMTRACE" report --html "$TMP/g.html" "$TMP/g2.mtrace" 2>"$TMP/err"
+expect_eq "report --html: the page's data names the Python line" \
+	"$(grep -o '"function": *"main.\\u003clocals>.\\u003clistcomp>", *"file": *"[^"]*py_children.py", *"line": *'"$(line "$C" parent)," "$TMP/g.html" | head -n1 | grep -c .)" 1
 
 # --- exports of a -- CMD trace
 timeout -k 5 "$LIMIT" "$MEMTRACE" record -o "$TMP/c.mtrace" -- "$PY" "$P" "$TMP/m.json" --no-wait --no-churn >"$TMP/out" 2>"$TMP/err"
