@@ -11,7 +11,7 @@
 # program made it (child i's class is i % 7). How long the storm takes
 # against untraced is make bench's (bench/attach.sh), not this test's.
 . "$(dirname "$0")/lib.sh"
-plan 9
+plan 12
 
 N=${FORK_STORM_N:-2000}
 cd "$TMP" || exit 1
@@ -49,4 +49,19 @@ got=$(awk -F'\t' '{ c[$4]++ } END { for (r = 0; r < 7; r++) printf "%d:%d ", 2 *
 expect_eq "children per size class (leaked bytes:children)" "$got" "$want"
 report_json storm.mtrace p.json
 expect_eq "the parent's own trace: no allocation at storm_block" "$(site p.json storm_block allocations)" 0
+
+# Out of slots: with 3 for processes (MEMTRACE_FOLLOW_SLOTS=4: the loader's
+# own and 3), every new child finds them held by the parent and by
+# recorders of children that ended, still writing; it waits for one rather
+# than go unrecorded.
+mkdir few && cd few || exit 1
+MEMTRACE_FOLLOW_SLOTS=4 timeout -k 5 300 "$MEMTRACE" record --follow-children -o few.mtrace -- \
+	"$PROGS/fork_storm" 60 >/dev/null 2>"$TMP/few.err"
+expect_status "3 slots: exit status" $? 0 "$TMP/few.err"
+expect_eq "3 slots: no 'not recording' line" "$(grep -c 'not recording' "$TMP/few.err")" 0
+for f in few.*.mtrace; do
+	report_json "$f" "$f.json"
+done
+expect_eq "3 slots: children with exactly 3 allocations, 1 free, 2 blocks leaked" \
+	"$(jq -r 'select(.totals.allocations == 3 and .totals.frees == 1 and .totals.leaked_allocations == 2) | 1' few.*.json | wc -l)" 60
 finish

@@ -87,9 +87,26 @@ struct follow {
 	int nr_spares;
 	struct finishing *fin; /* recorders whose process has ended, still writing their traces */
 	size_t nr_fin, cap_fin;
+	struct deferred *def;  /* stops seen while waiting for a slot, handled next (supervise) */
+	size_t nr_def, cap_def;
+};
+
+struct deferred {
+	pid_t tid;
+	int status;
 };
 
 #define FOLLOW_SLOTS 256       /* processes recorded at once */
+
+/* FOLLOW_SLOTS, or fewer for tests (MEMTRACE_FOLLOW_SLOTS=N, at least 2:
+ * the loader's own and one), to run out of them on purpose. */
+static uint32_t follow_slots(void)
+{
+	const char *v = getenv("MEMTRACE_FOLLOW_SLOTS");
+	long n = v ? strtol(v, NULL, 10) : 0;
+
+	return n >= 2 && n < FOLLOW_SLOTS ? (uint32_t)n : FOLLOW_SLOTS;
+}
 #define FOLLOW_RING_BYTES (1 << 20) /* per CPU per process, unless --buffer-size says */
 
 /* A followed process's ring size: a server forks many, so 1 MiB a CPU each
@@ -307,6 +324,71 @@ static void run_recorder(struct follow *f, const struct record_opts *ro, int err
 }
 
 static void reap_recorder(struct follow *f, struct tracee *t);
+static bool collect_finished(struct follow *f, pid_t pid);
+static void on_exit_of(struct follow *f, pid_t tid, int status);
+
+#define SLOT_WAIT_MS 100 /* for the end of a process whose recorder would free one */
+
+static int stop_signal_of(int status);
+
+/* A stop seen while waiting for a slot: handled by supervise() next. */
+static void defer_stop(struct follow *f, pid_t tid, int status)
+{
+	if (f->nr_def == f->cap_def) {
+		size_t cap = f->cap_def ? 2 * f->cap_def : 8;
+		struct deferred *v = realloc(f->def, cap * sizeof(*v));
+
+		if (!v) { /* out of memory: it goes on, its signal delivered */
+			ptrace(PTRACE_CONT, tid, NULL, (void *)(long)stop_signal_of(status));
+			return;
+		}
+		f->def = v;
+		f->cap_def = cap;
+	}
+	f->def[f->nr_def++] = (struct deferred){ tid, status };
+}
+
+/*
+ * A slot for a new process's recorder, waiting for one where every slot is
+ * taken: in a storm of short processes most are held by recorders whose
+ * process has ended, still writing their traces (80 of 2000 children went
+ * unrecorded on a loaded host). The oldest such recorder is waited for; with
+ * none, the ends of processes not seen yet (each moves its recorder there),
+ * for SLOT_WAIT_MS at most, other stops put aside. 0: none came (every slot
+ * held by a process that runs on). The process is held meanwhile.
+ */
+static uint32_t slot_for(struct follow *f)
+{
+	uint32_t slot = next_slot(f);
+	int status, naps = 0;
+	pid_t got;
+
+	while (!slot) {
+		if (f->nr_fin) {
+			pid_t pid = f->fin[0].pid;
+
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			collect_finished(f, pid);
+		} else {
+			got = waitpid(-1, &status, WNOHANG | __WALL);
+			if (got < 0 && errno != EINTR)
+				return 0;
+			if (got <= 0) {
+				if (naps++ >= SLOT_WAIT_MS * 5)
+					return 0;
+				usleep(200);
+				continue;
+			}
+			if (WIFSTOPPED(status))
+				defer_stop(f, got, status);
+			else if (!collect_finished(f, got))
+				on_exit_of(f, got, status);
+		}
+		slot = next_slot(f);
+	}
+	return slot;
+}
 
 /* The slot of the recorded process T was forked from, or 0. */
 static uint32_t parent_slot(struct follow *f, const struct tracee *t)
@@ -332,8 +414,17 @@ static int start_recorder_once(struct follow *f, struct tracee *t)
 	sigset_t all, mask;
 	char c;
 
+	pid_t tid = t->tid;
+	uint32_t slot = slot_for(f);
+
+	t = find(f, tid); /* waiting for a slot may have seen processes end */
+	if (!t) {
+		if (slot)
+			f->slot_used[slot] = false;
+		return -1; /* it ended meanwhile (killed) */
+	}
 	output_name(f, t, out, sizeof(out));
-	t->slot = next_slot(f);
+	t->slot = slot;
 	if (!t->slot)
 		return fail("not recording PID %d: %u processes are recorded already, the most one memtrace follows at once",
 			    t->tgid, f->max_slots - 1);
@@ -442,9 +533,9 @@ static int load_shared(struct follow *f)
 	lo.ring_bytes = 4096; /* ... and its rings unused */
 	/* the lanes are a load's: sized for its processes' rings (start_recorder) */
 	lo.lane_ring_bytes = follow_ring_bytes(f->o);
-	lo.max_targets = FOLLOW_SLOTS;
-	f->max_slots = FOLLOW_SLOTS;
-	f->slot_used = calloc(FOLLOW_SLOTS, sizeof(*f->slot_used));
+	lo.max_targets = follow_slots();
+	f->max_slots = lo.max_targets;
+	f->slot_used = calloc(f->max_slots, sizeof(*f->slot_used));
 	if (!f->slot_used)
 		return fail("out of memory");
 	err = loader__open(&f->loader, &lo);
@@ -669,12 +760,31 @@ static void on_stop(struct follow *f, pid_t tid, int status)
 }
 
 /* Let every tracee go on untraced: interrupt it, wait for the stop, detach. */
+/* The signal a stop seen as STATUS was delivering (0: none, or ours). */
+static int stop_signal_of(int status)
+{
+	int sig = WSTOPSIG(status);
+
+	return (status >> 16) || sig == SIGSTOP || sig == SIGTRAP ? 0 : sig;
+}
+
+static bool deferred_has(const struct follow *f, pid_t tid)
+{
+	for (size_t i = 0; i < f->nr_def; i++)
+		if (f->def[i].tid == tid)
+			return true;
+	return false;
+}
+
 static void detach_all(struct follow *f)
 {
+	/* stopped already (put aside while a slot was waited for) */
+	for (size_t i = 0; i < f->nr_def; i++)
+		ptrace(PTRACE_DETACH, f->def[i].tid, NULL, (void *)(long)stop_signal_of(f->def[i].status));
 	for (size_t i = 0; i < f->nr; i++) {
 		int status;
 
-		if (ptrace(PTRACE_INTERRUPT, f->v[i].tid, NULL, NULL))
+		if (deferred_has(f, f->v[i].tid) || ptrace(PTRACE_INTERRUPT, f->v[i].tid, NULL, NULL))
 			continue;
 		while (waitpid(f->v[i].tid, &status, __WALL) == f->v[i].tid && WIFSTOPPED(status) &&
 		       (status >> 16) != PTRACE_EVENT_STOP)
@@ -689,6 +799,14 @@ static void supervise(struct follow *f)
 	pid_t tid;
 
 	while (f->nr) {
+		/* stops put aside while a slot was waited for, oldest first */
+		if (f->nr_def && !follow_signal) {
+			tid = f->def[0].tid;
+			status = f->def[0].status;
+			memmove(f->def, f->def + 1, --f->nr_def * sizeof(*f->def));
+			on_stop(f, tid, status);
+			continue;
+		}
 		/* A signal may have come while we were elsewhere (starting a
 		 * recorder): act on it now, not at the next child event. */
 		tid = follow_signal ? -1 : waitpid(-1, &status, __WALL);
@@ -857,6 +975,7 @@ int record_follow(const struct record_opts *o)
 	free(f.bindings);
 	free(f.v);
 	free(f.fin);
+	free(f.def);
 	preload__close(&f.pre);
 	preload__environ_free(f.pre_env);
 	if (f.seized)
