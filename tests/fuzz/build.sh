@@ -13,7 +13,7 @@ INC=$(for d in "$top"/user/*/; do printf -- "-I%s " "${d%/}"; done)
 CFLAGS="-O1 -g -fno-omit-frame-pointer -std=gnu11 -D_GNU_SOURCE $INC -I$top/bpf -I$top/build -I$top/tests/fuzz \
 -DMT_FUZZ_WALK=\"$top/tests/fuzz/walk\""
 # What the readers and every writer of a read trace need.
-TRACE_SRC="trace_reader replay resident live_table live_sites arena analysis sites marks heap_series export_chrome u64map strtab report_text report_json json_out debuginfod symbolizer elf_util
+TRACE_SRC="trace_reader replay resident recent live_table live_sites arena analysis sites marks heap_series export_chrome u64map strtab report_text report_json json_out debuginfod symbolizer elf_util
 export_folded export_pprof export_write protobuf diff diff_print trace_load util target_file"
 USDT_SRC="usdt"
 UNWIND_SRC="unwind_table cfi_check"
@@ -45,3 +45,4 @@ link fuzz_unwind_table $consume $(objs $TRACE_SRC $UNWIND_SRC)
 link fuzz_unwind_walk $consume $(objs $TRACE_SRC $UNWIND_SRC)
 link fuzz_elf_util $consume $(objs $TRACE_SRC)
 link fuzz_symbolize $consume $(objs $TRACE_SRC)
+link fuzz_python_lines $(objs python_lines)

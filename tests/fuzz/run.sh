@@ -14,7 +14,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 build=${BUILD:-$top/build}
 out=$build/fuzz
 crashes=$out/crashes
-harnesses="fuzz_trace_file fuzz_trace_records fuzz_usdt fuzz_unwind_table fuzz_unwind_walk fuzz_elf_util fuzz_symbolize"
+harnesses="fuzz_trace_file fuzz_trace_records fuzz_usdt fuzz_unwind_table fuzz_unwind_walk fuzz_elf_util fuzz_symbolize fuzz_python_lines"
 # the harnesses that take a whole ELF file also start from the hostile ELF
 # files of gen_elf_corpus.py
 elf_harnesses=" fuzz_usdt fuzz_unwind_table fuzz_elf_util fuzz_symbolize "

@@ -82,9 +82,4 @@ void python__counts(const struct python *py, uint64_t *read, uint64_t *failed);
 
 void python__free(struct python *py);
 
-/* The line of instruction INDEX (code units from the first) in a 3.11+
- * location table (co_linetable) of a code object starting at FIRSTLINE;
- * 0 if it has none. Pure: for unit tests. */
-uint32_t python_line(const uint8_t *table, size_t len, int firstline, int64_t index);
-
 #endif /* MEMTRACE_PYTHON_H */
