@@ -196,7 +196,8 @@ void agent__free(struct agent *a)
 
 /* The test knobs: MEMTRACE_AGENT_KEEP_ENDED=SEC, how long an ended target
  * stays; MEMTRACE_AGENT_MAX_STACKS=N, the stacks kept per target;
- * MEMTRACE_AGENT_OOM_KEEP=N, --oom-dir's files kept per program. */
+ * MEMTRACE_AGENT_OOM_KEEP=N, --oom-dir's files kept per program;
+ * MEMTRACE_AGENT_UNWIND_ROWS=N, the unwind rows all targets share. */
 static void agent_knobs(struct agent *a)
 {
 	uint64_t n;
@@ -212,6 +213,9 @@ static void agent_knobs(struct agent *a)
 		a->max_stacks = n;
 	if (getenv("MEMTRACE_AGENT_KEEP_ENDED") && !parse_u64(getenv("MEMTRACE_AGENT_KEEP_ENDED"), &n) && n <= 86400)
 		a->keep_ended_ns = n * 1000000000ull;
+	if (getenv("MEMTRACE_AGENT_UNWIND_ROWS") && !parse_u64(getenv("MEMTRACE_AGENT_UNWIND_ROWS"), &n) && n >= 1 &&
+	    n <= (1u << 24))
+		a->o.unwind_rows = (uint32_t)n;
 }
 
 /* The soft limit on descriptors raised to the hard one: a target holds
@@ -246,6 +250,9 @@ static void agent_loader_open(struct agent *a)
 	lo.ring_bytes = 4096; /* ... and its rings unused */
 	lo.lane_ring_bytes = a->o.ring_bytes; /* the lanes are a load's: sized for the targets' rings */
 	lo.max_targets = AGENT_MAX_TARGETS + 1;
+	/* targets come and go for the agent's life: the rows of files none of
+	 * them maps any more make room for new ones */
+	lo.reclaim_rows = true;
 	err = loader__open(&a->loader, &lo);
 	if (!err)
 		err = loader__load(a->loader);

@@ -40,8 +40,10 @@ struct loader_shared {
 	uint32_t nr_mods;
 	struct shared_module {
 		uint8_t build_id[32];
-		uint32_t build_id_len;
+		uint32_t build_id_len; /* 0: rows no other handle can find (a file without a build-id) */
 		uint32_t first_row, nr_rows, flags;
+		uint32_t refs;         /* opts.reclaim_rows: the handles that hold these rows now */
+		bool used;             /* the entry holds rows; false: free for another */
 	} mods[SHARED_MODULES];
 };
 enum maps_tier {
@@ -91,6 +93,8 @@ struct loader {
 	} spares[LOADER_MAX_SPARES];
 	int nr_spares;
 	uint64_t spare_bytes;
+	uint32_t *held_mods;     /* opts.reclaim_rows: the shared modules whose rows this handle holds */
+	uint32_t nr_held, cap_held;
 	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped in process unwind_pid only */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
@@ -594,21 +598,114 @@ static struct loader_shared *shared_new(void)
 static struct shared_module *shared_find(struct loader_shared *sh, const uint8_t *id, uint32_t len)
 {
 	for (uint32_t i = 0; len && i < sh->nr_mods; i++)
-		if (sh->mods[i].build_id_len == len && !memcmp(sh->mods[i].build_id, id, len))
+		if (sh->mods[i].used && sh->mods[i].build_id_len == len && !memcmp(sh->mods[i].build_id, id, len))
 			return &sh->mods[i];
 	return NULL;
+}
+
+/* opts.reclaim_rows: L holds M's rows until it closes (under the lock). */
+static int hold_module(struct loader *l, struct shared_module *m)
+{
+	uint32_t idx = (uint32_t)(m - l->shared->mods);
+
+	if (!l->opts.reclaim_rows)
+		return 0;
+	for (uint32_t i = 0; i < l->nr_held; i++)
+		if (l->held_mods[i] == idx)
+			return 0;
+	if (l->nr_held == l->cap_held) {
+		uint32_t cap = l->cap_held ? 2 * l->cap_held : 16, *v = realloc(l->held_mods, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->held_mods = v;
+		l->cap_held = cap;
+	}
+	l->held_mods[l->nr_held++] = idx;
+	m->refs++;
+	return 0;
+}
+
+/* What L held goes (loader__close). */
+static void release_modules(struct loader *l)
+{
+	if (!l->nr_held)
+		return;
+	pthread_mutex_lock(&l->shared->lock);
+	for (uint32_t i = 0; i < l->nr_held; i++)
+		if (l->shared->mods[l->held_mods[i]].refs)
+			l->shared->mods[l->held_mods[i]].refs--;
+	pthread_mutex_unlock(&l->shared->lock);
+	l->nr_held = 0;
+}
+
+static int by_first_row(const void *x, const void *y)
+{
+	const struct shared_module *a = *(const struct shared_module *const *)x, *b = *(const struct shared_module *const *)y;
+
+	return a->first_row < b->first_row ? -1 : a->first_row > b->first_row;
+}
+
+/* Where NR rows go (under the lock): after the last, or, with
+ * opts.reclaim_rows and no room there, where the rows of files no handle
+ * holds were (those entries freed first), the first gap between the held
+ * ones that fits. 0 with *FIRST, or -ENOSPC. */
+static int rows_place(struct loader *l, uint32_t nr, uint64_t *first)
+{
+	struct loader_shared *sh = l->shared;
+	static struct shared_module *live[SHARED_MODULES]; /* under the lock */
+	uint32_t n = 0;
+	uint64_t end = 0;
+
+	if (nr <= l->opts.unwind_rows - sh->rows_used) {
+		*first = sh->rows_used;
+		return 0;
+	}
+	if (!l->opts.reclaim_rows)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < sh->nr_mods; i++) {
+		if (sh->mods[i].used && !sh->mods[i].refs)
+			sh->mods[i].used = false; /* no handle holds its rows: they may go */
+		if (sh->mods[i].used && sh->mods[i].nr_rows)
+			live[n++] = &sh->mods[i];
+	}
+	qsort(live, n, sizeof(*live), by_first_row);
+	for (uint32_t i = 0; i < n; i++) {
+		if (live[i]->first_row >= end + nr) {
+			*first = end;
+			return 0;
+		}
+		if ((uint64_t)live[i]->first_row + live[i]->nr_rows > end)
+			end = (uint64_t)live[i]->first_row + live[i]->nr_rows;
+	}
+	sh->rows_used = end; /* past the last held, all free */
+	if (nr > l->opts.unwind_rows - end)
+		return -ENOSPC;
+	*first = end;
+	return 0;
+}
+
+/* A free entry of the table, or NULL (under the lock). */
+static struct shared_module *entry_new(struct loader_shared *sh)
+{
+	for (uint32_t i = 0; i < sh->nr_mods; i++)
+		if (!sh->mods[i].used)
+			return &sh->mods[i];
+	return sh->nr_mods < SHARED_MODULES ? &sh->mods[sh->nr_mods++] : NULL;
 }
 
 int loader__unwind_module_find(struct loader *l, const uint8_t *id, uint32_t len, struct loader_unwind_rows *out)
 {
 	struct shared_module *m;
+	int err;
 
 	pthread_mutex_lock(&l->shared->lock);
 	m = shared_find(l->shared, id, len);
-	if (m)
+	err = m ? hold_module(l, m) : -ENOENT;
+	if (!err)
 		*out = (struct loader_unwind_rows){ m->first_row, m->nr_rows, m->flags };
 	pthread_mutex_unlock(&l->shared->lock);
-	return m ? 0 : -ENOENT;
+	return err;
 }
 
 int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len, const struct mt_unwind_row *rows,
@@ -616,25 +713,35 @@ int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len,
 {
 	struct loader_shared *sh = l->shared;
 	struct shared_module *m;
+	uint64_t first;
 	int err = 0;
 
 	pthread_mutex_lock(&sh->lock);
 	m = shared_find(sh, id, len);
 	if (m) { /* another recorder wrote it meanwhile */
+		err = hold_module(l, m);
 		*io = (struct loader_unwind_rows){ m->first_row, m->nr_rows, m->flags };
-	} else if (io->nr_rows > l->opts.unwind_rows - sh->rows_used) {
-		err = -ENOSPC;
-	} else if (!(err = rows_write(l, sh->rows_used, rows, io->nr_rows))) {
-		io->first_row = (uint32_t)sh->rows_used;
-		sh->rows_used += io->nr_rows;
-		if (len && len <= sizeof(m->build_id) && sh->nr_mods < SHARED_MODULES) {
+	} else if (l->opts.reclaim_rows && !(m = entry_new(sh))) {
+		err = -ENOSPC; /* rows no entry tracks could be taken by another's */
+	} else if (!(err = rows_place(l, io->nr_rows, &first)) && !(err = rows_write(l, first, rows, io->nr_rows))) {
+		io->first_row = (uint32_t)first;
+		if (first + io->nr_rows > sh->rows_used)
+			sh->rows_used = first + io->nr_rows;
+		if (!m && len <= sizeof(m->build_id) && sh->nr_mods < SHARED_MODULES)
 			m = &sh->mods[sh->nr_mods++];
-			memcpy(m->build_id, id, len);
-			m->build_id_len = len;
+		if (m) {
+			/* the build-id only if it fits: a longer one is no one's to find */
+			m->build_id_len = len <= sizeof(m->build_id) ? len : 0;
+			memcpy(m->build_id, id, m->build_id_len);
 			m->first_row = io->first_row;
 			m->nr_rows = io->nr_rows;
 			m->flags = io->flags;
+			m->refs = 0;
+			m->used = true;
+			err = hold_module(l, m);
 		}
+	} else if (m && m == &sh->mods[sh->nr_mods - 1] && !m->used) {
+		sh->nr_mods--; /* the entry taken for it, not used */
 	}
 	pthread_mutex_unlock(&sh->lock);
 	return err;
@@ -1860,6 +1967,9 @@ void loader__close(struct loader *l)
 	loader__detach(l);
 	if (l->skel && l->shared)
 		remove_target(l);
+	if (l->shared)
+		release_modules(l);
+	free(l->held_mods);
 	release_handle(l);
 	loader__spare_close(l);
 	if (l->owns_skel) {

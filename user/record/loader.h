@@ -30,6 +30,9 @@ struct loader_opts {
 				   * 3 entry and return as one uprobe session where there are,
 				   * 4 the least an exact recorder does (least_session, least_free) */
 	uint32_t unwind_rows;     /* room for unwind table rows (0: none) */
+	bool reclaim_rows;        /* the rows of files no handle holds now may go when room is short (the agent's
+				     object, whose targets come and go for its life; not --follow-children's, whose
+				     forked children take their parent's rows without holding them) */
 	uint32_t max_targets;     /* processes the object may record at once (0: 1) */
 	bool check_creds;         /* the recorder lacks CAP_SYS_PTRACE: enforce the rule below */
 	uint32_t allowed_uid;     /* the recorder's real uid and gid */
