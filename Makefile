@@ -114,7 +114,7 @@ $(BUILD)/memtrace: $(CLI_MAIN) $(BUILD)/libmemtrace.a
 # Frame pointers for the walk that starts in it. No TLS and no libgcc_s
 # (preload.c says why): the program must not see it there.
 PRELOAD_FLAGS := -O2 -g -fPIC -shared -fno-omit-frame-pointer -fvisibility=hidden -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -Ibpf
-$(BUILD)/libmemtrace_preload.so: inproc/preload/preload.c bpf/memtrace_abi.h | $(BUILD)
+$(BUILD)/libmemtrace_preload.so: inproc/preload/preload.c bpf/memtrace_abi.h bpf/unwind_rule.h | $(BUILD)
 	$(CC) $(PRELOAD_FLAGS) -o $@ $< -ldl -lpthread
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libmemtrace.a

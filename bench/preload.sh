@@ -3,8 +3,9 @@
 #
 # record --preload against the uprobe path and heaptrack (issue 47), on the
 # same programs in the same minutes, with this host's uprobe hit first:
-#   per pair    malloc_bench, 1 thread: untraced, --preload (frame-pointer
-#               stacks; and without stacks) with a ring that holds the whole
+#   per pair    malloc_bench, 1 thread: untraced, --preload (stacks by
+#               frame pointers, by unwind tables, on a build without frame
+#               pointers, and without stacks) with a ring that holds the whole
 #               run (what the interposer costs) and with the default ring
 #               (what a long run costs: the recorder's pace), the uprobe path,
 #               heaptrack
@@ -36,10 +37,14 @@ die() {
 make -s all >/dev/null 2>&1 || die "failed to build memtrace (make all)"
 mkdir -p "$BUILD/bench"
 MB=$BUILD/bench/malloc_bench
+MB_NOFP=$BUILD/bench/malloc_bench_nofp
 HEAVY=$BUILD/bench/heavy_bench
 [ -x "$MB" ] && [ "$MB" -nt bench/malloc_bench.c ] ||
 	${CC:-gcc} -O2 -g -fno-omit-frame-pointer -Wall -Wextra -pthread -o "$MB" bench/malloc_bench.c ||
 	die "failed to build $MB"
+[ -x "$MB_NOFP" ] && [ "$MB_NOFP" -nt bench/malloc_bench.c ] ||
+	${CC:-gcc} -O2 -g -fomit-frame-pointer -Wall -Wextra -pthread -o "$MB_NOFP" bench/malloc_bench.c ||
+	die "failed to build $MB_NOFP"
 [ -x "$HEAVY" ] && [ "$HEAVY" -nt bench/heavy_bench.c ] ||
 	${CC:-gcc} -O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls -Wall -Wextra -pthread \
 		-o "$HEAVY" bench/heavy_bench.c || die "failed to build $HEAVY"
@@ -60,6 +65,9 @@ ns() {
 	untraced) line=$("$MB" 1 "$PAIRS") ;;
 	preload) line=$("$MEMTRACE" record --preload --buffer-size 256M -o "$WORK/p.mtrace" -- "$MB" 1 "$PAIRS" 2>/dev/null) ;;
 	preload0) line=$("$MEMTRACE" record --preload --stack-depth 0 --buffer-size 256M -o "$WORK/p.mtrace" -- "$MB" 1 "$PAIRS" 2>/dev/null) ;;
+	preloadfp) line=$("$MEMTRACE" record --preload --unwind-rows 0 --buffer-size 256M -o "$WORK/p.mtrace" -- "$MB" 1 "$PAIRS" 2>/dev/null) ;;
+	untraced_nofp) line=$("$MB_NOFP" 1 "$PAIRS") ;;
+	preload_nofp) line=$("$MEMTRACE" record --preload --buffer-size 256M -o "$WORK/p.mtrace" -- "$MB_NOFP" 1 "$PAIRS" 2>/dev/null) ;;
 	sustained) line=$("$MEMTRACE" record --preload -o "$WORK/p.mtrace" -- "$MB" 1 "$PAIRS" 2>/dev/null) ;;
 	uprobes) line=$("$MEMTRACE" record -o "$WORK/p.mtrace" -- "$MB" 1 200000 2>/dev/null) ;;
 	heaptrack) line=$(cd "$WORK" && "$HT" -o "$WORK/ht" "$MB" 1 "$PAIRS" 2>/dev/null | grep '^malloc_bench ') ;;
@@ -68,7 +76,7 @@ ns() {
 	field ns_per_pair "$(grep '^malloc_bench ' <<<"$line")"
 }
 # Reps interleaved, so that a host changing speed moves every row alike.
-modes="untraced preload preload0 sustained uprobes${HT:+ heaptrack}"
+modes="untraced preload preloadfp preload0 sustained untraced_nofp preload_nofp uprobes${HT:+ heaptrack}"
 for r in $(seq "$REPS"); do
 	for m in $modes; do
 		echo "$r $m $(ns "$m")"
@@ -81,7 +89,11 @@ echo
 echo "per malloc+free pair, malloc_bench 1 thread, $PAIRS pairs (median of $REPS; overhead over untraced $(calc "$U" 1) ns; this host's uprobe hit $HIT us):"
 echo "| row | target | got | verdict |"
 echo "| --- | --- | --- | --- |"
-echo "| --preload, frame-pointer stacks, ring holds the run (the interposer) | <= 150 ns | $(over preload) ns | $(verdict "$(over preload)" 150) |"
+echo "| --preload --unwind-rows 0: frame-pointer stacks, ring holds the run (the interposer) | <= 150 ns | $(over preloadfp) ns | $(verdict "$(over preloadfp)" 150) |"
+echo "| --preload, stacks by unwind tables (the default), the same target | | $(over preload) ns | |"
+U_NOFP=$(med untraced_nofp)
+NOFP=$(calc "$(med preload_nofp) - $U_NOFP" 0)
+echo "| --preload, a target built without frame pointers: unwind tables (over its untraced $(calc "$U_NOFP" 1) ns) | <= 400 ns | $NOFP ns | $(verdict "$NOFP" 400) |"
 echo "| --preload --stack-depth 0, ring holds the run | | $(over preload0) ns | |"
 echo "| --preload, default 4M ring per thread (the recorder's pace) | | $(over sustained) ns | |"
 echo "| uprobes (record, exact), 200000 pairs | | $(over uprobes) ns | |"

@@ -368,9 +368,10 @@ struct mt_pystack_event {
  * it, so a type of 0 is always "not yet".
  */
 #define MT_PRELOAD_MAGIC 0x6d747072656c6f61ULL /* "mtpreloa" */
-#define MT_PRELOAD_VERSION 1
+#define MT_PRELOAD_VERSION 2
 #define MT_PRELOAD_SLACK 2048 /* >= the largest record (a STACK of MT_MAX_STACK_DEPTH frames) */
 #define MT_PRELOAD_SEEN 4096  /* a slot's stacks already sent: direct-mapped hashes */
+#define MT_PRELOAD_ROW_CACHE 1024 /* a slot's unwind lookups: direct-mapped by return address */
 
 /* What a --preload record's ts holds. */
 enum mt_preload_clock {
@@ -399,7 +400,8 @@ struct mt_preload_header {
 	__u32 follow;        /* --follow-children: a forked child, or a new program, makes memory of its own */
 	__u32 adopted;       /* 1 once a recorder reads this memory (a child waits for it, a second may not) */
 	__u32 started;       /* 1 once a program wrote here: another program (an exec) makes its own */
-	__u64 pad1;          /* zero */
+	__u32 unwind_rows;   /* room for rows in the unwind area after the slots (0: frame pointers only) */
+	__u32 pad1;          /* zero */
 	__u64 lost;          /* records written nowhere: no free slot, or a full ring in a signal handler */
 	__u64 waits;         /* times a writer found its ring full and waited for the recorder */
 	__u64 threads;       /* slots taken, all told */
@@ -423,6 +425,24 @@ struct mt_preload_slot {
 	__s32 w_depth;       /* records in the middle of being written (a signal handler's inside its thread's) */
 	__u64 pad3[4];       /* zero */
 	__u64 seen[MT_PRELOAD_SEEN]; /* stacks this slot already sent, by hash (the owner's) */
+	struct mt_preload_row_cache {
+		__u64 pc;        /* the return address looked up (0: empty) */
+		__u32 gen;       /* the unwind area's gen it was found in */
+		__u32 found;     /* 1: row holds the rule; 0: no mapping or row (the walk stops) */
+		struct mt_unwind_row row;
+	} rows_seen[MT_PRELOAD_ROW_CACHE]; /* the owner's: a walk repeats the same few hundred return addresses */
+};
+
+/* The unwind area, after the slots: the tables memtrace builds for the BPF
+ * walk (user/record/unwinder.c), copied for the interposer's, which walks
+ * code without frame pointers as bpf/unwind.bpf.h does (bpf/unwind_rule.h).
+ * Mappings in two halves: memtrace fills the one not in use, then bumps
+ * gen; rows only ever added. unwind_rows rows follow it. */
+struct mt_preload_unwind {
+	__u32 gen;           /* publications; gen & 1: the half in use; 0: none yet */
+	__u32 nr[2];         /* mappings in each half, sorted by start */
+	__u32 pad;           /* zero */
+	struct mt_unwind_map maps[2][MT_UNWIND_MAPS];
 };
 #define MT_PRELOAD_RING_AT sizeof(struct mt_preload_slot) /* where a slot's ring starts */
 

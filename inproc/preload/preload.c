@@ -34,6 +34,8 @@
  */
 #include <linux/types.h>
 #include "memtrace_abi.h"
+#include <stdbool.h>
+#include "unwind_rule.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -48,6 +50,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,6 +78,7 @@ static int init_state;
 static pthread_t init_thread;         /* the thread running init(): its calls go to the arena */
 static struct mt_preload_header *hdr; /* NULL: not recording (no memtrace, a forked child) */
 static int shared_fd = -1;            /* MEMTRACE_PRELOAD_FD: where memtrace and a recorder find it */
+static pid_t my_pid;                  /* this process (a fork's child sets it anew) */
 static char *slots;                   /* slot 0 */
 /* A thread's slot, as its value of this key: no TLS here (see the ABI's
  * mt_preload_slot), and pthread_getspecific of an early key is one load. */
@@ -111,9 +115,17 @@ static void *arena_alloc(size_t size, size_t align)
 
 static void on_thread_exit(void *slot);
 
+/* The unwind area's bytes (memtrace's user/record/preload.c says the same). */
+static uint64_t unwind_bytes(const struct mt_preload_header *h)
+{
+	uint64_t n = sizeof(struct mt_preload_unwind) + (uint64_t)h->unwind_rows * sizeof(struct mt_unwind_row);
+
+	return h->unwind_rows ? (n + 4095) & ~4095ULL : 0;
+}
+
 static uint64_t map_bytes(const struct mt_preload_header *h)
 {
-	return h->header_bytes + (uint64_t)h->nr_slots * h->slot_bytes;
+	return h->header_bytes + (uint64_t)h->nr_slots * h->slot_bytes + unwind_bytes(h);
 }
 
 /*
@@ -138,7 +150,7 @@ static struct mt_preload_header *make_own(const struct mt_preload_header *h)
 		.magic = MT_PRELOAD_MAGIC, .version = MT_PRELOAD_VERSION, .nr_slots = h->nr_slots,
 		.slot_bytes = h->slot_bytes, .ring_bytes = h->ring_bytes, .header_bytes = h->header_bytes,
 		.pid = (uint32_t)getpid(), .recorder_pid = h->recorder_pid, .stack_depth = h->stack_depth,
-		.clock = h->clock, .follow = 1, .started = 1,
+		.clock = h->clock, .follow = 1, .started = 1, .unwind_rows = h->unwind_rows,
 	};
 	if (dup2(fd, shared_fd) < 0) {
 		munmap(m, bytes);
@@ -178,6 +190,7 @@ static void after_fork_child(void)
 	/* the parent's slots are its own: a child writes nothing, unless it
 	 * is followed, into memory of its own */
 	hdr = NULL;
+	my_pid = getpid();
 	pthread_setspecific(slot_key, NULL);
 	if (!parent || !parent->follow || !(m = make_own(parent)))
 		return;
@@ -253,6 +266,7 @@ static void init(void)
 	if (pthread_key_create(&slot_key, on_thread_exit))
 		return;
 	pthread_atfork(NULL, NULL, after_fork_child);
+	my_pid = getpid();
 	map_shared();
 }
 
@@ -513,6 +527,177 @@ static uint32_t walk(const struct mt_preload_slot *s, const uint64_t *fp, uint64
 	return n;
 }
 
+/*
+ * By the unwind tables memtrace copied in (struct mt_preload_unwind), the
+ * rules of bpf/unwind_rule.h: code without frame pointers too. Every word
+ * read is in this thread's stack, and the code before a return address is
+ * read only inside a mapping with a table (executable, mapped).
+ */
+struct unwind_ctx {
+	const struct mt_preload_unwind *u;
+	const struct mt_unwind_row *rows;
+	uint32_t rows_cap, gen, nmaps;
+};
+
+static const struct mt_unwind_map *find_map(const struct unwind_ctx *c, uint64_t pc)
+{
+	const struct mt_unwind_map *maps = c->u->maps[c->gen & 1];
+	uint32_t lo = 0, hi = c->nmaps;
+
+	while (lo < hi) {
+		uint32_t mid = lo + (hi - lo) / 2;
+
+		if (maps[mid].start <= pc)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo && pc < maps[lo - 1].end ? &maps[lo - 1] : NULL;
+}
+
+/* The row for PC (EXACT: not a return address) into *ROW: true, or false
+ * where the walk stops; by S's cache, whose entry is written key last (a
+ * signal handler's walk may take the same one). */
+static bool find_row(const struct unwind_ctx *c, struct mt_preload_slot *s, uint64_t pc, bool exact,
+		     struct mt_unwind_row *row)
+{
+	uint64_t key = pc | (exact ? 1ULL << 63 : 0);
+	struct mt_preload_row_cache *e = &s->rows_seen[((pc * 0x9e3779b97f4a7c15ULL) >> 54) & (MT_PRELOAD_ROW_CACHE - 1)];
+	const struct mt_unwind_map *m;
+	uint32_t lo, hi, first;
+	bool found = false;
+	uint64_t vaddr;
+
+	if (e->pc == key && e->gen == c->gen) {
+		struct mt_preload_row_cache copy = *e;
+
+		__asm__ volatile("" ::: "memory");
+		if (e->pc == key) {
+			*row = copy.row;
+			return copy.found;
+		}
+	}
+	m = find_map(c, pc);
+	if (m && m->nr_rows && m->first_row < c->rows_cap && m->nr_rows <= c->rows_cap - m->first_row) {
+		vaddr = mt_unwind_lookup_addr(pc, m->bias, exact);
+		first = lo = m->first_row;
+		hi = first + m->nr_rows;
+		while (vaddr <= 0xffffffffULL && lo < hi) {
+			uint32_t mid = lo + (hi - lo) / 2;
+
+			if (c->rows[mid].pc <= vaddr)
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (vaddr <= 0xffffffffULL && lo > first) {
+			*row = c->rows[lo - 1];
+			found = true;
+		}
+	}
+	e->pc = 0;
+	__asm__ volatile("" ::: "memory");
+	e->gen = c->gen;
+	e->found = found;
+	if (found)
+		e->row = *row;
+	__asm__ volatile("" ::: "memory");
+	e->pc = key;
+	return found;
+}
+
+/* The word at ADDR: read directly in this thread's stack; elsewhere (a
+ * sigaltstack, a coroutine's stack, a value that is no address at all)
+ * through process_vm_readv, which says EFAULT where a load would crash. */
+static bool word_at(const struct mt_preload_slot *s, uint64_t addr, uint64_t *val)
+{
+	struct iovec local = { val, 8 }, remote = { (void *)addr, 8 };
+
+	if (addr & 7)
+		return false;
+	if (addr >= s->w_stack_lo && addr + 8 <= s->w_stack_hi) {
+		*val = *(const uint64_t *)addr;
+		return true;
+	}
+	return syscall(SYS_process_vm_readv, my_pid, &local, 1, &remote, 1, 0) == 8;
+}
+
+static uint32_t walk_tables(const struct unwind_ctx *c, struct mt_preload_slot *s, const uint64_t *fp,
+			    uint64_t *frames, uint32_t max)
+{
+	uint64_t pc = fp[1], sp = (uint64_t)(fp + 2), bp = fp[0], cut = 0;
+	bool exact = false, bp_ok = true;
+	int saved_errno = errno;
+	uint32_t n = 0;
+
+	frames[n++] = pc;
+	for (;;) {
+		struct mt_unwind_row row;
+		__u64 cfa;
+		uint64_t ra;
+
+		if (n >= max) {
+			cut = MT_STACK_DEPTH_CUT;
+			break;
+		}
+		if (!find_row(c, s, pc, exact, &row)) {
+			if (n > 1 && !find_map(c, pc))
+				n--; /* code without a table (the vdso, JIT): mt_unwind_keep_unmapped */
+			cut = MT_STACK_TRUNCATED;
+			break;
+		}
+		if (mt_unwind_needs_bp(&row) && !bp_ok) {
+			cut = MT_STACK_TRUNCATED;
+			break;
+		}
+		switch (mt_unwind_cfa(&row, pc, sp, bp, &cfa)) {
+		case MT_NEXT_CALLER:
+			break;
+		case MT_NEXT_SIGNAL: {
+			/* the interrupted registers, in the signal frame */
+			uint64_t rbp, rip, rsp;
+
+			if (!word_at(s, sp + MT_SIGCONTEXT_RBP, &rbp) || !word_at(s, sp + MT_SIGCONTEXT_RIP, &rip) ||
+			    !word_at(s, sp + MT_SIGCONTEXT_RSP, &rsp) || !rip)
+				goto out;
+			bp = rbp;
+			pc = rip;
+			sp = rsp;
+			frames[n++] = pc;
+			exact = true;
+			bp_ok = true;
+			continue;
+		}
+		case MT_NEXT_END:
+			goto out; /* the outermost frame: whole */
+		default:
+			cut = MT_STACK_TRUNCATED;
+			goto out;
+		}
+		if (!word_at(s, cfa - 8, &ra) || !mt_unwind_caller_ok(ra, cfa, sp))
+			break;
+		if (row.flags & MT_ROW_CHECK_RA) {
+			const struct mt_unwind_map *m = find_map(c, ra);
+
+			if (!m || ra - 8 < m->start || !mt_unwind_after_call((const __u8 *)(ra - 8))) {
+				cut = MT_STACK_TRUNCATED;
+				break;
+			}
+		}
+		frames[n++] = ra;
+		if (row.rbp_rule == MT_RBP_AT_CFA)
+			bp_ok = word_at(s, cfa + (int64_t)row.rbp_off, &bp);
+		sp = cfa;
+		pc = ra;
+		exact = false;
+	}
+out:
+	if (cut && n < MT_MAX_STACK_DEPTH)
+		frames[n++] = cut;
+	errno = saved_errno;
+	return n;
+}
+
 static uint64_t hash_frames(const uint64_t *frames, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
@@ -531,7 +716,20 @@ static uint64_t take_stack(struct mt_preload_header *h, struct mt_preload_slot *
 {
 	uint32_t depth = h->stack_depth < MT_MAX_STACK_DEPTH ? h->stack_depth : MT_MAX_STACK_DEPTH;
 	uint64_t frames[MT_MAX_STACK_DEPTH], id;
-	uint32_t n = walk(s, fp, frames, depth);
+	const struct mt_preload_unwind *u = h->unwind_rows ? (const void *)((const char *)h + h->header_bytes +
+									    (uint64_t)h->nr_slots * h->slot_bytes)
+							   : NULL;
+	struct unwind_ctx c;
+	uint32_t n;
+
+	if (u && (c.gen = __atomic_load_n(&u->gen, __ATOMIC_ACQUIRE)) && (c.nmaps = u->nr[c.gen & 1]) <= MT_UNWIND_MAPS) {
+		c.u = u;
+		c.rows = (const struct mt_unwind_row *)(u + 1);
+		c.rows_cap = h->unwind_rows;
+		n = depth ? walk_tables(&c, s, fp, frames, depth) : 0;
+	} else {
+		n = walk(s, fp, frames, depth); /* no tables (yet, or --unwind-rows 0): frame pointers */
+	}
 	struct mt_stack_event *e;
 	__u64 *seen;
 	uint32_t size;

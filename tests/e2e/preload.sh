@@ -4,14 +4,17 @@
 # (inproc/preload/) instead of by uprobes, into the same trace.
 #  1. The uprobe path's exact-count scripts run again with --preload on every
 #     record -- CMD they make (RECORD_FLAGS), their tables unchanged: they
-#     pass or fail here as checks of their own.
+#     pass or fail here as checks of their own. unwind.sh, stripped.sh and
+#     sqlite.sh: the interposer's walk by the unwind tables memtrace copies in
+#     (code without frame pointers, stripped, Debian's sqlite3 against
+#     heaptrack's call paths).
 #  2. What only an interposer meets: allocations at the edges of a program's
 #     life, in signal handlers and a cancelled thread, a fork, a user's own
 #     interposer in LD_PRELOAD; each run both ways, the same figures.
 #  3. Programs it cannot preload (static, setuid, its own malloc): one line,
 #     then the uprobe path's exact figures.
 source "$(dirname "$0")/lib.sh"
-RELAYED="record_cmd cxx marks threads dlopen follow_exec"
+RELAYED="record_cmd cxx marks threads dlopen follow_exec unwind stripped sqlite"
 # the plan: each relayed script's own (its plan line) and one check that it
 # made them, then this script's 59
 planned=59

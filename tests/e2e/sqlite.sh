@@ -18,7 +18,7 @@ CREATE INDEX tb ON t(b);
 SELECT count(*), sum(c) FROM t WHERE b LIKE 'A%';
 SELECT b FROM t ORDER BY b LIMIT 3;
 SQL
-timeout -k 5 "$LIMIT" "$MEMTRACE" record -o sq.mtrace -- sqlite3 :memory: <script.sql >out 2>err
+timeout -k 5 "$LIMIT" "$MEMTRACE" record ${RECORD_FLAGS:-} -o sq.mtrace -- sqlite3 :memory: <script.sql >out 2>err
 expect_eq "sqlite3 under memtrace: exit status" $? 0
 expect_eq "sqlite3 under memtrace: its output" "$(head -n1 out | cut -d'|' -f1 | grep -c '^[0-9]')" 1
 report_json sq.mtrace sq.json

@@ -80,7 +80,7 @@ static int setup(void **state)
 	struct preload *p = calloc(1, sizeof(*p));
 
 	assert_non_null(p);
-	assert_int_equal(preload__open(p, 2, RING, 16, false), 0);
+	assert_int_equal(preload__open(p, 2, RING, 16, false, 0), 0);
 	slot(p, 0)->state = MT_SLOT_OWNED;
 	*state = p;
 	return 0;

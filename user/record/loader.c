@@ -576,6 +576,11 @@ static int rows_write(struct loader *l, size_t first, const struct mt_unwind_row
 	return 0;
 }
 
+uint32_t loader__unwind_count(struct loader *l, uint32_t half)
+{
+	return __atomic_load_n(&l->skel->bss->unwind_nr[l->slot][half & 1], __ATOMIC_SEQ_CST);
+}
+
 uint32_t loader__unwind_gen(struct loader *l)
 {
 	return __atomic_load_n(&l->skel->bss->unwind_gen[l->slot], __ATOMIC_SEQ_CST);

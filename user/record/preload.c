@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 _Static_assert(sizeof(struct mt_preload_header) == 128, "ABI: preload header");
-_Static_assert(sizeof(struct mt_preload_slot) == 192 + 8 * MT_PRELOAD_SEEN, "ABI: preload slot");
+_Static_assert(sizeof(struct mt_preload_slot) == 192 + 8 * MT_PRELOAD_SEEN + 32 * MT_PRELOAD_ROW_CACHE, "ABI: preload slot");
 _Static_assert(MT_PRELOAD_SLACK_WORDS * 8 == MT_PRELOAD_SLACK, "a record fits the copy");
 
 #define LIB_NAME "libmemtrace_preload.so"
@@ -179,11 +179,27 @@ static uint64_t page_up(uint64_t n)
 	return (n + 4095) & ~4095ULL;
 }
 
-int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth, bool follow)
+/* The unwind area's bytes (inproc/preload/preload.c says the same). */
+static uint64_t unwind_bytes(const struct mt_preload_header *h)
+{
+	return h->unwind_rows ? page_up(sizeof(struct mt_preload_unwind) +
+					(uint64_t)h->unwind_rows * sizeof(struct mt_unwind_row))
+			      : 0;
+}
+
+static struct mt_preload_unwind *unwind_area(const struct preload *p)
+{
+	return p->geom.unwind_rows ? (void *)((char *)p->hdr + p->geom.header_bytes +
+					      (uint64_t)p->geom.nr_slots * p->geom.slot_bytes)
+				   : NULL;
+}
+
+int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth, bool follow,
+		  uint32_t unwind_rows)
 {
 	uint64_t header = page_up(sizeof(struct mt_preload_header));
 	uint64_t slot = page_up(MT_PRELOAD_RING_AT + ring_bytes + MT_PRELOAD_SLACK);
-	struct mt_preload_header *h;
+	struct mt_preload_header *h, shape = { .unwind_rows = unwind_rows };
 	int err;
 
 	memset(p, 0, sizeof(*p));
@@ -196,7 +212,7 @@ int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uin
 		preload__close(p);
 		return -ENOMEM;
 	}
-	p->map_bytes = header + nr_slots * slot;
+	p->map_bytes = header + nr_slots * slot + unwind_bytes(&shape);
 	/* Sealed at its size: a target that could shrink it would fault our reads. */
 	p->fd = memfd_create("memtrace-preload", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (p->fd < 0 || ftruncate(p->fd, (off_t)p->map_bytes) ||
@@ -215,6 +231,7 @@ int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uin
 	h->recorder_pid = (uint32_t)getpid();
 	h->stack_depth = stack_depth;
 	h->follow = follow;
+	h->unwind_rows = unwind_rows;
 	p->geom = *h;
 	p->tsc = kernel_uses_tsc();
 	if (p->tsc) {
@@ -236,7 +253,8 @@ static bool sane(const struct mt_preload_header *h, uint64_t bytes)
 	       h->nr_slots <= 65536 && h->ring_bytes >= 4096 && h->ring_bytes <= (1ULL << 30) &&
 	       !(h->ring_bytes & (h->ring_bytes - 1)) &&
 	       h->slot_bytes == page_up(MT_PRELOAD_RING_AT + h->ring_bytes + MT_PRELOAD_SLACK) &&
-	       h->header_bytes == page_up(sizeof(*h)) && bytes == h->header_bytes + h->nr_slots * h->slot_bytes;
+	       h->header_bytes == page_up(sizeof(*h)) && h->unwind_rows <= (1u << 27) &&
+	       bytes == h->header_bytes + h->nr_slots * h->slot_bytes + unwind_bytes(h);
 }
 
 int preload__adopt(struct preload *p, int pidfd, int fd, int pid)
@@ -416,6 +434,36 @@ void preload__stop(struct preload *p)
 uint64_t preload__lost(const struct preload *p)
 {
 	return p->hdr ? __atomic_load_n(&p->hdr->lost, __ATOMIC_RELAXED) + p->broken : 0;
+}
+
+int preload__publish_unwind(struct preload *p, const struct mt_unwind_map *maps, uint32_t nr,
+			    const struct mt_unwind_row *rows, size_t nr_rows)
+{
+	struct mt_preload_unwind *u = unwind_area(p);
+	uint64_t need = 0;
+	uint32_t half;
+
+	if (!u || !p->hdr)
+		return 0;
+	if (nr > MT_UNWIND_MAPS)
+		nr = MT_UNWIND_MAPS;
+	for (uint32_t i = 0; i < nr; i++)
+		if ((uint64_t)maps[i].first_row + maps[i].nr_rows > need)
+			need = (uint64_t)maps[i].first_row + maps[i].nr_rows;
+	if (need > nr_rows || need > p->geom.unwind_rows)
+		return -ENOSPC;
+	/* rows only ever added: those past the last copy (others' readers
+	 * never look at a row before a map that names it is published) */
+	if (need > p->rows_copied) {
+		memcpy((struct mt_unwind_row *)(u + 1) + p->rows_copied, rows + p->rows_copied,
+		       (need - p->rows_copied) * sizeof(*rows));
+		p->rows_copied = need;
+	}
+	half = (p->unwind_gen + 1) & 1;
+	memcpy(u->maps[half], maps, nr * sizeof(*maps));
+	u->nr[half] = nr;
+	__atomic_store_n(&u->gen, ++p->unwind_gen, __ATOMIC_RELEASE);
+	return 0;
 }
 
 void preload__counts(const struct preload *p, uint64_t *threads, uint64_t *waits)

@@ -41,6 +41,8 @@ struct preload {
 	uint64_t *tails;               /* by slot: where we read (the slot's own is the target's to change) */
 	/* MT_PRELOAD_CLOCK_TSC: the records' TSC into CLOCK_MONOTONIC ns, by
 	 * the first pair of readings and the latest (each poll's) */
+	uint32_t unwind_gen;           /* publications of the unwind area */
+	uint64_t rows_copied;          /* rows in it */
 	bool tsc;
 	uint64_t tsc0, mono0, tsc_at, mono_at;
 	double ns_per_tick;
@@ -60,7 +62,15 @@ bool preload_unsupported(const char *path, char *why, size_t cap);
  * and STACK_DEPTH frames per stack; FOLLOW: --follow-children (each
  * process, each program, makes its own, which its recorder adopts). 0 or
  * -errno. */
-int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth, bool follow);
+int preload__open(struct preload *p, uint32_t nr_slots, uint64_t ring_bytes, uint32_t stack_depth, bool follow,
+		  uint32_t unwind_rows);
+
+/* The unwind tables the interposer walks code without frame pointers by:
+ * NR mappings (MAPS, as the BPF walker's) whose rows are in ROWS (NR_ROWS
+ * long), copied in, the rows added since the last time. 0, or -ENOSPC
+ * (more rows than the area holds: the interposer goes on with the last). */
+int preload__publish_unwind(struct preload *p, const struct mt_unwind_map *maps, uint32_t nr,
+			    const struct mt_unwind_row *rows, size_t nr_rows);
 
 /*
  * --follow-children: read the memory PID (PIDFD) made for itself, at its

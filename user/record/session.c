@@ -77,6 +77,7 @@ struct recording {
 	char **pre_env;          /* ... and the command's environment */
 	bool pre_done;           /* --follow-children: the memory will not come (the process is gone) */
 	bool pre_stop_only;      /* ... a program recorded by uprobes: its memory, if any, taken and stopped */
+	bool pre_unwind_warned;  /* the unwind area was full, said once */
 	int pid;
 	int pidfd;
 	int rootfd; /* the target's root: reachable after it exits */
@@ -314,8 +315,11 @@ int record_preload_setup(const struct record_opts *o, const char *path, struct p
 	if (preload_find_library(lib, sizeof(lib)))
 		return fail("failed to find %s beside memtrace (or in ../lib/memtrace); reinstall memtrace (make install), or record without --preload",
 			    "libmemtrace_preload.so");
+	/* the unwind tables, copied for the interposer's walk; not yet under
+	 * --follow-children (each recorder's rows are in the shared object):
+	 * frame pointers there */
 	err = preload__open(pre, PRELOAD_SLOTS, o->ring_bytes_given ? o->ring_bytes : PRELOAD_RING_BYTES, o->stack_depth,
-			    o->follow);
+			    o->follow, o->stack_depth && !o->follow ? o->unwind_rows : 0);
 	if (err)
 		return fail("failed to make the shared memory for --preload: %s", strerror(-err));
 	*env = preload__environ(pre, lib, environ);
@@ -894,6 +898,24 @@ static int attach_large(struct recording *r, const struct procmaps *pm)
 	return map_wrappers__attach(&r->wrappers, r->loader, pm, r->pid);
 }
 
+/* --preload: the tables the BPF walker was just given, for the
+ * interposer's walk too. */
+static void publish_unwind(struct recording *r)
+{
+	uint32_t half = loader__unwind_gen(r->loader) & 1;
+	struct mt_unwind_map *maps = loader__unwind_maps(r->loader, half);
+	size_t cap;
+	struct mt_unwind_row *rows = loader__unwind_rows(r->loader, &cap);
+
+	if (!r->o.preload || !r->pre.geom.unwind_rows || !maps || !rows)
+		return;
+	if (preload__publish_unwind(&r->pre, maps, loader__unwind_count(r->loader, half), rows, cap) == -ENOSPC &&
+	    !r->pre_unwind_warned) {
+		r->pre_unwind_warned = true;
+		fprintf(stderr, "memtrace: warning: --preload: the unwind tables outgrew their room in the shared memory; new modules' stacks stop there\n");
+	}
+}
+
 /* Every FLUSH_NS, at a dlopen and at the end. Unless a file-backed mapping
  * changed, nothing is read: reading every module for its build-id four
  * times a second cost a traced redis-server several percent of its
@@ -914,6 +936,8 @@ static int refresh_modules(struct recording *r)
 	err = module_set__merge(&r->modules, &now, write_module, r);
 	if (!err && r->unwinder)
 		err = unwinder__update(r->unwinder, r->loader, &now);
+	if (!err && r->unwinder)
+		publish_unwind(r);
 	if (!err && !r->o.empty_probes) {
 		probe_new_allocators(r, &now);
 		err = mark_finder__attach(r->marks, r->loader, &now);
@@ -1295,12 +1319,15 @@ static int start_unwinder(struct recording *r)
 	char cache[PATH_MAX];
 	int err;
 
-	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes || (r->o.preload && !r->o.rss))
-		return 0; /* --preload walks its stacks in the process (--rss's mappings still need the tables) */
+	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes ||
+	    (r->o.preload && !r->o.rss && !r->pre.geom.unwind_rows))
+		return 0; /* --preload walking frame pointers alone needs none (--rss's mappings do) */
 	r->unwinder = unwinder__new(r->pid, unwinder_default_cache(cache, sizeof(cache)), warn_text);
 	if (!r->unwinder)
 		return fail("out of memory");
 	err = unwinder__update(r->unwinder, r->loader, &r->maps);
+	if (!err)
+		publish_unwind(r);
 	if (err)
 		return fail("failed to load unwind tables: %s", strerror(-err));
 	if (r->o.verbose)
