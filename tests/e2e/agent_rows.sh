@@ -46,8 +46,11 @@ expect_line "$TMP/agent.err" "memtrace: wrote .*/redis-server\." 20 "redis-serve
 leak=$!
 expect_line "$TMP/agent.err" "memtrace: attached to PID $leak " 20 "leak_rate never attached"
 sleep 1
-expect_eq "no 'no room for the unwind table' line: its rows made room for leak_rate's" \
-	"$(grep -c 'no room for the unwind table' "$TMP/agent.err")" 0 || grep 'no room' "$TMP/agent.err" | sed 's/^/# /'
+# (redis' own recording may find one more module than record's did, and
+# say it has no room for it: only leak_rate's line is this check's)
+grep 'no room for the unwind table' "$TMP/agent.err" | sed 's/^/# /'
+expect_eq "no 'no room for the unwind table of .../leak_rate' line: redis' rows made room for its" \
+	"$(grep -c "no room for the unwind table of $PROGS/leak_rate " "$TMP/agent.err")" 0
 kill -INT "$agent"
 wait "$agent"
 expect_status "the agent stops cleanly" $? 0 "$TMP/agent.err"
