@@ -9,7 +9,7 @@
 # Python frame of their stacks, with the names, order and bounds the
 # program's structure fixes (docs/python.md).
 . "$(dirname "$0")/lib.sh"
-plan 122
+plan 134
 
 PY=/usr/bin/python3.11
 P=$TOP/tests/progs/py_alloc.py
@@ -53,7 +53,7 @@ expect_eq "tracemalloc: the buffers line holds 2 x N large blocks" "$(truth "$(l
 expect_lines() {
 	local label=$1 json=$2 name ln got want
 	by_line "$json" >"$TMP/lines"
-	for name in buffers strings gen deep except thread; do
+	for name in buffers strings gen deep except thread json; do
 		ln=$(line $name)
 		want=$(truth "$ln")
 		got=$(awk -v k="$SRC:$ln" '$1 == k { a += $3; b += $4 } END { print a + 0, b + 0 }' "$TMP/lines")
@@ -86,6 +86,11 @@ expect_stacks() {
 		"$(jq -r '.stack_frames as $f | .stacks[] | [.frames[] | $f[.]] | (map(.function) | index("key_fn")) as $k
 			| (map(.function) | index("run_sorted")) as $r | select($k and $r)
 			| [.[$k + 1:$r][] | select(.language == "native")] | length > 0' "$json" | sort -u)" "true"
+	# a C extension module (_json's encoder) calling back into Python
+	expect_eq "$label: json_default called back from _json's C encoder, its frames between" \
+		"$(jq -r '.stack_frames as $f | .stacks[] | [.allocations, ([.frames[] | $f[.]] | (map(.function) | index("json_default")) as $j
+			| select($j) | .[$j + 1:] | (map(.language == "python") | index(true)) as $p | .[:$p] | any(.module // "" | test("/_json[.]")))]
+			| select(.[1]) | .[0]' "$json" | awk '{ n += $1 } END { print n + 0 }')" "$N"
 	expect_eq "$label: an allocation after an exception unwound through fails()" \
 		"$(grep -c '^1 after_exception < main < <module>$' "$TMP/stacks")" 1
 	expect_eq "$label: Python threads' allocations under Thread.run" \
@@ -195,7 +200,7 @@ expect_within "--python-objects: small objects' count against tracemalloc's" \
 for v in 3.12 3.13; do
 	bin=$(ls -d /root/.pyenv/versions/$v.*/bin/python$v 2>/dev/null | tail -n1)
 	if [ -z "$bin" ]; then
-		for i in $(seq 25); do skip "CPython $v: not on this host (pyenv)"; done
+		for i in $(seq 28); do skip "CPython $v: not on this host (pyenv)"; done
 		continue
 	fi
 	BUF_FN=make_buffers

@@ -62,6 +62,20 @@ def run_sorted(n):
     return sorted(range(n), key=key_fn)  # LINE:sorted
 
 
+class Opaque:
+    pass
+
+
+def json_default(o):
+    KEEP.append(bytearray(BIG))  # LINE:json
+    return 0
+
+
+def run_json(n):
+    # the C encoder of the _json extension module calls json_default back
+    return json.dumps([Opaque() for _ in range(n)], default=json_default)
+
+
 def recurse(depth):
     if depth == 0:
         return bytearray(BIG)  # LINE:deep
@@ -114,6 +128,7 @@ def main():
     KEEP.append(Handler().handle(N))
     KEEP.append(list(gen(N)))
     KEEP.append(run_sorted(N))
+    KEEP.append(run_json(N))
     KEEP.append(recurse(DEEP))
     KEEP.append(after_exception())
     lists = [[] for _ in range(THREADS)]
