@@ -11,7 +11,7 @@
 # program made it (child i's class is i % 7). How long the storm takes
 # against untraced is make bench's (bench/attach.sh), not this test's.
 . "$(dirname "$0")/lib.sh"
-plan 12
+plan 15
 
 N=${FORK_STORM_N:-2000}
 cd "$TMP" || exit 1
@@ -64,4 +64,21 @@ for f in few.*.mtrace; do
 done
 expect_eq "3 slots: children with exactly 3 allocations, 1 free, 2 blocks leaked" \
 	"$(jq -r 'select(.totals.allocations == 3 and .totals.frees == 1 and .totals.leaked_allocations == 2) | 1' few.*.json | wc -l)" 60
+cd "$TMP" || exit 1
+
+# Under --budget 5 no child is lost either: each has a trace of its own, a
+# --budget one (its windows, if its life saw one; a child living less than
+# the first window's random start has none) and its recorder's line, which
+# names what following it cost.
+mkdir budget && cd budget || exit 1
+timeout -k 5 300 "$MEMTRACE" record --budget 5 --follow-children -o b.mtrace -- "$PROGS/fork_storm" 300 \
+	>/dev/null 2>"$TMP/b.err"
+expect_status "--budget 5: exit status" $? 0 "$TMP/b.err"
+n=0
+for f in b.*.mtrace; do
+	report_json "$f" "$f.json" && [ "$(jqr "$f.json" '.trace.budget.windows != null')" = true ] && n=$((n + 1))
+done
+expect_eq "--budget 5: children with a --budget trace that reads" "$n" 300
+expect_eq "--budget 5: recorders' lines naming following's cost (the parent's too)" \
+	"$(grep -c '^memtrace: --budget 5%: .*following it [0-9.]*%)$' "$TMP/b.err")" 301
 finish
