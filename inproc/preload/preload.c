@@ -79,6 +79,7 @@ static pthread_t init_thread;         /* the thread running init(): its calls go
 static struct mt_preload_header *hdr; /* NULL: not recording (no memtrace, a forked child) */
 static int shared_fd = -1;            /* MEMTRACE_PRELOAD_FD: where memtrace and a recorder find it */
 static pid_t my_pid;                  /* this process (a fork's child sets it anew) */
+static int tables_waited;             /* --follow-children: its first stack waited for its tables (once) */
 static char *slots;                   /* slot 0 */
 /* A thread's slot, as its value of this key: no TLS here (see the ABI's
  * mt_preload_slot), and pthread_getspecific of an early key is one load. */
@@ -191,6 +192,7 @@ static void after_fork_child(void)
 	 * is followed, into memory of its own */
 	hdr = NULL;
 	my_pid = getpid();
+	tables_waited = 0; /* its own memory's tables are still to come */
 	pthread_setspecific(slot_key, NULL);
 	if (!parent || !parent->follow || !(m = make_own(parent)))
 		return;
@@ -698,6 +700,26 @@ out:
 	return n;
 }
 
+/*
+ * --follow-children: a process's memory gets its tables once its recorder
+ * has it, which may be just after its first allocation (a program exec'd
+ * did not wait for it at start-up). Its first stack waits for them, 50 ms
+ * at most, once: where the launcher held the program at its entry point,
+ * library initializers allocate before any recorder exists, and those
+ * keep what frame pointers give.
+ */
+static void wait_tables(const struct mt_preload_unwind *u)
+{
+	struct timespec pause = { 0, 100 * 1000 };
+	int saved_errno = errno;
+
+	if (__atomic_exchange_n(&tables_waited, 1, __ATOMIC_RELAXED))
+		return;
+	for (int i = 0; i < 500 && !__atomic_load_n(&u->gen, __ATOMIC_ACQUIRE); i++)
+		syscall(SYS_nanosleep, &pause, NULL);
+	errno = saved_errno;
+}
+
 static uint64_t hash_frames(const uint64_t *frames, uint32_t n)
 {
 	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
@@ -722,6 +744,8 @@ static uint64_t take_stack(struct mt_preload_header *h, struct mt_preload_slot *
 	struct unwind_ctx c;
 	uint32_t n;
 
+	if (unlikely(u && h->follow && !__atomic_load_n(&u->gen, __ATOMIC_ACQUIRE)))
+		wait_tables(u);
 	if (u && (c.gen = __atomic_load_n(&u->gen, __ATOMIC_ACQUIRE)) && (c.nmaps = u->nr[c.gen & 1]) <= MT_UNWIND_MAPS) {
 		c.u = u;
 		c.rows = (const struct mt_unwind_row *)(u + 1);

@@ -46,7 +46,7 @@ expect_eq "with frame pointers: _start is the last frame" \
 # is a fork of the supervisor, which does not inherit the unwind arrays
 # (loader.c's map_unwind) and maps the rows it writes and its own slot's
 # list of mappings.
-(cd "$TMP" && timeout -k 5 "$LIMIT" "$MEMTRACE" record --follow-children -o fl.mtrace -- \
+(cd "$TMP" && timeout -k 5 "$LIMIT" "$MEMTRACE" record ${RECORD_FLAGS:-} --follow-children -o fl.mtrace -- \
 	sh -c "$PROGS/nofp/unwind_levels; true" >/dev/null 2>"$TMP/err")
 for f in "$TMP"/fl.*.mtrace; do
 	report_json "$f" "$TMP/fl.json" && paths "$TMP/fl.json"

@@ -101,6 +101,7 @@ struct loader {
 	size_t unwind_maps_len;
 	pid_t unwind_pid;
 	struct mt_unwind_map *own_maps; /* in another process (a fork): this slot's two lists, mapped when used */
+	const struct mt_unwind_row *rows_view; /* ... and every row, read-only (record --preload copies them) */
 	uint64_t *targets_fast;  /* the BPF array targets_fast, mapped (tgid | slot << 32 by tgid) */
 	size_t targets_fast_len;
 	char verifier_log[LOADER_MAX_PROGS][VERIFIER_LOG_BYTES]; /* each program's stats */
@@ -545,6 +546,21 @@ struct mt_unwind_row *loader__unwind_rows(struct loader *l, size_t *cap)
 	return unwind_here(l) ? l->unwind_rows : NULL;
 }
 
+const struct mt_unwind_row *loader__unwind_rows_view(struct loader *l, size_t *cap)
+{
+	size_t len = (size_t)l->opts.unwind_rows * sizeof(struct mt_unwind_row);
+	void *p;
+
+	*cap = l->opts.unwind_rows;
+	if (unwind_here(l) || !len)
+		return l->unwind_rows;
+	if (!l->rows_view) {
+		p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(l->skel->maps.unwind_rows), 0);
+		l->rows_view = p == MAP_FAILED ? NULL : p;
+	}
+	return l->rows_view;
+}
+
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half)
 {
 	if (unwind_here(l))
@@ -980,6 +996,8 @@ static void release_handle(struct loader *l)
 		close(l->stats_fd);
 	if (l->own_maps)
 		munmap(l->own_maps, SLOT_MAPS_BYTES);
+	if (l->rows_view)
+		munmap((void *)l->rows_view, (size_t)l->opts.unwind_rows * sizeof(struct mt_unwind_row));
 }
 
 int loader__forget(struct loader *l)

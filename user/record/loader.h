@@ -165,6 +165,9 @@ int loader__unwind_module_add(struct loader *l, const uint8_t *id, uint32_t len,
  * NULL with errno if they could not be mapped. */
 struct mt_unwind_map *loader__unwind_maps(struct loader *l, uint32_t half);
 uint32_t loader__unwind_gen(struct loader *l);
+/* Every row, to read, in this process (a followed process's recorder is
+ * forked from where the rows are written): NULL with errno. */
+const struct mt_unwind_row *loader__unwind_rows_view(struct loader *l, size_t *cap);
 /* Mappings published in HALF (what the last loader__unwind_publish said). */
 uint32_t loader__unwind_count(struct loader *l, uint32_t half);
 void loader__unwind_publish(struct loader *l, uint32_t half, uint32_t nr);

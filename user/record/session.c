@@ -315,11 +315,9 @@ int record_preload_setup(const struct record_opts *o, const char *path, struct p
 	if (preload_find_library(lib, sizeof(lib)))
 		return fail("failed to find %s beside memtrace (or in ../lib/memtrace); reinstall memtrace (make install), or record without --preload",
 			    "libmemtrace_preload.so");
-	/* the unwind tables, copied for the interposer's walk; not yet under
-	 * --follow-children (each recorder's rows are in the shared object):
-	 * frame pointers there */
+	/* room for the unwind tables, copied for the interposer's walk */
 	err = preload__open(pre, PRELOAD_SLOTS, o->ring_bytes_given ? o->ring_bytes : PRELOAD_RING_BYTES, o->stack_depth,
-			    o->follow, o->stack_depth && !o->follow ? o->unwind_rows : 0);
+			    o->follow, o->stack_depth ? o->unwind_rows : 0);
 	if (err)
 		return fail("failed to make the shared memory for --preload: %s", strerror(-err));
 	*env = preload__environ(pre, lib, environ);
@@ -905,7 +903,7 @@ static void publish_unwind(struct recording *r)
 	uint32_t half = loader__unwind_gen(r->loader) & 1;
 	struct mt_unwind_map *maps = loader__unwind_maps(r->loader, half);
 	size_t cap;
-	struct mt_unwind_row *rows = loader__unwind_rows(r->loader, &cap);
+	const struct mt_unwind_row *rows = loader__unwind_rows_view(r->loader, &cap);
 
 	if (!r->o.preload || !r->pre.geom.unwind_rows || !maps || !rows)
 		return;
@@ -1320,8 +1318,9 @@ static int start_unwinder(struct recording *r)
 	int err;
 
 	if (!r->o.unwind_rows || !r->o.stack_depth || r->o.empty_probes ||
-	    (r->o.preload && !r->o.rss && !r->pre.geom.unwind_rows))
-		return 0; /* --preload walking frame pointers alone needs none (--rss's mappings do) */
+	    (r->o.preload && !r->o.rss && !r->pre.geom.unwind_rows && !r->o.supervisor))
+		return 0; /* --preload walking frame pointers alone needs none (--rss's mappings do; a
+			   * followed process's memory, still to come, has room for them) */
 	r->unwinder = unwinder__new(r->pid, unwinder_default_cache(cache, sizeof(cache)), warn_text);
 	if (!r->unwinder)
 		return fail("out of memory");
@@ -1646,6 +1645,8 @@ static void adopt_memory(struct recording *r)
 	err = preload__adopt(&r->pre, r->o.preload_root ? -1 : r->pidfd, r->o.preload_fd, r->pid);
 	if (!err && r->pre_stop_only)
 		preload__stop(&r->pre);
+	else if (!err && r->unwinder)
+		publish_unwind(r); /* the tables its recorder has: until now it walked frame pointers */
 	if (err && err != -EAGAIN) {
 		r->pre_done = true; /* gone: nothing to read */
 		if (err != -ESRCH)
