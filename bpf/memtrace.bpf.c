@@ -953,7 +953,7 @@ static __always_inline int on_alloc_enter(struct pt_regs *ctx, __u32 slot, __u32
 	st->size = size;
 	st->arg = arg;
 	st->stack_id = st->sampled && kind != MT_KIND_FREE ? take_stack(ctx, slot, 0) : 0;
-	if (st->stack_id && py_layout[SLOT(slot)].runtime)
+	if (py_walk && st->stack_id && py_layout[SLOT(slot)].runtime)
 		st->stack_id = py_stack(slot, st->stack_id, (__u32)bpf_get_current_pid_tgid());
 	return 0;
 }

@@ -16,6 +16,10 @@
 #ifndef MEMTRACE_PYTHON_BPF_H
 #define MEMTRACE_PYTHON_BPF_H
 
+/* 0: no target of this load runs Python, and the verifier prunes the walk
+ * (a third of the object's instructions): user space decides before load. */
+const volatile __u32 py_walk = 0;
+
 volatile struct mt_py_layout py_layout[MT_MAX_TARGETS];
 
 /* Per slot: code objects that died (a probe on the interpreter's

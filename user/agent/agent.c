@@ -253,6 +253,7 @@ static void agent_loader_open(struct agent *a)
 	/* targets come and go for the agent's life: the rows of files none of
 	 * them maps any more make room for new ones */
 	lo.reclaim_rows = true;
+	lo.python_walk = !getenv("MEMTRACE_NO_PYTHON"); /* any target may be Python */
 	err = loader__open(&a->loader, &lo);
 	if (!err)
 		err = loader__load(a->loader);

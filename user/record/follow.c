@@ -534,6 +534,7 @@ static int load_shared(struct follow *f)
 	/* the lanes are a load's: sized for its processes' rings (start_recorder) */
 	lo.lane_ring_bytes = follow_ring_bytes(f->o);
 	lo.max_targets = follow_slots();
+	lo.python_walk = !getenv("MEMTRACE_NO_PYTHON"); /* any program a child execs may be Python */
 	f->max_slots = lo.max_targets;
 	f->slot_used = calloc(f->max_slots, sizeof(*f->slot_used));
 	if (!f->slot_used)

@@ -212,6 +212,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->nr_cpus = l->nr_cpus;
 	l->skel->rodata->max_targets = l->opts.max_targets;
 	l->skel->rodata->stack_depth = l->opts.stack_depth;
+	l->skel->rodata->py_walk = l->opts.python_walk && l->opts.stack_depth;
 	l->skel->rodata->session_mode = mode == LOADER_SESSION;
 	l->skel->rodata->sample_mean = l->opts.sample_mean;
 	l->skel->rodata->check_creds = l->opts.check_creds;
@@ -1849,6 +1850,11 @@ void loader__set_python(struct loader *l, const struct mt_py_layout *layout)
 	copy.runtime = 0;
 	memcpy((void *)dst, &copy, sizeof(copy));
 	__atomic_store_n(&dst->runtime, layout->runtime, __ATOMIC_SEQ_CST);
+}
+
+bool loader__python_walk(const struct loader *l)
+{
+	return l->opts.python_walk && l->opts.stack_depth;
 }
 
 void loader__python_copy(struct loader *l, uint32_t from_slot)

@@ -39,6 +39,7 @@ struct loader_opts {
 	uint32_t allowed_gid;
 	uint64_t allowed_caps;    /* its permitted capabilities */
 	bool windowed;            /* --budget: allocator probes only in windows (loader__window_*) */
+	bool python_walk;         /* its targets may run CPython: the walk of Python frames is loaded (else pruned) */
 	bool trace_maps;          /* --rss: mmap, munmap, mremap, brk, madvise with stacks (loader__attach_maps) */
 	uint64_t large_min;       /* --budget: the allocator's mmap'd blocks from this length, exactly (0: off) */
 	loader_record_fn on_record;
@@ -213,6 +214,8 @@ void loader__set_python(struct loader *l, const struct mt_py_layout *layout);
 /* A probe on the interpreter's code_dealloc (PATH at OFFSET) for this
  * handle's process: the walk may then cache code objects' tags. */
 int loader__attach_py_code_free(struct loader *l, const char *path, uint64_t offset);
+/* Whether the object was loaded with the walk of Python frames. */
+bool loader__python_walk(const struct loader *l);
 /* A forked process's slot takes its parent's Python layout (the same
  * code at the same addresses), before the child runs on. */
 void loader__python_copy(struct loader *l, uint32_t from_slot);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <unistd.h>
 
 #include "elf_util.h"
 #include "procmaps.h"
@@ -558,6 +559,84 @@ static int try_module(struct python *py, const struct trace_module *m, const cha
 out:
 	elf_file__close(f);
 	return err;
+}
+
+/* The interpreter a "#!" line of PATH names ("/usr/bin/env NAME": NAME in
+ * $PATH), into BUF; 0 or -ENOENT. */
+static int shebang(const char *path, char *buf, size_t cap)
+{
+	char line[256], *p, *end, *name;
+	FILE *f = fopen(path, "re");
+	size_t n = f ? fread(line, 1, sizeof(line) - 1, f) : 0;
+	const char *dirs = getenv("PATH");
+
+	if (f)
+		fclose(f);
+	line[n] = 0;
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return -ENOENT;
+	end = strchr(line, '\n');
+	if (end)
+		*end = 0;
+	p = line + 2 + strspn(line + 2, " \t");
+	name = strtok_r(p, " \t", &end);
+	if (!name)
+		return -ENOENT;
+	if (strcmp(name, "/usr/bin/env") && strcmp(name, "/bin/env")) {
+		snprintf(buf, cap, "%s", name);
+		return 0;
+	}
+	while ((name = strtok_r(NULL, " \t", &end)) && name[0] == '-')
+		;
+	if (!name)
+		return -ENOENT;
+	for (dirs = dirs ? dirs : "/usr/bin:/bin"; *dirs;) {
+		size_t len = strcspn(dirs, ":");
+
+		snprintf(buf, cap, "%.*s/%s", (int)len, dirs, name);
+		if (!access(buf, X_OK))
+			return 0;
+		dirs += len + (dirs[len] == ':');
+	}
+	return -ENOENT;
+}
+
+bool python_file_may_run(const char *path, int depth)
+{
+	struct elf_file *f;
+	char interp[4096];
+	GElf_Sym sym;
+	bool yes = false;
+
+	if (depth > 2)
+		return false;
+	f = elf_file__open(path);
+	if (!f)
+		return !shebang(path, interp, sizeof(interp)) && python_file_may_run(interp, depth + 1);
+	if (!dynsym_find(elf_file__elf(f), "_PyRuntime", &sym)) {
+		yes = true;
+	} else {
+		Elf *elf = elf_file__elf(f);
+		Elf_Scn *scn = NULL;
+		GElf_Shdr sh;
+
+		/* linked against libpython: DT_NEEDED */
+		while (!yes && (scn = elf_nextscn(elf, scn))) {
+			Elf_Data *d;
+			GElf_Dyn dyn;
+
+			if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_DYNAMIC || !(d = elf_getdata(scn, NULL)))
+				continue;
+			for (int i = 0; gelf_getdyn(d, i, &dyn); i++) {
+				const char *s = dyn.d_tag == DT_NEEDED ? elf_strptr(elf, sh.sh_link, dyn.d_un.d_val) : NULL;
+
+				if (s && !strncmp(s, "libpython", 9))
+					yes = true;
+			}
+		}
+	}
+	elf_file__close(f);
+	return yes;
 }
 
 struct python *python__find(int files_pid, int pid, const struct procmaps *pm, char *why, size_t cap)

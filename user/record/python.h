@@ -51,6 +51,12 @@ static inline bool python_is_addr(uint64_t addr)
  * version is not known (WHY says which, in words for one line), ENOMEM. */
 struct python *python__find(int files_pid, int pid, const struct procmaps *pm, char *why, size_t cap);
 
+/* Whether the program PATH (the user's command) may run CPython: an ELF
+ * exporting _PyRuntime or linked against libpython, or a script whose "#!"
+ * names one. Decides, before the BPF load, whether the walk is loaded at
+ * all (a third of the object's verification). DEPTH: 0. */
+bool python_file_may_run(const char *path, int depth);
+
 /* What the BPF walk needs for this interpreter. */
 const struct mt_py_layout *python__layout(const struct python *py);
 

@@ -100,6 +100,8 @@ struct recording {
 	struct trace_writer *w;
 	struct drain *drain;
 	struct python *py;          /* the target's interpreter, if memtrace knows it */
+	bool py_looked;             /* find_python ran */
+	char py_why[512];           /* why not, when it runs one memtrace does not know */
 	struct loader *loader;
 	struct budget_cost hit_cost; /* --budget: calibrated at attach */
 	struct windows *windows;     /* --budget: the windows; NULL in exact mode */
@@ -1265,6 +1267,8 @@ static void warn_line(void *ctx, const char *msg)
 	fprintf(stderr, "memtrace: warning: %s\n", msg);
 }
 
+static bool python_may_run(struct recording *r);
+
 static int load_probes(struct recording *r)
 {
 	struct loader_opts lo;
@@ -1293,6 +1297,7 @@ static int load_probes(struct recording *r)
 			return fail("failed to record PID %d on the loaded BPF programs: %s", r->pid, strerror(-err));
 		return 0;
 	}
+	lo.python_walk = python_may_run(r);
 	err = loader__open(&r->loader, &lo);
 	if (err)
 		return fail("failed to open the BPF programs: %s", strerror(-err));
@@ -1335,24 +1340,56 @@ static int start_unwinder(struct recording *r)
 	return 0;
 }
 
-/* Python frames in stacks, where the target runs an interpreter memtrace
- * knows; one line where it runs one it does not. A process forked from a
+/* The interpreter the target runs, looked for once (its maps read): R->py,
+ * or why not in R->py_why ("" when it runs none). A process forked from a
  * bound one reads its files through the binding's held descriptors. */
-static void start_python(struct recording *r)
+static void find_python(struct recording *r)
 {
 	int files_pid = r->warm_symbols && r->o.binding ? r->o.binding->pid : r->pid;
+
+	if (r->py_looked)
+		return;
+	r->py_looked = true;
+	r->py_why[0] = 0;
+	r->py = python__find(files_pid, r->pid, &r->maps, r->py_why, sizeof(r->py_why));
+	if (!r->py && errno != EPROTONOSUPPORT)
+		r->py_why[0] = 0;
+}
+
+/* Whether to load the walk of Python frames (bpf/python.bpf.h): a third of
+ * what the verifier checks, so only where the target may run Python: -p's
+ * process as its maps say, -- CMD's program as its file says. */
+static bool python_may_run(struct recording *r)
+{
+	if (getenv("MEMTRACE_NO_PYTHON") || !r->o.stack_depth || r->o.empty_probes || r->o.rss_only)
+		return false;
+	if (r->o.cmd)
+		return python_file_may_run(r->cmd_path, 0);
+	find_python(r);
+	return r->py != NULL;
+}
+
+/* Python frames in stacks, where the target runs an interpreter memtrace
+ * knows; one line where it runs one it does not. */
+static void start_python(struct recording *r)
+{
 	struct mt_py_layout layout;
 	const char *file;
 	uint64_t offset;
-	char why[512];
 
 	/* MEMTRACE_NO_PYTHON: the walk left out, for make bench's row of its cost */
 	if (!r->o.stack_depth || r->o.empty_probes || r->o.rss_only || getenv("MEMTRACE_NO_PYTHON"))
 		return;
-	r->py = python__find(files_pid, r->pid, &r->maps, why, sizeof(why));
+	find_python(r);
 	if (!r->py) {
-		if (errno == EPROTONOSUPPORT)
-			fprintf(stderr, "memtrace: warning: %s; its stacks show native frames only\n", why);
+		if (r->py_why[0])
+			fprintf(stderr, "memtrace: warning: %s; its stacks show native frames only\n", r->py_why);
+		return;
+	}
+	if (!loader__python_walk(r->loader)) {
+		fprintf(stderr, "memtrace: warning: PID %d runs CPython %s, but its command did not look like Python when "
+				"the BPF programs were loaded; its stacks show native frames only (record it with -p)\n",
+			r->pid, python__version(r->py));
 		return;
 	}
 	layout = *python__layout(r->py);
