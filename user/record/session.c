@@ -102,6 +102,7 @@ struct recording {
 	struct python *py;          /* the target's interpreter, if memtrace knows it */
 	bool py_looked;             /* find_python ran */
 	char py_why[512];           /* why not, when it runs one memtrace does not know */
+	int py_said;                /* that line, said once */
 	struct loader *loader;
 	struct budget_cost hit_cost; /* --budget: calibrated at attach */
 	struct windows *windows;     /* --budget: the windows; NULL in exact mode */
@@ -921,6 +922,8 @@ static void publish_unwind(struct recording *r)
  * times a second cost a traced redis-server several percent of its
  * throughput, through the recorder's CPU and the TLB flushes of its
  * mmap/munmap. */
+static void start_python(struct recording *r, const struct procmaps *pm);
+
 static int refresh_modules(struct recording *r)
 {
 	struct procmaps now;
@@ -936,6 +939,11 @@ static int refresh_modules(struct recording *r)
 	err = module_set__merge(&r->modules, &now, write_module, r);
 	if (!err && r->unwinder)
 		err = unwinder__update(r->unwinder, r->loader, &now);
+	if (!err && !r->py) {
+		/* an exec into the interpreter, or libpython loaded late */
+		r->py_looked = false;
+		start_python(r, &now);
+	}
 	if (!err && r->unwinder)
 		publish_unwind(r);
 	if (!err && !r->o.empty_probes) {
@@ -1343,7 +1351,7 @@ static int start_unwinder(struct recording *r)
 /* The interpreter the target runs, looked for once (its maps read): R->py,
  * or why not in R->py_why ("" when it runs none). A process forked from a
  * bound one reads its files through the binding's held descriptors. */
-static void find_python(struct recording *r)
+static void find_python(struct recording *r, const struct procmaps *pm)
 {
 	int files_pid = r->warm_symbols && r->o.binding ? r->o.binding->pid : r->pid;
 
@@ -1351,7 +1359,7 @@ static void find_python(struct recording *r)
 		return;
 	r->py_looked = true;
 	r->py_why[0] = 0;
-	r->py = python__find(files_pid, r->pid, &r->maps, r->py_why, sizeof(r->py_why));
+	r->py = python__find(files_pid, r->pid, pm, r->py_why, sizeof(r->py_why));
 	if (!r->py && errno != EPROTONOSUPPORT)
 		r->py_why[0] = 0;
 }
@@ -1365,13 +1373,13 @@ static bool python_may_run(struct recording *r)
 		return false;
 	if (r->o.cmd)
 		return python_file_may_run(r->cmd_path, 0);
-	find_python(r);
+	find_python(r, &r->maps);
 	return r->py != NULL;
 }
 
 /* Python frames in stacks, where the target runs an interpreter memtrace
  * knows; one line where it runs one it does not. */
-static void start_python(struct recording *r)
+static void start_python(struct recording *r, const struct procmaps *pm)
 {
 	struct mt_py_layout layout;
 	const char *file;
@@ -1380,14 +1388,15 @@ static void start_python(struct recording *r)
 	/* MEMTRACE_NO_PYTHON: the walk left out, for make bench's row of its cost */
 	if (!r->o.stack_depth || r->o.empty_probes || r->o.rss_only || getenv("MEMTRACE_NO_PYTHON"))
 		return;
-	find_python(r);
+	find_python(r, pm);
 	if (!r->py) {
-		if (r->py_why[0])
+		if (r->py_why[0] && !r->py_said++)
 			fprintf(stderr, "memtrace: warning: %s; its stacks show native frames only\n", r->py_why);
 		return;
 	}
 	if (!loader__python_walk(r->loader)) {
-		fprintf(stderr, "memtrace: warning: PID %d runs CPython %s, but its command did not look like Python when "
+		if (!r->py_said++)
+			fprintf(stderr, "memtrace: warning: PID %d runs CPython %s, but its command did not look like Python when "
 				"the BPF programs were loaded; its stacks show native frames only (record it with -p)\n",
 			r->pid, python__version(r->py));
 		return;
@@ -1463,7 +1472,7 @@ static int attach_probes(struct recording *r)
 	}
 	err = start_unwinder(r);
 	if (!err)
-		start_python(r);
+		start_python(r, &r->maps);
 	return err ? err : calibrate(r);
 }
 
