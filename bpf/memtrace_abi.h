@@ -423,7 +423,8 @@ struct mt_preload_slot {
 	__u64 w_stack_hi;    /* ... its end; 0: unknown, the site alone is taken */
 	__s32 w_guard;       /* > 0: inside one of the interposer's calls, whose inner calls do not count */
 	__s32 w_depth;       /* records in the middle of being written (a signal handler's inside its thread's) */
-	__u64 pad3[4];       /* zero */
+	__u64 w_tail;        /* tail as last read: re-read only when it says the ring is full (its line is the recorder's) */
+	__u64 pad3[3];       /* zero */
 	__u64 seen[MT_PRELOAD_SEEN]; /* stacks this slot already sent, by hash (the owner's) */
 	struct mt_preload_row_cache {
 		__u64 pc;        /* the return address looked up (0: empty) */

@@ -338,7 +338,7 @@ static struct mt_preload_slot *take_slot(struct mt_preload_header *h)
 			continue;
 		s->tid = tid;
 		/* a slot is free once read to its end: the next record goes there */
-		s->w_reserved = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
+		s->w_reserved = s->w_tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE);
 		s->w_guard = s->w_depth = 0;
 		find_stack(s);
 		__atomic_fetch_add(&h->threads, 1, __ATOMIC_RELAXED);
@@ -455,13 +455,17 @@ static void *reserve(struct mt_preload_header *h, struct mt_preload_slot *s, uin
 	uint64_t ring = h->ring_bytes, pos;
 	int saved_errno;
 
-	if (unlikely(s->w_reserved + size - __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) > ring) && s->w_depth > 1)
+	/* the recorder's tail only grows: a stale one is a cautious one, and
+	 * reading the line it writes at every record cost a miss a call */
+	if (unlikely(s->w_reserved + size - s->w_tail > ring) &&
+	    s->w_reserved + size - (s->w_tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE)) > ring && s->w_depth > 1)
 		goto lost;
 	pos = take_bytes(&s->w_reserved, size);
-	if (unlikely(pos + size - __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) > ring)) {
+	if (unlikely(pos + size - s->w_tail > ring) &&
+	    pos + size - (s->w_tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE)) > ring) {
 		saved_errno = errno;
 		__atomic_fetch_add(&h->waits, 1, __ATOMIC_RELAXED);
-		for (unsigned i = 1; pos + size - __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE) > ring; i++) {
+		for (unsigned i = 1; pos + size - (s->w_tail = __atomic_load_n(&s->tail, __ATOMIC_ACQUIRE)) > ring; i++) {
 			if (!(i & 1023) && recorder_gone(h)) {
 				hdr = NULL; /* nobody reads: the program goes on untraced */
 				errno = saved_errno;

@@ -401,10 +401,13 @@ static int poll_slot(struct preload *p, uint32_t i, int (*fn)(void *, const void
 		memset(e, 0, size);
 		tail += size;
 		p->tails[i] = tail;
-		__atomic_store_n(&s->tail, tail, __ATOMIC_RELEASE);
 		if (err)
-			return err;
+			break;
 	}
+	/* once a batch: the writer reads this line only when its ring looks full */
+	__atomic_store_n(&s->tail, tail, __ATOMIC_RELEASE);
+	if (err)
+		return err;
 	/* Its thread gave it back before we looked (state read first), and all
 	 * it wrote is read: anyone's again. */
 	if (state == MT_SLOT_RETIRED && !p->slot_broken[i])
