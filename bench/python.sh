@@ -9,8 +9,11 @@
 #  - a Python HTTP service: Debian's python3.11 -m http.server (the standard
 #    library's ThreadingHTTPServer) on 127.0.0.1 serving a 4 KiB file under
 #    Debian's wrk (1 thread, 8 connections, 10 s), requests/s untraced, under
-#    `record -p --budget 1` and recorded exactly: median of 3 each, the
-#    three taken in turn. The issue asks >= 0.95 x untraced with --budget 1.
+#    `record -p --budget 1` and recorded exactly, from 2 s after memtrace
+#    said it attached (the steady state the issue asks >= 0.95 x untraced
+#    of), and under --budget 1 from the moment it attached (the recorder's
+#    first second, unwind tables and names, inside the 10 s): median of 3
+#    each, taken in turn.
 #
 # A benchmark, not a test: figures only, non-zero only when something could
 # not run.
@@ -93,29 +96,34 @@ head -c 4096 /dev/urandom | base64 | head -c 4096 >"$WORK/f.txt"
 SERVER=$!
 for _ in $(seq 100); do curl -s -o /dev/null "http://127.0.0.1:$PORT/f.txt" && break; sleep 0.1; done
 rps() { wrk -t1 -c8 -d"${SECS}s" "http://127.0.0.1:$PORT/f.txt" 2>/dev/null | awk '/^Requests\/sec:/ { printf "%.0f\n", $2 }'; }
-traced() { # ARGS...: requests/s with memtrace recording the server with ARGS
-	local rec r
+traced() { # SETTLE ARGS...: requests/s with memtrace recording the server with ARGS, from SETTLE s after it attached
+	local rec r settle=$1
+	shift
 	"$MEMTRACE" record -o "$WORK/s.mtrace" "$@" -p "$SERVER" 2>"$WORK/rec.err" &
 	rec=$!
 	for _ in $(seq 100); do grep -q "memtrace: attached" "$WORK/rec.err" && break; sleep 0.1; done
+	sleep "$settle"
 	r=$(rps)
 	kill -INT "$rec" 2>/dev/null
 	wait "$rec" 2>/dev/null
 	rm -f "$WORK/s.mtrace"
 	echo "$r"
 }
-un=() bud=() ex=()
+un=() bud=() bud0=() ex=()
 rps >/dev/null # warm
 for _ in $(seq "$REPS"); do
 	un+=("$(rps)")
-	bud+=("$(traced --budget 1)")
-	ex+=("$(traced)")
+	bud0+=("$(traced 0 --budget 1)")
+	bud+=("$(traced 2 --budget 1)")
+	ex+=("$(traced 2)")
 done
 U=$(printf '%s\n' "${un[@]}" | median)
+B0=$(printf '%s\n' "${bud0[@]}" | median)
 B1=$(printf '%s\n' "${bud[@]}" | median)
 X=$(printf '%s\n' "${ex[@]}" | median)
 echo "python3.11 -m http.server on 127.0.0.1, wrk -t1 -c8 ${SECS}s, 4 KiB file (median of $REPS; uprobe hit $HIT us):"
 printf '  %-52s %8s req/s\n' "untraced" "$U"
-printf '  %-52s %8s req/s  %s x  %s\n' "record -p --budget 1" "$B1" "$(calc "$B1 / $U" 2)" "$(verdict_min "$(calc "$B1 / $U" 3)" 0.95)"
-printf '  %-52s %8s req/s  %s x\n' "record -p (exact, Python frames)" "$X" "$(calc "$X / $U" 2)"
+printf '  %-52s %8s req/s  %s x  %s\n' "record -p --budget 1, from 2 s after it attached" "$B1" "$(calc "$B1 / $U" 2)" "$(verdict_min "$(calc "$B1 / $U" 3)" 0.95)"
+printf '  %-52s %8s req/s  %s x\n' "record -p --budget 1, from the moment it attached" "$B0" "$(calc "$B0 / $U" 2)"
+printf '  %-52s %8s req/s  %s x\n' "record -p (exact, Python frames), after 2 s" "$X" "$(calc "$X / $U" 2)"
 exit 0
