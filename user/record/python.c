@@ -24,6 +24,9 @@
 #define NAME_MAX_BYTES 512     /* of a qualified name or file name read from the target */
 #define TABLE_MAX_BYTES 65536  /* of a code object's location table */
 #define LINE_BITS 24           /* a Python frame's address: code entry << LINE_BITS | line */
+#define CODES_MAX (1u << 20)   /* code objects named per process: a service that makes code
+				  without end (exec, lambdas compiled per request) must not grow the
+				  recorder without end; past it, frames go unnamed */
 
 /* Where a version keeps what user space reads of code objects and strings. */
 struct code_layout {
@@ -247,7 +250,7 @@ static uint32_t code_find(struct python *py, uint64_t code, uint32_t tag, bool *
 	for (i = existed ? (uint32_t)m->val : 0; i; i = py->codes[i - 1].next)
 		if (py->codes[i - 1].tag == tag)
 			return i;
-	if (py->nr_codes >= (1ULL << (56 - LINE_BITS)) - 1 ||
+	if (py->nr_codes >= CODES_MAX ||
 	    array_reserve((void **)&py->codes, &py->codes_cap, py->nr_codes + 1, sizeof(*py->codes))) {
 		if (!existed)
 			u64map__remove(&py->by_code, m);

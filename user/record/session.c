@@ -937,13 +937,15 @@ static int refresh_modules(struct recording *r)
 	if (procmaps__read(&now, r->pid))
 		return 0;
 	err = module_set__merge(&r->modules, &now, write_module, r);
-	if (!err && r->unwinder)
-		err = unwinder__update(r->unwinder, r->loader, &now);
 	if (!err && !r->py) {
-		/* an exec into the interpreter, or libpython loaded late */
+		/* an exec into the interpreter, or libpython loaded late: first,
+		 * since building the new program's unwind tables takes longer than
+		 * an interpreter takes to start */
 		r->py_looked = false;
 		start_python(r, &now);
 	}
+	if (!err && r->unwinder)
+		err = unwinder__update(r->unwinder, r->loader, &now);
 	if (!err && r->unwinder)
 		publish_unwind(r);
 	if (!err && !r->o.empty_probes) {
