@@ -266,6 +266,18 @@ static void rss_reconcile(struct json_out *j, const char *key, const struct anal
  * resident_anon, heap_live_resident, allocator_free_resident,
  * allocator_resident, outside_resident, thread_stacks, file_private, other,
  * rss_anon] in bytes (the two of the heap null where it is not known). */
+/* One RSS sample as the JSON's series row: [time_ns, anon, file, shmem, heap_bytes]. */
+static void rss_point(struct json_out *j, const struct analysis_rss_point *p)
+{
+	json_out__begin_array(j, true);
+	json_out__u64(j, p->time_ns);
+	json_out__u64(j, p->anon);
+	json_out__u64(j, p->file);
+	json_out__u64(j, p->shmem);
+	json_out__u64(j, p->heap_bytes);
+	json_out__end_array(j);
+}
+
 static void rss_reconciled_series(struct json_out *j, const struct analysis_rss *rs)
 {
 	json_out__key(j, "reconciled_series");
@@ -325,13 +337,7 @@ void report_json__rss(struct json_out *j, const struct analysis_trace *t)
 	for (size_t i = 0; i < rs->npoints; i++) {
 		const struct analysis_rss_point *p = &rs->points[i];
 
-		json_out__begin_array(j, true);
-		json_out__u64(j, p->time_ns);
-		json_out__u64(j, p->anon);
-		json_out__u64(j, p->file);
-		json_out__u64(j, p->shmem);
-		json_out__u64(j, p->heap_bytes);
-		json_out__end_array(j);
+		rss_point(j, p);
 	}
 	json_out__end_array(j);
 	rss_rollup(j, "rollup_start", &rs->start);
@@ -671,13 +677,7 @@ void report_json__last_minute(struct json_out *j, const struct analysis *a, unsi
 
 		if (p->time_ns < t->recent_from_ns)
 			continue;
-		json_out__begin_array(j, true);
-		json_out__u64(j, p->time_ns);
-		json_out__u64(j, p->anon);
-		json_out__u64(j, p->file);
-		json_out__u64(j, p->shmem);
-		json_out__u64(j, p->heap_bytes);
-		json_out__end_array(j);
+		rss_point(j, p);
 	}
 	json_out__end_array(j);
 	json_out__end_object(j);

@@ -190,11 +190,22 @@ int drain__add_allocator_code(struct drain *d, uint64_t start, uint64_t end)
 	return 0;
 }
 
+/* Stack ID's frames, now filled in, to the trace and (with the next flush,
+ * before its events) to the tap. */
+static int publish_stack(struct drain *d, uint32_t id)
+{
+	const struct stack_frames *s = &d->stacks[id - 1];
+	struct trace_stack ts = { .id = id, .nr = s->nr, .frames = s->frames };
+
+	if (d->tap && d->tap->stack && queue_tap_stack(d, id))
+		return -ENOMEM;
+	return trace_writer__add_stack(d->w, &ts);
+}
+
 static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t size)
 {
 	const uint64_t *frames = (const uint64_t *)ev->frames;
 	struct stack_frames *s;
-	struct trace_stack ts;
 	uint32_t nr = ev->nr, skip, id;
 
 	if (nr > MT_MAX_STACK_DEPTH || size < sizeof(*ev) - sizeof(ev->frames) + nr * 8 ||
@@ -215,13 +226,7 @@ static int take_stack(struct drain *d, const struct mt_stack_event *ev, size_t s
 		return -ENOMEM;
 	memcpy(s->frames, frames, nr * sizeof(uint64_t));
 	s->nr = nr;
-	ts.id = id;
-	ts.nr = nr;
-	ts.frames = s->frames;
-	/* the tap's goes with the next flush, before its events */
-	if (d->tap && d->tap->stack && queue_tap_stack(d, id))
-		return -ENOMEM;
-	return trace_writer__add_stack(d->w, &ts);
+	return publish_stack(d, id);
 }
 
 /* A stack with Python frames: its native stack's frames (a STACK before
@@ -231,7 +236,6 @@ static int take_pystack(struct drain *d, const struct mt_pystack_event *ev, size
 	const struct u64map_entry *e;
 	const uint64_t *native = NULL;
 	struct stack_frames *s;
-	struct trace_stack ts;
 	uint32_t id, cap, nnative = 0;
 
 	if (!d->py || ev->nr > MT_PY_MAX_FRAMES || size < sizeof(*ev) - sizeof(ev->frames) + ev->nr * sizeof(ev->frames[0]) ||
@@ -273,12 +277,7 @@ static int take_pystack(struct drain *d, const struct mt_pystack_event *ev, size
 				return err;
 		}
 	}
-	ts.id = id;
-	ts.nr = s->nr;
-	ts.frames = s->frames;
-	if (d->tap && d->tap->stack && queue_tap_stack(d, id))
-		return -ENOMEM;
-	return trace_writer__add_stack(d->w, &ts);
+	return publish_stack(d, id);
 }
 
 void drain__set_python(struct drain *d, struct python *py)

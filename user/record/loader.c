@@ -1643,10 +1643,11 @@ int loader__attach_glibc_probes(struct loader *l, const char *path, const struct
 	return attach_usdt(l, l->skel->progs.glibc_probe, path, marks, n);
 }
 
-int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset)
+/* PROG on the one instruction at OFFSET of PATH, for this handle's process. */
+static int attach_at(struct loader *l, struct bpf_program *prog, const char *path, uint64_t offset)
 {
 	struct uprobe_multi_req req = {
-		.prog_fd = bpf_program__fd(l->skel->progs.link_map_hit),
+		.prog_fd = bpf_program__fd(prog),
 		.path = path,
 		.offsets = &offset,
 		.cnt = 1,
@@ -1659,28 +1660,17 @@ int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t of
 		fd = uprobe_multi__attach(&req);
 		return fd < 0 ? fd : remember_link_fd(l, fd);
 	}
-	return remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.link_map_hit, l->opts.pid,
-								path, offset, &uo));
+	return remember_link(l, bpf_program__attach_uprobe_opts(prog, l->opts.pid, path, offset, &uo));
+}
+
+int loader__attach_link_map_hook(struct loader *l, const char *path, uint64_t offset)
+{
+	return attach_at(l, l->skel->progs.link_map_hit, path, offset);
 }
 
 int loader__attach_py_code_free(struct loader *l, const char *path, uint64_t offset)
 {
-	struct uprobe_multi_req req = {
-		.prog_fd = bpf_program__fd(l->skel->progs.py_code_free),
-		.path = path,
-		.offsets = &offset,
-		.cnt = 1,
-		.pid = l->opts.pid,
-	};
-	LIBBPF_OPTS(bpf_uprobe_opts, uo);
-	int fd;
-
-	if (l->mode != LOADER_CLASSIC) {
-		fd = uprobe_multi__attach(&req);
-		return fd < 0 ? fd : remember_link_fd(l, fd);
-	}
-	return remember_link(l, bpf_program__attach_uprobe_opts(l->skel->progs.py_code_free, l->opts.pid, path,
-								offset, &uo));
+	return attach_at(l, l->skel->progs.py_code_free, path, offset);
 }
 
 int loader__attach_thread_names(struct loader *l)
