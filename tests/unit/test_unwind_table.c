@@ -195,8 +195,9 @@ static void test_program_wiped(void **state)
 	unwind_table__free(&t);
 }
 
-/* The section at NAME's file offset in F (SIZE bytes), or 0. */
-static size_t section_offset(uint8_t *f, size_t size, const char *name)
+/* The file offset of the section named NAME in F (SIZE bytes), or 0; its
+ * vaddr in *ADDR if not NULL. */
+static size_t section_at(uint8_t *f, size_t size, const char *name, uint64_t *addr)
 {
 	Elf *elf = elf_memory((char *)f, size);
 	Elf_Scn *scn = NULL;
@@ -206,10 +207,18 @@ static size_t section_offset(uint8_t *f, size_t size, const char *name)
 	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
 		return 0;
 	while ((scn = elf_nextscn(elf, scn)))
-		if (gelf_getshdr(scn, &sh) && !strcmp(elf_strptr(elf, shstrndx, sh.sh_name), name))
+		if (gelf_getshdr(scn, &sh) && !strcmp(elf_strptr(elf, shstrndx, sh.sh_name), name)) {
 			off = sh.sh_offset;
+			if (addr)
+				*addr = sh.sh_addr;
+		}
 	elf_end(elf);
 	return off;
+}
+
+static size_t section_offset(uint8_t *f, size_t size, const char *name)
+{
+	return section_at(f, size, name, NULL);
 }
 
 /* A register number of two million in a CFA program (DW_CFA_undefined in
@@ -299,6 +308,69 @@ static void test_huge_register_no_section_headers(void **state)
 	assert_int_equal(build_without_sections(true, &t), -ENODATA);
 }
 
+/* The nofp build with the .eh_frame_hdr search table's entry for level2
+ * pointing one byte into level2's FDE if OFF_FDE, and without section
+ * headers unless SECTIONS. What unwind_table__build returned. */
+static int build_search_table(bool off_fde, bool sections, struct unwind_table *t)
+{
+	uint8_t *copy = malloc(size);
+	Elf64_Ehdr *eh = (Elf64_Ehdr *)copy;
+	uint64_t hdr_addr = 0, eh_addr = 0;
+	size_t hdr = section_at(file, size, ".eh_frame_hdr", &hdr_addr);
+	int32_t level2, fde;
+	uint32_t count;
+	int found = 0;
+	Elf *elf;
+	int err;
+
+	assert_non_null(copy);
+	assert_true(section_at(file, size, ".eh_frame", &eh_addr));
+	level2 = (int32_t)(eh_addr + LEVEL2_FDE - hdr_addr);
+	memcpy(copy, file, size);
+	/* version 1; eh_frame_ptr, count, table: pcrel sdata4, udata4, datarel sdata4 */
+	assert_memory_equal(copy + hdr, "\x01\x1b\x03\x3b", 4);
+	memcpy(&count, copy + hdr + 8, 4);
+	for (uint32_t i = 0; i < count; i++) {
+		size_t at = hdr + 12 + 8 * i + 4; /* the entry's FDE pointer, after its start */
+
+		memcpy(&fde, copy + at, 4);
+		if (fde != level2)
+			continue;
+		found++;
+		fde += off_fde;
+		memcpy(copy + at, &fde, 4);
+	}
+	assert_int_equal(found, 1);
+	if (!sections) {
+		eh->e_shoff = 0;
+		eh->e_shnum = 0;
+		eh->e_shstrndx = 0;
+	}
+	elf = elf_memory((char *)copy, size);
+	assert_non_null(elf);
+	err = unwind_table__build(elf, t);
+	elf_end(elf);
+	free(copy);
+	return err;
+}
+
+/* A search table entry pointing inside an FDE: libdw would parse an entry
+ * there, a program never checked (fuzz_unwind_table's 1.6 KiB file had
+ * libdw ask for 2 GB so). .eh_frame, the only CFI, is refused: no table,
+ * with the section headers or without; the undamaged file gives level2's
+ * rows both ways. */
+static void test_search_table_off_an_fde(void **state)
+{
+	struct unwind_table t;
+
+	for (int sections = 0; sections < 2; sections++) {
+		assert_int_equal(build_search_table(false, sections, &t), 0);
+		expect_row(&t, 0x1214, MT_CFA_RSP, 16, 0);
+		unwind_table__free(&t);
+		assert_int_equal(build_search_table(true, sections, &t), -ENODATA);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_program_wiped),
 		cmocka_unit_test(test_huge_register),
 		cmocka_unit_test(test_huge_register_no_section_headers),
+		cmocka_unit_test(test_search_table_off_an_fde),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

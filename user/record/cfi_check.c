@@ -5,9 +5,11 @@
  */
 #include "cfi_check.h"
 #include "elf_util.h"
+#include "util.h"
 
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* LEN code bytes that end at VADDR, from the file, or NULL. */
@@ -451,7 +453,7 @@ static bool cie_layout(const Dwarf_CIE *c, bool eh_frame, struct cie_layout *l)
 	return true;
 }
 
-bool cfi_programs_sane(Elf *elf, Elf_Data *d, bool eh_frame)
+bool cfi_programs_sane(Elf *elf, Elf_Data *d, bool eh_frame, struct cfi_fdes *fdes)
 {
 	const unsigned char *ident = (const unsigned char *)elf_getident(elf, NULL);
 	struct cie_layout cies[64];
@@ -480,8 +482,36 @@ bool cfi_programs_sane(Elf *elf, Elf_Data *d, bool eh_frame)
 			if (!l || !skip(&p, e.fde.end, 2 * l->ptr) || (l->z && (!uleb(&p, e.fde.end, &n) || !skip(&p, e.fde.end, n))) ||
 			    !program_sane(p, e.fde.end, l->ptr))
 				return false;
+			/* dwarf_next_cfi walks forward: the offsets come ascending */
+			if (fdes && (array_reserve((void **)&fdes->off, &fdes->cap, fdes->n + 1, sizeof(*fdes->off))))
+				return false;
+			if (fdes)
+				fdes->off[fdes->n++] = off;
 		}
 		off = next;
 	}
 	return rc > 0; /* the end of the section, not a damaged entry */
+}
+
+bool cfi_fdes_has(const struct cfi_fdes *f, uint64_t off)
+{
+	size_t lo = 0, hi = f->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->off[mid] == off)
+			return true;
+		if (f->off[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+void cfi_fdes_free(struct cfi_fdes *f)
+{
+	free(f->off);
+	memset(f, 0, sizeof(*f));
 }

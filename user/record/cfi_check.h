@@ -22,7 +22,10 @@
  *   only if a call instruction precedes it;
  * - an rbp-based CFA is the frame-pointer layout, rbp + 16;
  * - a CFA program that names a register above CFI_MAX_REG, or does not
- *   decode to its end, makes its whole section unusable.
+ *   decode to its end, makes its whole section unusable;
+ * - so does a search table (.eh_frame_hdr) entry that points anywhere but at
+ *   an FDE the check walked: libdw parses an entry wherever the table says,
+ *   and one inside another entry's program is a program never checked.
  */
 #include <linux/types.h>
 #include "memtrace_abi.h"
@@ -51,9 +54,21 @@ void cfi_fde_state_add(struct cfi_fde_state *st, const struct mt_unwind_row *row
  * followed; sets its flags. ST: the rows of its FDE before it. */
 bool cfi_row_plausible(Elf *elf, struct mt_unwind_row *row, const struct cfi_fde_state *st, uint64_t end);
 
+/* The offsets in their section of the FDEs cfi_programs_sane walked, ascending. */
+struct cfi_fdes {
+	uint64_t *off;
+	size_t n, cap;
+};
+
 /* Whether every CIE and FDE program in D (the bytes of .eh_frame if
  * EH_FRAME, else .debug_frame, of ELF) decodes and names no register above
- * CFI_MAX_REG. */
-bool cfi_programs_sane(Elf *elf, Elf_Data *d, bool eh_frame);
+ * CFI_MAX_REG. FDES (may be NULL): where the FDEs start, to be freed with
+ * cfi_fdes_free. */
+bool cfi_programs_sane(Elf *elf, Elf_Data *d, bool eh_frame, struct cfi_fdes *fdes);
+
+/* Whether an FDE of F starts at offset OFF. */
+bool cfi_fdes_has(const struct cfi_fdes *f, uint64_t off);
+
+void cfi_fdes_free(struct cfi_fdes *f);
 
 #endif /* MEMTRACE_CFI_CHECK_H */

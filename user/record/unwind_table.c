@@ -371,10 +371,38 @@ static int debug_frame_spans(Elf *elf, struct fde_span **v, size_t *n, size_t *c
 	return 0;
 }
 
+/* Whether every FDE pointer of the binary search table of the .eh_frame_hdr
+ * at [B, B + LEN) (vaddr HDR) lands on one of FDES, the FDEs of the
+ * .eh_frame at vaddr EH that cfi_programs_sane walked: libdw parses an entry
+ * wherever the table points. A table we cannot read whole is not trusted. */
+static bool search_table_sane(const uint8_t *b, size_t len, uint64_t hdr, uint64_t eh, const struct cfi_fdes *fdes)
+{
+	const uint8_t *p = b + 4, *end = b + len;
+	uint64_t ptr, count;
+
+	if (len < 4 || b[0] != 1)
+		return true; /* libdw refuses the CFI */
+	if (b[2] == DW_EH_PE_omit || b[3] == DW_EH_PE_omit)
+		return true; /* no table: libdw walks the entries, all checked */
+	if (read_encoded(&p, end, b[1], hdr + (p - b), hdr, &ptr) ||
+	    read_encoded(&p, end, b[2], hdr + (p - b), hdr, &count) || count > MAX_FDES)
+		return false;
+	for (uint64_t i = 0; i < count; i++) {
+		uint64_t start, fde;
+
+		if (read_encoded(&p, end, b[3], hdr + (p - b), hdr, &start) ||
+		    read_encoded(&p, end, b[3], hdr + (p - b), hdr, &fde) || fde < eh ||
+		    !cfi_fdes_has(fdes, fde - eh))
+			return false;
+	}
+	return true;
+}
+
 /* The .eh_frame libdw runs when no section has that name (section headers
  * gone or damaged: dwarf_getcfi_elf then takes the first PT_GNU_EH_FRAME):
  * from where its eh_frame_ptr points to the end of the file. Whether its
- * programs are sane; false for a header we cannot read and libdw might. */
+ * programs and search table are sane; false for a header we cannot read
+ * and libdw might. */
 static bool phdr_eh_frame_sane(Elf *elf)
 {
 	size_t phnum, size;
@@ -385,8 +413,10 @@ static bool phdr_eh_frame_sane(Elf *elf)
 	for (size_t i = 0; i < phnum; i++) {
 		const uint8_t *b, *p;
 		uint64_t ptr, off;
+		struct cfi_fdes fdes = { 0 };
 		Elf_Data d;
 		GElf_Phdr ph;
+		bool sane;
 
 		if (!gelf_getphdr(elf, (int)i, &ph))
 			return true;
@@ -402,21 +432,56 @@ static bool phdr_eh_frame_sane(Elf *elf)
 		if (off >= size)
 			return true;
 		d = (Elf_Data){ .d_buf = (void *)(raw + off), .d_size = size - off, .d_type = ELF_T_BYTE };
-		return cfi_programs_sane(elf, &d, true);
+		sane = cfi_programs_sane(elf, &d, true, &fdes) &&
+		       search_table_sane(b, ph.p_filesz, ph.p_vaddr, ptr, &fdes);
+		cfi_fdes_free(&fdes);
+		return sane;
 	}
 	return true;
 }
 
+/* How many sections (with bytes) are named WANT. */
+static int sections_named(Elf *elf, const char *want)
+{
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+	int n = 0;
+
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return 0;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		n += gelf_getshdr(scn, &sh) && sh.sh_type != SHT_NOBITS &&
+		     (name = elf_strptr(elf, shstrndx, sh.sh_name)) && !strcmp(name, want);
+	}
+	return n;
+}
+
 /* Whether libdw may run the CFA programs of section NAME (cfi_check.h),
- * or, for an .eh_frame with no section, of what libdw finds instead. */
+ * or, for an .eh_frame with no section, of what libdw finds instead. Two
+ * sections of one name are refused: libdw may pair another than the one
+ * checked. */
 static bool section_sane(Elf *elf, const char *name, bool eh_frame)
 {
-	GElf_Shdr sh;
-	Elf_Data *d = section_data(elf, name, &sh);
+	GElf_Shdr sh, hsh;
+	Elf_Data *d = section_data(elf, name, &sh), *h;
+	struct cfi_fdes fdes = { 0 };
+	bool sane;
 
 	if (!d && eh_frame)
 		return phdr_eh_frame_sane(elf);
-	return !d || cfi_programs_sane(elf, d, eh_frame);
+	if (!d)
+		return true;
+	if (sections_named(elf, name) > 1 || (eh_frame && sections_named(elf, ".eh_frame_hdr") > 1))
+		return false;
+	sane = cfi_programs_sane(elf, d, eh_frame, &fdes);
+	h = eh_frame ? section_data(elf, ".eh_frame_hdr", &hsh) : NULL;
+	if (sane && h && h->d_buf)
+		sane = search_table_sane(h->d_buf, h->d_size, hsh.sh_addr, sh.sh_addr, &fdes);
+	cfi_fdes_free(&fdes);
+	return sane;
 }
 
 int unwind_table__build(Elf *elf, struct unwind_table *t)
@@ -503,7 +568,7 @@ void unwind_table__free(struct unwind_table *t)
 
 /* Bumped whenever the builder changes what it makes: a cached table of an
  * older builder is then rebuilt, not trusted. */
-#define CACHE_MAGIC 0x34574e554d544dULL /* "MTMUNW4" */
+#define CACHE_MAGIC 0x35574e554d544dULL /* "MTMUNW5" */
 
 _Static_assert(sizeof(struct mt_unwind_row) == 16, "ABI: unwind row, the BPF array's element size");
 _Static_assert(sizeof(struct mt_unwind_map) == 40, "ABI: unwind map");
