@@ -4,7 +4,7 @@
 # is not a crash, and nothing written. Damaged traces: the report either
 # succeeds and says the trace is partial, or refuses with one line.
 source "$(dirname "$0")/lib.sh"
-plan 150
+plan 154
 
 mt() { timeout -k 5 "$LIMIT" "$MEMTRACE" "$@"; }
 
@@ -130,6 +130,16 @@ mt record -o "$TMP/nh.mtrace" -- "$TMP/nohashbang" >"$TMP/o" 2>"$TMP/e"
 expect_one_error "record -- a script without #!" $? "$TMP/e" \
 	"memtrace: failed to execute '$TMP/nohashbang': Exec format error; check that it is a program or a script with a #! line"
 [ -e "$TMP/nh.mtrace" ] && not_ok "exec failure left a trace" || ok "exec failure wrote nothing"
+
+# A FIFO with execute permission where the command should be: memtrace reads
+# a script's #! line to know whether Python runs, and must not wait there on
+# a writer that never comes; exec refuses it.
+mkfifo "$TMP/fifo"
+chmod 0755 "$TMP/fifo"
+mt record -o "$TMP/ff.mtrace" -- "$TMP/fifo" >"$TMP/o" 2>"$TMP/e"
+expect_one_error "record -- a FIFO (no wait on its #! line)" $? "$TMP/e" \
+	"memtrace: failed to execute '$TMP/fifo': Permission denied; check that it is a program or a script with a #! line"
+[ -e "$TMP/ff.mtrace" ] && not_ok "record -- a FIFO left a trace" || ok "record -- a FIFO wrote nothing"
 
 # A program whose library is missing: its dynamic linker gives up before the
 # libraries are loaded. Its own message passes through; ours says what happened.

@@ -7,6 +7,7 @@
  * address rather than stopping the recording.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 #include "procmaps.h"
 #include "python.h"
 #include "python_lines.h"
+#include "target_file.h"
 #include "u64map.h"
 #include "util.h"
 
@@ -569,12 +571,14 @@ out:
 static int shebang(const char *path, char *buf, size_t cap)
 {
 	char line[256], *p, *end, *name;
-	FILE *f = fopen(path, "re");
-	size_t n = f ? fread(line, 1, sizeof(line) - 1, f) : 0;
+	/* as elf_file__open: never waits on a FIFO, reads a regular file only */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	ssize_t n = fd >= 0 && !target_file_check_fd(fd) ? read(fd, line, sizeof(line) - 1) : 0;
 	const char *dirs = getenv("PATH");
 
-	if (f)
-		fclose(f);
+	if (fd >= 0)
+		close(fd);
+	n = n > 0 ? n : 0;
 	line[n] = 0;
 	if (n < 3 || line[0] != '#' || line[1] != '!')
 		return -ENOENT;
