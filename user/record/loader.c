@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -1910,6 +1911,18 @@ int loader__poll(struct loader *l, int timeout_ms)
 	/* Probes never wake us (it would cost them a wakeup per event): the
 	 * timeout is the drain's clock. */
 	return consume(l);
+}
+
+int loader__poll_wake(struct loader *l, int fd)
+{
+	/* In the rings' epoll set as ring 0 (libbpf takes an event's data for
+	 * the ring it is from): its wakeup drains ring 0 once more, harmless;
+	 * one-shot, or a process that ended would wake every poll. */
+	struct epoll_event e = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = 0 };
+
+	if (!l || !l->rb || fd < 0)
+		return -EINVAL;
+	return epoll_ctl(ring_buffer__epoll_fd(l->rb), EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
 int loader__poll_until(struct loader *l, uint64_t deadline_ns)

@@ -222,6 +222,9 @@ void loader__python_copy(struct loader *l, uint32_t from_slot);
 /* Wait up to TIMEOUT_MS for data, then drain every CPU's ring. Records
  * handed over, or -errno. */
 int loader__poll(struct loader *l, int timeout_ms);
+/* loader__poll returns as soon as FD is readable (once: a pidfd, whose
+ * process's end should not wait out the timeout); 0 or -errno. */
+int loader__poll_wake(struct loader *l, int fd);
 /* The same, sleeping until DEADLINE_NS (CLOCK_MONOTONIC) to the
  * microsecond rather than the millisecond: a --budget window or tail ends
  * when planned, not up to 2 ms later (probes never wake the rings: the
