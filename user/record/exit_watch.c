@@ -7,6 +7,7 @@
 #include "util.h"
 
 #include <bpf/libbpf.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -19,11 +20,21 @@
 
 struct exit_watch {
 	struct exits_bpf *skel;
+	pthread_t loader; /* exit_watch__open_async's, until joined */
+	bool loading;
+	int err;          /* the load's: 0 or -errno */
 };
 
 static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
 	return 0;
+}
+
+/* Load and attach W's programs: 0 or -errno. */
+static int load(struct exit_watch *w)
+{
+	w->skel = exits_bpf__open_and_load();
+	return w->skel ? exits_bpf__attach(w->skel) : (errno ? -errno : -EINVAL);
 }
 
 struct exit_watch *exit_watch__open(void)
@@ -34,8 +45,7 @@ struct exit_watch *exit_watch__open(void)
 	if (!w)
 		return NULL;
 	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
-	w->skel = exits_bpf__open_and_load();
-	err = w->skel ? exits_bpf__attach(w->skel) : (errno ? -errno : -EINVAL);
+	err = load(w);
 	if (err) {
 		exit_watch__free(w);
 		errno = -err;
@@ -44,10 +54,42 @@ struct exit_watch *exit_watch__open(void)
 	return w;
 }
 
+static void *load_thread(void *arg)
+{
+	struct exit_watch *w = arg;
+
+	w->err = load(w);
+	return NULL;
+}
+
+struct exit_watch *exit_watch__open_async(void)
+{
+	struct exit_watch *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
+	w->loading = !pthread_create(&w->loader, NULL, load_thread, w);
+	if (!w->loading)
+		w->err = load(w);
+	return w;
+}
+
+/* W's load done (joined): 0 or its -errno. */
+static int settle(struct exit_watch *w)
+{
+	if (w->loading) {
+		pthread_join(w->loader, NULL);
+		w->loading = false;
+	}
+	return w->err;
+}
+
 void exit_watch__free(struct exit_watch *w)
 {
 	if (!w)
 		return;
+	settle(w);
 	exits_bpf__destroy(w->skel);
 	free(w);
 }
@@ -56,7 +98,10 @@ int exit_watch__add(struct exit_watch *w, int pid)
 {
 	struct mt_exit e = { 0 };
 	__u32 key = (__u32)pid;
+	int err = settle(w);
 
+	if (err)
+		return err;
 	return bpf_map__update_elem(w->skel->maps.exits, &key, sizeof(key), &e, sizeof(e), BPF_ANY);
 }
 
@@ -64,6 +109,8 @@ void exit_watch__remove(struct exit_watch *w, int pid)
 {
 	__u32 key = (__u32)pid;
 
+	if (settle(w))
+		return;
 	bpf_map__delete_elem(w->skel->maps.exits, &key, sizeof(key), 0);
 }
 
@@ -75,7 +122,7 @@ void exit_watch__get(struct exit_watch *w, int pid, struct exit_info *info)
 	int sig;
 
 	*info = (struct exit_info){ .kind = EXIT_NOT_KNOWN, .status = -1 };
-	if (bpf_map__lookup_elem(w->skel->maps.exits, &key, sizeof(key), &e, sizeof(e), 0) || !e.exit_ns)
+	if (settle(w) || bpf_map__lookup_elem(w->skel->maps.exits, &key, sizeof(key), &e, sizeof(e), 0) || !e.exit_ns)
 		return;
 	sig = e.exit_code & 0x7f;
 	info->status = e.exit_code;

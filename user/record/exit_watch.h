@@ -34,6 +34,10 @@ struct exit_info {
 
 /* The exits programs loaded and attached; NULL with errno set. */
 struct exit_watch *exit_watch__open(void);
+/* The same, loaded in a thread of its own (what it verifies overlaps the
+ * caller's work); exit_watch__add waits for it and fails as the load did.
+ * NULL only out of memory. */
+struct exit_watch *exit_watch__open_async(void);
 void exit_watch__free(struct exit_watch *w);
 /* PID's end is to be known, then no longer; 0 or -errno. */
 int exit_watch__add(struct exit_watch *w, int pid);

@@ -374,13 +374,13 @@ static void *update_thread(void *arg)
  * their probes find them: one batch for each array of maps, whatever N, the
  * lanes' from a thread of their own so that the two grace periods the
  * kernel waits for overlap (7 and 16 ms one after the other here). */
-static int place_rings(struct memtrace_bpf *skel, int nr_cpus, const uint32_t *slots, int *const *fds, int n)
+static int place_rings(int events_fd, int lanes_fd, int nr_cpus, const uint32_t *slots, int *const *fds, int n)
 {
 	uint32_t *keys = calloc((size_t)n * nr_cpus, sizeof(*keys));
 	int *vals = calloc((size_t)n * nr_cpus, sizeof(*vals));
 	int *lane_vals = calloc((size_t)n * nr_cpus, sizeof(*lane_vals));
 	bool lanes = n > 0 && fds[0][nr_cpus] >= 0, threaded = false;
-	struct update_job job = { .map_fd = bpf_map__fd(skel->maps.lanes), .keys = keys, .fds = lane_vals,
+	struct update_job job = { .map_fd = lanes_fd, .keys = keys, .fds = lane_vals,
 				  .n = (uint32_t)(n * nr_cpus) };
 	pthread_t t;
 	int err = keys && vals && lane_vals ? 0 : -ENOMEM;
@@ -395,7 +395,7 @@ static int place_rings(struct memtrace_bpf *skel, int nr_cpus, const uint32_t *s
 	if (!err && lanes)
 		threaded = !pthread_create(&t, NULL, update_thread, &job);
 	if (!err)
-		err = update_maps(bpf_map__fd(skel->maps.events), keys, vals, (uint32_t)(n * nr_cpus));
+		err = update_maps(events_fd, keys, vals, (uint32_t)(n * nr_cpus));
 	if (threaded)
 		pthread_join(t, NULL);
 	else if (!err && lanes)
@@ -452,7 +452,8 @@ static int create_rings(struct loader *l, struct loader *base)
 	err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->lane_bytes, l->ring_fds);
 	if (err)
 		return err;
-	err = place_rings(l->skel, l->nr_cpus, &l->slot, &l->ring_fds, 1);
+	err = place_rings(bpf_map__fd(l->skel->maps.events), bpf_map__fd(l->skel->maps.lanes), l->nr_cpus, &l->slot,
+			  &l->ring_fds, 1);
 	if (err)
 		return err;
 	return l->opts.on_record ? map_rings(l) : 0;
@@ -933,7 +934,8 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t
 			break;
 	}
 	if (!err)
-		err = place_rings(base->skel, base->nr_cpus, fresh, fds, nr);
+		err = place_rings(bpf_map__fd(base->skel->maps.events), bpf_map__fd(base->skel->maps.lanes),
+				  base->nr_cpus, fresh, fds, nr);
 	for (int i = 0; i < nr; i++) {
 		if (err) {
 			close_rings(base->nr_cpus, fds[i]);
@@ -1030,18 +1032,137 @@ void loader__unwind_copy(struct loader *l, uint32_t from_slot)
 	loader__unwind_publish(l, half, nr);
 }
 
+/*
+ * The loading handle's rings, made and put in their arrays of maps while
+ * the programs load rather than after: the two arrays are made here first
+ * and the object takes them (bpf_map__reuse_fd), the rings from a thread,
+ * whose RCU grace periods (place_rings: two, overlapping) and page
+ * clearing pass while the verifier works (10-20 ms of setup here, on the
+ * clock of -p to "attached" and of every -- CMD).
+ */
+struct early_rings {
+	int events_fd, lanes_fd; /* the arrays of rings and of lanes; -1: none */
+	int *fds;                /* as ring_fds */
+	int nr_cpus;
+	uint64_t ring_bytes, lane_bytes;
+	uint32_t slot;
+	pthread_t thread;
+	bool running;
+	int err;
+};
+
+/* An array of maps as OUTER's definition says, its inner maps as
+ * OUTER's inner definition: what libbpf would make. The fd, or -errno. */
+static int make_outer(const struct bpf_map *outer)
+{
+	const struct bpf_map *in = bpf_map__inner_map((struct bpf_map *)outer);
+	LIBBPF_OPTS(bpf_map_create_opts, inner_opts);
+	LIBBPF_OPTS(bpf_map_create_opts, outer_opts);
+	int inner, fd;
+
+	if (!in)
+		return -EINVAL;
+	inner_opts.map_flags = bpf_map__map_flags(in);
+	inner = bpf_map_create(bpf_map__type(in), bpf_map__name(in), bpf_map__key_size(in), bpf_map__value_size(in),
+			       bpf_map__max_entries(in), &inner_opts);
+	if (inner < 0)
+		return -errno;
+	outer_opts.inner_map_fd = inner;
+	outer_opts.map_flags = bpf_map__map_flags(outer);
+	fd = bpf_map_create(bpf_map__type(outer), bpf_map__name(outer), bpf_map__key_size(outer),
+			    bpf_map__value_size(outer), bpf_map__max_entries(outer), &outer_opts);
+	fd = fd < 0 ? -errno : fd;
+	close(inner);
+	return fd;
+}
+
+/* The object's arrays of rings are E's (before its load). */
+static int reuse_arrays(struct loader *l, const struct early_rings *e)
+{
+	int err = bpf_map__reuse_fd(l->skel->maps.events, e->events_fd);
+
+	return err ? err : bpf_map__reuse_fd(l->skel->maps.lanes, e->lanes_fd);
+}
+
+static void *early_rings_thread(void *arg)
+{
+	struct early_rings *e = arg;
+
+	e->err = make_rings(e->nr_cpus, e->ring_bytes, e->lane_bytes, e->fds);
+	if (!e->err)
+		e->err = place_rings(e->events_fd, e->lanes_fd, e->nr_cpus, &e->slot, &e->fds, 1);
+	return NULL;
+}
+
+/* The arrays made and taken by the object, the rings begun: 0 or -errno.
+ * Without a thread, the rings are made at once. */
+static int early_rings_start(struct loader *l, struct early_rings *e)
+{
+	int err;
+
+	*e = (struct early_rings){ .events_fd = -1, .lanes_fd = -1, .nr_cpus = l->nr_cpus,
+				   .ring_bytes = l->opts.ring_bytes, .lane_bytes = l->lane_bytes, .slot = l->slot };
+	e->fds = calloc(2 * l->nr_cpus, sizeof(int));
+	if (!e->fds)
+		return -ENOMEM;
+	for (int i = 0; i < 2 * l->nr_cpus; i++)
+		e->fds[i] = -1;
+	if ((e->events_fd = make_outer(l->skel->maps.events)) < 0 ||
+	    (e->lanes_fd = make_outer(l->skel->maps.lanes)) < 0)
+		return e->events_fd < 0 ? e->events_fd : e->lanes_fd;
+	err = reuse_arrays(l, e);
+	if (err)
+		return err;
+	e->running = !pthread_create(&e->thread, NULL, early_rings_thread, e);
+	if (!e->running)
+		early_rings_thread(e);
+	return 0;
+}
+
+/* The rings done: into L (KEEP) or closed; the arrays' own fds closed
+ * (the object holds its copies). 0 or the rings' -errno. */
+static int early_rings_finish(struct loader *l, struct early_rings *e, bool keep)
+{
+	int err;
+
+	if (e->running)
+		pthread_join(e->thread, NULL);
+	e->running = false;
+	err = e->err;
+	if (e->events_fd >= 0)
+		close(e->events_fd);
+	if (e->lanes_fd >= 0)
+		close(e->lanes_fd);
+	if (keep && !err) {
+		l->ring_fds = e->fds;
+		return 0;
+	}
+	close_rings(e->nr_cpus, e->fds);
+	return err;
+}
+
 /* Kernels before 6.13 have no uprobe sessions and before 6.6 no multi-uprobe
  * links: step down until the programs load. */
 int loader__load(struct loader *l)
 {
-	int err = memtrace_bpf__load(l->skel);
+	struct early_rings rings;
+	int err = early_rings_start(l, &rings), rings_err;
 
+	if (err) {
+		early_rings_finish(l, &rings, false);
+		return err;
+	}
+	err = memtrace_bpf__load(l->skel);
 	while (err && err != -EPERM && l->mode != LOADER_CLASSIC) {
 		memtrace_bpf__destroy(l->skel);
 		err = open_skel(l, l->mode + 1);
 		if (!err)
+			err = reuse_arrays(l, &rings);
+		if (!err)
 			err = memtrace_bpf__load(l->skel);
 	}
+	rings_err = early_rings_finish(l, &rings, !err);
+	err = err ? err : rings_err;
 	if (err)
 		return err;
 	if (l->opts.empty_probes == 4 && l->mode != LOADER_SESSION)
@@ -1051,8 +1172,8 @@ int loader__load(struct loader *l)
 	if (!l->shared)
 		return -ENOMEM;
 	err = map_unwind(l);
-	if (!err)
-		err = create_rings(l, NULL);
+	if (!err && l->opts.on_record)
+		err = map_rings(l);
 	return err ? err : add_target(l);
 }
 

@@ -430,15 +430,29 @@ static int watch_target(struct recording *r)
 		return access_denied(r->pid, path, errno);
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
-	/* an OOM kill or a crash said in the trace (finish); without the
-	 * programs (an old kernel) the trace just does not say */
-	if (r->o.watch_exit && !r->o.supervisor && (r->exits = exit_watch__open()) && exit_watch__add(r->exits, r->pid)) {
+	return 0;
+}
+
+/* An OOM kill or a crash said in the trace (finish), known from programs
+ * of their own (o.watch_exit): their load (another parse of the kernel's
+ * BTF, their verification) goes on in a thread from the start while the
+ * recorder's own are loaded and attached, and watch_end waits for it
+ * before "attached". Without the programs (an old kernel) the trace just
+ * does not say. */
+static void watch_exits(struct recording *r)
+{
+	if (r->o.watch_exit && !r->o.supervisor)
+		r->exits = exit_watch__open_async();
+}
+
+static void watch_end(struct recording *r)
+{
+	if (r->exits && exit_watch__add(r->exits, r->pid)) {
 		exit_watch__free(r->exits);
 		r->exits = NULL;
 	}
 	if (r->exits)
 		exit_watch_memcg(r->pid, r->memcg, sizeof(r->memcg));
-	return 0;
 }
 
 /* The target was OOM-killed or crashed (o.watch_exit): said in END's flags,
@@ -2135,6 +2149,8 @@ int record_run(struct record_opts *o, const struct record_view *view)
 		err = check_system();
 	if (!err && r.o.follow)
 		return record_follow(&r.o);
+	if (!err)
+		watch_exits(&r);
 	if (r.o.cmd) {
 		/* Everything that can be checked is, before the command runs. */
 		if (!err)
@@ -2165,6 +2181,8 @@ int record_run(struct record_opts *o, const struct record_view *view)
 		err = load_probes(&r);
 	if (!err)
 		err = attach_probes(&r);
+	if (!err)
+		watch_end(&r);
 	/* A followed process is held until its supervisor reads "attached":
 	 * it goes on once its probes are live, and the trace is opened while
 	 * it runs (its first events wait in the rings). The output was checked
