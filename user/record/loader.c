@@ -459,36 +459,44 @@ static int create_rings(struct loader *l, struct loader *base)
 	return l->opts.on_record ? map_rings(l) : 0;
 }
 
-/* Map the rings into this process to read them (loader__poll). */
-static int map_rings(struct loader *l)
+/* The rings and lanes FDS (as ring_fds) mapped into this process to be
+ * read (loader__poll): into *RB and *LANES, the records handed to L. */
+static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, const int *fds,
+			  struct ring_buffer **rb, void ***lanes)
 {
-	if (l->rb)
-		return 0;
-	if (l->lane_bytes && !l->lanes) {
-		l->lanes = calloc(l->nr_cpus, sizeof(void *));
-		if (!l->lanes)
+	if (lane_bytes && !*lanes) {
+		*lanes = calloc(nr_cpus, sizeof(void *));
+		if (!*lanes)
 			return -ENOMEM;
-		for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
-			void *p = mmap(NULL, lane_value_size(l->lane_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
-				       l->ring_fds[l->nr_cpus + cpu], 0);
+		for (int cpu = 0; cpu < nr_cpus; cpu++) {
+			void *p = mmap(NULL, lane_value_size(lane_bytes), PROT_READ | PROT_WRITE, MAP_SHARED,
+				       fds[nr_cpus + cpu], 0);
 
 			if (p == MAP_FAILED)
 				return -errno;
-			l->lanes[cpu] = p;
+			(*lanes)[cpu] = p;
 		}
 	}
-	for (int cpu = 0; cpu < l->nr_cpus; cpu++) {
-		int fd = l->ring_fds[cpu];
-		int err = l->rb ? ring_buffer__add(l->rb, fd, ring_cb, l) : 0;
+	for (int cpu = 0; cpu < nr_cpus; cpu++) {
+		int fd = fds[cpu];
+		int err = *rb ? ring_buffer__add(*rb, fd, ring_cb, l) : 0;
 
-		if (!l->rb) {
-			l->rb = ring_buffer__new(fd, ring_cb, l, NULL);
-			err = l->rb ? 0 : -errno;
+		if (!*rb) {
+			*rb = ring_buffer__new(fd, ring_cb, l, NULL);
+			err = *rb ? 0 : -errno;
 		}
 		if (err)
 			return err;
 	}
 	return 0;
+}
+
+/* Map the rings into this process to read them (loader__poll). */
+static int map_rings(struct loader *l)
+{
+	if (l->rb)
+		return 0;
+	return map_rings_into(l, l->nr_cpus, l->lane_bytes, l->ring_fds, &l->rb, &l->lanes);
 }
 
 static void *map_array(struct bpf_map *map, size_t *len)
@@ -1038,11 +1046,15 @@ void loader__unwind_copy(struct loader *l, uint32_t from_slot)
  * and the object takes them (bpf_map__reuse_fd), the rings from a thread,
  * whose RCU grace periods (place_rings: two, overlapping) and page
  * clearing pass while the verifier works (10-20 ms of setup here, on the
- * clock of -p to "attached" and of every -- CMD).
+ * clock of -p to "attached" and of every -- CMD), and which maps them to
+ * be read as well (2 ms more).
  */
 struct early_rings {
 	int events_fd, lanes_fd; /* the arrays of rings and of lanes; -1: none */
 	int *fds;                /* as ring_fds */
+	struct loader *reader;   /* whose records they are, mapped here too; NULL: not mapped */
+	struct ring_buffer *rb;  /* ... as the loader's rb and lanes */
+	void **lanes;
 	int nr_cpus;
 	uint64_t ring_bytes, lane_bytes;
 	uint32_t slot;
@@ -1091,6 +1103,8 @@ static void *early_rings_thread(void *arg)
 	e->err = make_rings(e->nr_cpus, e->ring_bytes, e->lane_bytes, e->fds);
 	if (!e->err)
 		e->err = place_rings(e->events_fd, e->lanes_fd, e->nr_cpus, &e->slot, &e->fds, 1);
+	if (!e->err && e->reader)
+		e->err = map_rings_into(e->reader, e->nr_cpus, e->lane_bytes, e->fds, &e->rb, &e->lanes);
 	return NULL;
 }
 
@@ -1101,7 +1115,8 @@ static int early_rings_start(struct loader *l, struct early_rings *e)
 	int err;
 
 	*e = (struct early_rings){ .events_fd = -1, .lanes_fd = -1, .nr_cpus = l->nr_cpus,
-				   .ring_bytes = l->opts.ring_bytes, .lane_bytes = l->lane_bytes, .slot = l->slot };
+				   .ring_bytes = l->opts.ring_bytes, .lane_bytes = l->lane_bytes, .slot = l->slot,
+				   .reader = l->opts.on_record ? l : NULL };
 	e->fds = calloc(2 * l->nr_cpus, sizeof(int));
 	if (!e->fds)
 		return -ENOMEM;
@@ -1135,8 +1150,15 @@ static int early_rings_finish(struct loader *l, struct early_rings *e, bool keep
 		close(e->lanes_fd);
 	if (keep && !err) {
 		l->ring_fds = e->fds;
+		l->rb = e->rb;
+		l->lanes = e->lanes;
 		return 0;
 	}
+	ring_buffer__free(e->rb);
+	for (int cpu = 0; e->lanes && cpu < e->nr_cpus; cpu++)
+		if (e->lanes[cpu])
+			munmap(e->lanes[cpu], lane_value_size(e->lane_bytes));
+	free(e->lanes);
 	close_rings(e->nr_cpus, e->fds);
 	return err;
 }
