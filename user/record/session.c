@@ -101,6 +101,12 @@ struct recording {
 	struct drain *drain;
 	struct python *py;          /* the target's interpreter, if memtrace knows it */
 	bool py_looked;             /* find_python ran */
+	pthread_t load_thread;      /* load_probes_begin's, while it loads */
+	bool loading;
+	int load_err;               /* its load_probes' */
+	bool walk_decided;          /* python_walk below is what load_probes loads */
+	bool python_walk;
+	bool bind_waited;           /* bind_probes looked again (a process caught in its exec) */
 	char py_why[512];           /* why not, when it runs one memtrace does not know */
 	int py_said;                /* that line, said once */
 	struct loader *loader;
@@ -759,6 +765,7 @@ static int bind_probes(struct recording *r)
 	 * after starting it) maps no libc yet: look again a little later. */
 	while ((err = bind_once(r)) == -ESRCH && !r->o.lib && ++tries < BIND_TRIES &&
 	       kill(r->pid, 0) == 0) {
+		r->bind_waited = true;
 		procmaps__free(&r->maps);
 		usleep(25 * 1000);
 	}
@@ -1321,7 +1328,7 @@ static int load_probes(struct recording *r)
 			return fail("failed to record PID %d on the loaded BPF programs: %s", r->pid, strerror(-err));
 		return 0;
 	}
-	lo.python_walk = python_may_run(r);
+	lo.python_walk = r->walk_decided ? r->python_walk : python_may_run(r);
 	err = loader__open(&r->loader, &lo);
 	if (err)
 		return fail("failed to open the BPF programs: %s", strerror(-err));
@@ -1391,6 +1398,69 @@ static bool python_may_run(struct recording *r)
 		return python_file_may_run(r->cmd_path, 0);
 	find_python(r, &r->maps);
 	return r->py != NULL;
+}
+
+static void *load_thread(void *arg)
+{
+	struct recording *r = arg;
+
+	r->load_err = load_probes(r);
+	return NULL;
+}
+
+/*
+ * -p: the programs load (the verifier's work, most of setup) in a thread
+ * while the probes' files are read and their places chosen (bind_probes,
+ * 3 ms here, more on a loaded host). What the load needs of the target,
+ * whether it runs Python, comes from a first read of its maps, here;
+ * load_probes_end waits for it. Not for a process whose object or probes
+ * its supervisor made.
+ */
+static void load_probes_begin(struct recording *r)
+{
+	struct procmaps pm = { 0 };
+
+	if (r->o.cmd || r->o.prepared || r->o.shared_loader || r->o.binding || procmaps__read(&pm, r->pid)) {
+		procmaps__free(&pm);
+		return; /* loaded after bind_probes, which says what failed */
+	}
+	if (getenv("MEMTRACE_NO_PYTHON") || !r->o.stack_depth || r->o.empty_probes || r->o.rss_only) {
+		r->python_walk = false;
+	} else {
+		find_python(r, &pm);
+		r->python_walk = r->py != NULL;
+	}
+	procmaps__free(&pm);
+	r->walk_decided = true;
+	if (pthread_create(&r->load_thread, NULL, load_thread, r)) {
+		r->walk_decided = false; /* load_probes after bind_probes, as without a thread */
+		return;
+	}
+	r->loading = true;
+}
+
+/* 0 or what load_probes said (its line printed). A process caught in its
+ * exec when its maps were first read may run Python only now: then, if
+ * setup goes on (GOING), the programs are loaded again, with the walk. */
+static int load_probes_end(struct recording *r, bool going)
+{
+	if (!r->loading)
+		return 0;
+	pthread_join(r->load_thread, NULL);
+	r->loading = false;
+	if (r->load_err || !r->bind_waited || !going)
+		return r->load_err;
+	python__free(r->py);
+	r->py = NULL;
+	r->py_looked = false;
+	if (python_may_run(r) == r->python_walk)
+		return 0;
+	loader__close(r->loader);
+	r->loader = NULL;
+	drain__free(r->drain);
+	r->drain = NULL;
+	r->walk_decided = false;
+	return load_probes(r);
 }
 
 /* Python frames in stacks, where the target runs an interpreter memtrace
@@ -2174,9 +2244,12 @@ int record_run(struct record_opts *o, const struct record_view *view)
 	if (!err && r.o.preload && r.o.supervisor)
 		check_followed_program(&r);
 	if (!err)
+		load_probes_begin(&r);
+	if (!err)
 		err = bind_probes(&r);
 	if (!err)
 		err = check_output(&r);
+	err = load_probes_end(&r, !err) || err;
 	if (!err && !r.loader)
 		err = load_probes(&r);
 	if (!err)
