@@ -59,29 +59,23 @@ host_hit
 
 # kmem PID: "total rings percpu unwind progs" bytes of the BPF objects PID
 # holds, each once however many descriptors it has: the memlock of each
-# map and program. rings: ring buffers and lanes (one-entry mmapable
+# map and program. The maps in its arrays of maps too (bpftool reads their
+# ids): a target's rings and lanes are held there and by their mappings,
+# without a descriptor. rings: ring buffers and lanes (one-entry mmapable
 # arrays); per CPU: those and the per-CPU arrays and hashes; unwind: the
 # unwind rows (mmapable arrays of 16-byte rows)
 kmem() {
 	python3 - "$1" <<'PY'
-import glob, sys
+import glob, json, subprocess, sys
 seen, tot = set(), dict(total=0, rings=0, percpu=0, unwind=0, progs=0)
-for f in glob.glob('/proc/%s/fdinfo/*' % sys.argv[1]):
-    try:
-        kv = dict(l.split(':', 1) for l in open(f).read().splitlines() if ':' in l)
-    except OSError:
-        continue
-    kv = {k.strip(): v.strip() for k, v in kv.items()}
-    oid = ('m' + kv['map_id']) if 'map_id' in kv else ('p' + kv['prog_id']) if 'prog_id' in kv else None
-    if not oid or oid in seen or 'memlock' not in kv:
-        continue
+def add(oid, m, t, fl, n, vs):
+    if oid in seen:
+        return
     seen.add(oid)
-    m = int(kv['memlock'])
     tot['total'] += m
     if oid[0] == 'p':
         tot['progs'] += m
-        continue
-    t, fl, n, vs = int(kv['map_type']), int(kv['map_flags'], 16), int(kv['max_entries']), int(kv['value_size'])
+        return
     if t == 27 or (t == 2 and fl & 0x400 and n == 1 and m >= 65536):
         tot['rings'] += m
         tot['percpu'] += m
@@ -89,6 +83,43 @@ for f in glob.glob('/proc/%s/fdinfo/*' % sys.argv[1]):
         tot['percpu'] += m
     elif t == 2 and fl & 0x400 and vs == 16:
         tot['unwind'] += m
+outer = []
+for f in glob.glob('/proc/%s/fdinfo/*' % sys.argv[1]):
+    try:
+        kv = dict(l.split(':', 1) for l in open(f).read().splitlines() if ':' in l)
+    except OSError:
+        continue
+    kv = {k.strip(): v.strip() for k, v in kv.items()}
+    if 'memlock' not in kv:
+        continue
+    if 'prog_id' in kv:
+        add('p' + kv['prog_id'], int(kv['memlock']), 0, 0, 0, 0)
+    elif 'map_id' in kv:
+        t = int(kv['map_type'])
+        add('m' + kv['map_id'], int(kv['memlock']), t, int(kv['map_flags'], 16), int(kv['max_entries']),
+            int(kv['value_size']))
+        if t in (12, 13):  # array and hash of maps
+            outer.append(kv['map_id'])
+types = {'ringbuf': 27, 'array': 2, 'percpu_array': 6, 'percpu_hash': 5, 'lru_percpu_hash': 10}
+inner = set()
+for o in outer:
+    try:
+        for e in json.loads(subprocess.run(['bpftool', '-j', 'map', 'dump', 'id', o], capture_output=True,
+                                           text=True).stdout or '[]'):
+            v = e.get('value')
+            if isinstance(v, list) and len(v) == 4:
+                inner.add(str(int(''.join(x[2:] for x in reversed(v)), 16)))
+    except (OSError, ValueError):
+        pass
+if inner:
+    try:
+        maps = json.loads(subprocess.run(['bpftool', '-j', 'map', 'show'], capture_output=True, text=True).stdout)
+    except (OSError, ValueError):
+        maps = []
+    for m in maps:
+        if str(m.get('id')) in inner:
+            add('m%s' % m['id'], int(m.get('bytes_memlock', 0)), types.get(m.get('type'), 0), int(m.get('flags', 0)),
+                int(m.get('max_entries', 0)), int(m.get('bytes_value', 0)))
 print(tot['total'], tot['rings'], tot['percpu'], tot['unwind'], tot['progs'])
 PY
 }

@@ -7,9 +7,10 @@
 # allocations, 8400544 bytes, 8 blocks and 4852 bytes left) and /metrics
 # has every one's series with exactly those figures, no event dropped;
 # /metrics answers (its connection's descriptor past select's 1024); and
-# still so 60 s after the start.
+# still so 60 s after the start. The BPF map descriptors it holds are fewer
+# than its targets (rings are mapped, not held).
 . "$(dirname "$0")/lib.sh"
-plan 8
+plan 9
 
 N=64
 port=16531
@@ -44,6 +45,12 @@ expect_eq "the agent attached to all $N (soft limit of 1024 descriptors)" "$atta
 me=$(pgrep -P "$agent" -x memtrace) # timeout's child
 echo "# attached $N in $(($(date +%s) - t0)) s; the agent holds $(ls "/proc/$me/fd" 2>/dev/null | wc -l) descriptors," \
 	"$(awk '/^VmRSS/ { print $2 " kB" }' "/proc/$me/status" 2>/dev/null) resident"
+# a target's rings and lanes (one of each a CPU) are mapped, not held by a
+# descriptor: the BPF maps held are the one object's, whatever N and the
+# CPUs (27 here; 283 when each target held its 4 on 2 CPUs)
+fd_kinds=$(ls -l "/proc/$me/fd" 2>/dev/null | awk '{ print $NF }')
+expect_eq "BPF map descriptors under $N, not 2 a CPU a target (held: $(grep -c '^anon_inode:bpf-map$' <<<"$fd_kinds"))" \
+	"$(grep -c '^anon_inode:bpf-map$' <<<"$fd_kinds" | awk -v n=$N '{ print ($1 < n) ? "yes" : "no" }')" yes
 kill -USR1 "${targets[@]}"
 done_n=0
 for p in "${targets[@]}"; do wait "$p" && done_n=$((done_n + 1)); done

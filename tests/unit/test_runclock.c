@@ -15,6 +15,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,6 +108,8 @@ static void test_exact_reads(void **state)
 {
 	uint64_t first, last, before, after, kept;
 	struct runclock *rc;
+	char dir[64];
+	int proc_fd;
 
 	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(own != MAP_FAILED);
@@ -116,7 +119,10 @@ static void test_exact_reads(void **state)
 		child();
 	while (!own[0] || !own[1]) /* both threads are running */
 		sleep_ms(1);
-	rc = runclock__open(spinner);
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)spinner);
+	proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(proc_fd >= 0);
+	rc = runclock__open(proc_fd);
 	assert_non_null(rc);
 	assert_true(runclock__exact(rc));
 	/* Each interval between two reads bracketed by the threads' own
@@ -153,20 +159,33 @@ static void test_exact_reads(void **state)
 	print_message("run time over 60 ms of a child on two threads (one ended half way): %.2f ms\n",
 		      (double)(last - first) / 1e6);
 	runclock__free(rc);
+	close(proc_fd);
 	munmap((void *)own, 4096);
 }
 
-/* A process that is gone cannot be opened. */
+/* A process that is gone cannot be opened, though its /proc directory
+ * was opened while it lived (its PID may be another's by now). */
 static void test_gone(void **state)
 {
-	pid_t pid = fork();
-	int status;
+	int fds[2], status, proc_fd;
+	char dir[64], c;
+	pid_t pid;
 
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
 	assert_true(pid >= 0);
-	if (!pid)
-		_exit(0);
+	if (!pid) {
+		close(fds[1]);
+		_exit(read(fds[0], &c, 1) < 0);
+	}
+	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
+	proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(proc_fd >= 0);
+	close(fds[1]);
 	waitpid(pid, &status, 0);
-	assert_null(runclock__open(pid));
+	assert_null(runclock__open(proc_fd));
+	close(proc_fd);
+	close(fds[0]);
 }
 
 int main(void)

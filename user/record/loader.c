@@ -82,7 +82,7 @@ struct loader {
 	struct probe *win_probes;
 	size_t nr_win_probes;
 	struct fd_list win[LOADER_NR_GROUPS];
-	int stats_fd;            /* BPF_ENABLE_STATS while windows run; 0: none */
+	bool stats_on;           /* BPF_ENABLE_STATS on for its windows (loader__enable_stats) */
 	int closing;             /* link closes in flight (closer threads), atomic */
 	uint64_t closer_cpu_ns;  /* CPU time the closer threads used, atomic */
 	bool said_inline_close;  /* a closer thread could not start: said once */
@@ -461,7 +461,7 @@ static int create_rings(struct loader *l, struct loader *base)
 
 /* The rings and lanes FDS (as ring_fds) mapped into this process to be
  * read (loader__poll): into *RB and *LANES, the records handed to L. */
-static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, const int *fds,
+static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, int *fds,
 			  struct ring_buffer **rb, void ***lanes)
 {
 	if (lane_bytes && !*lanes) {
@@ -488,6 +488,16 @@ static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, co
 		if (err)
 			return err;
 	}
+	/* Mapped, the rings need no descriptor: a mapping holds its map (and
+	 * the epoll registration lives while the file does), the arrays of
+	 * rings and lanes hold them for the probes, and they leave those by
+	 * index (remove_target). Kept, they were 2 descriptors a CPU for every
+	 * target: 256 of the agent's 1329 with 64 targets on 2 CPUs. */
+	for (int i = 0; i < 2 * nr_cpus; i++)
+		if (fds[i] >= 0) {
+			close(fds[i]);
+			fds[i] = -1;
+		}
 	return 0;
 }
 
@@ -983,6 +993,7 @@ int loader__set_sink(struct loader *l, int (*on_record)(void *ctx, const void *d
 }
 
 static void fd_list__close_to(struct fd_list *f, size_t keep);
+static void stats_release(struct loader *l);
 
 /* What a handle holds in this process alone: its rings (fds and mappings)
  * and its memory; its links are closed or detached by the caller. */
@@ -1004,8 +1015,7 @@ static void release_handle(struct loader *l)
 	for (size_t i = 0; i < l->nr_win_probes; i++)
 		free(l->win_probes[i].path);
 	free(l->win_probes);
-	if (l->stats_fd > 0)
-		close(l->stats_fd);
+	stats_release(l);
 	if (l->own_maps)
 		munmap(l->own_maps, SLOT_MAPS_BYTES);
 	if (l->rows_view)
@@ -1665,12 +1675,44 @@ int loader__calibration_attach(struct loader *l, const char *path, uint64_t offs
 	return fds[1];
 }
 
+/* The kernel's run-time statistics are one switch for every program: one
+ * descriptor keeps them on for every handle of this process (the agent's
+ * targets held one each). */
+static pthread_mutex_t stats_lock = PTHREAD_MUTEX_INITIALIZER;
+static int stats_fd = -1;
+static unsigned stats_users;
+
 int loader__enable_stats(struct loader *l)
 {
-	if (l->stats_fd > 0)
+	int err = 0;
+
+	if (l->stats_on)
 		return 0;
-	l->stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
-	return l->stats_fd < 0 ? l->stats_fd : 0;
+	pthread_mutex_lock(&stats_lock);
+	if (stats_fd < 0)
+		stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	if (stats_fd < 0) {
+		err = stats_fd;
+		stats_fd = -1;
+	} else {
+		stats_users++;
+		l->stats_on = true;
+	}
+	pthread_mutex_unlock(&stats_lock);
+	return err;
+}
+
+static void stats_release(struct loader *l)
+{
+	if (!l->stats_on)
+		return;
+	l->stats_on = false;
+	pthread_mutex_lock(&stats_lock);
+	if (!--stats_users && stats_fd >= 0) {
+		close(stats_fd);
+		stats_fd = -1;
+	}
+	pthread_mutex_unlock(&stats_lock);
 }
 
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed)

@@ -71,6 +71,11 @@ static int parse_line(char *line, struct maps_line *ml)
  * no longer maps whose path and build-id another held file has: the deleted
  * copies of one library, loaded and dropped over and over, cost one
  * descriptor, not one each.
+ *
+ * Processes that map one file (the same device, inode and path) share its
+ * descriptor, each with an entry of its own: the agent's 64 targets held
+ * the C library 83 times and the dynamic linker 64. The descriptor closes
+ * with the last entry that has it.
  */
 struct held_file {
 	int pid;
@@ -115,9 +120,24 @@ static struct held_file *held_find(int pid, uint64_t dev, uint64_t inode)
 	return NULL;
 }
 
+/* Another pid's entry for the file of DEV and INODE at PATH, whose
+ * descriptor a new entry may share, or NULL. */
+static struct held_file *held_twin(uint64_t dev, uint64_t inode, const char *path)
+{
+	for (size_t i = nr_held; i-- > 0;)
+		if (held[i].inode == inode && held[i].dev == dev && !strcmp(held[i].path, path))
+			return &held[i];
+	return NULL;
+}
+
 static void held_drop(size_t i)
 {
-	close(held[i].fd);
+	bool shared = false;
+
+	for (size_t j = 0; j < nr_held && !shared; j++)
+		shared = j != i && held[j].fd == held[i].fd;
+	if (!shared)
+		close(held[i].fd);
 	free(held[i].path);
 	held[i] = held[--nr_held];
 }
@@ -144,10 +164,27 @@ static char *hold_mapped_file(int pid, int root_fd, uint64_t read_no, const stru
 		h->refs++;
 		h->seen = read_no;
 		out = fd_path(h->fd);
+	} else if ((h = held_twin(ml->dev, ml->inode, ml->path)) &&
+		   !array_reserve((void **)&held, &cap_held, nr_held + 1, sizeof(*held))) {
+		h = held_twin(ml->dev, ml->inode, ml->path); /* held may have moved */
+		add = *h;
+		add.pid = pid;
+		add.refs = 1;
+		add.seen = read_no;
+		add.path = strdup(h->path);
+		out = add.path ? fd_path(add.fd) : NULL;
+		if (out)
+			held[nr_held++] = add;
+		else
+			free(add.path);
+		h = out ? h : NULL;
+	} else {
+		h = NULL;
 	}
 	pthread_mutex_unlock(&held_lock);
 	if (h)
 		return out;
+	add = (struct held_file){ .pid = pid, .dev = ml->dev, .inode = ml->inode };
 	/* Opened and read outside the lock: another recording's requests wait
 	 * on nothing this target's files do. */
 	fd = target_file_open_mapping(pid, ml->start, ml->end, ml->inode);
@@ -187,6 +224,14 @@ static char *hold_mapped_file(int pid, int root_fd, uint64_t read_no, const stru
 		pthread_mutex_unlock(&held_lock);
 		goto err;
 	} else {
+		struct held_file *twin = held_twin(ml->dev, ml->inode, ml->path);
+
+		if (twin) { /* another pid's recording held it meanwhile: its descriptor is shared */
+			close(add.fd);
+			add.fd = twin->fd;
+			free(out);
+			out = fd_path(add.fd);
+		}
 		held[nr_held++] = add;
 		add.fd = -1;
 		add.path = NULL;
@@ -238,8 +283,8 @@ static void held_pid_forget(int pid)
 	*p = held_pids[--nr_held_pids];
 }
 
-/* A procmaps no longer names FILE (a held file's /proc/self/fd path). */
-static void held_unref(const char *file)
+/* PID's procmaps no longer names FILE (a held file's /proc/self/fd path). */
+static void held_unref(int pid, const char *file)
 {
 	int fd;
 
@@ -249,7 +294,7 @@ static void held_unref(const char *file)
 	for (size_t i = 0; i < nr_held; i++) {
 		struct held_pid *p;
 
-		if (held[i].fd != fd || !held[i].refs)
+		if (held[i].fd != fd || held[i].pid != pid || !held[i].refs)
 			continue;
 		p = held_pid_of(held[i].pid, false);
 		if (!--held[i].refs && p && p->released) {
@@ -507,6 +552,7 @@ int procmaps__read(struct procmaps *pm, int pid)
 	FILE *fp;
 
 	memset(pm, 0, sizeof(*pm));
+	pm->pid = pid;
 	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
 	fp = fopen(path, "re");
 	if (!fp)
@@ -598,7 +644,7 @@ void procmaps__free(struct procmaps *pm)
 {
 	for (size_t i = 0; i < pm->nr_paths; i++) {
 		free(pm->paths[i]);
-		held_unref(pm->files[i]);
+		held_unref(pm->pid, pm->files[i]);
 		free(pm->files[i]);
 	}
 	free(pm->paths);

@@ -17,6 +17,7 @@ struct procmaps {
 	char **paths;              /* every mapped file once, in maps order; owned */
 	size_t nr_paths;           /* mods[i].path points into paths[] */
 	char **files;              /* where memtrace reads paths[i]: see procmaps__file */
+	int pid;                   /* whose maps they are */
 };
 
 /* Fill PM from /proc/PID/maps. Paths are as the target sees them, with a

@@ -52,7 +52,8 @@ struct thread_clock {
 };
 
 struct runclock {
-	int task_fd; /* /proc/PID/task */
+	int proc_fd; /* /proc/PID, the caller's (its task directory opened at each read: a
+		      * descriptor held for it was one more for each of the agent's targets) */
 	bool exact;
 	uint64_t sum;
 	int64_t offset; /* read coarsely after reading exactly: what keeps it going on from there */
@@ -82,7 +83,7 @@ static uint64_t each_thread(struct runclock *rc, uint64_t (*fn)(struct runclock 
 	struct dirent *de;
 	uint64_t sum = 0;
 	DIR *d;
-	int fd = dup(rc->task_fd);
+	int fd = openat(rc->proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
 		return 0;
@@ -91,7 +92,6 @@ static uint64_t each_thread(struct runclock *rc, uint64_t (*fn)(struct runclock 
 		close(fd);
 		return 0;
 	}
-	rewinddir(d);
 	while ((de = readdir(d))) {
 		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
 			sum += fn(rc, atoi(de->d_name));
@@ -107,8 +107,8 @@ static uint64_t schedstat_of(struct runclock *rc, int tid)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "%d/schedstat", tid);
-	fd = openat(rc->task_fd, path, O_RDONLY | O_CLOEXEC);
+	snprintf(path, sizeof(path), "task/%d/schedstat", tid);
+	fd = openat(rc->proc_fd, path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return 0;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -185,19 +185,18 @@ static void close_all(struct runclock *rc)
 	rc->n = 0;
 }
 
-struct runclock *runclock__open(int pid)
+struct runclock *runclock__open(int proc_fd)
 {
-	struct runclock *rc = calloc(1, sizeof(*rc));
-	char path[64];
+	struct runclock *rc;
+	int fd = openat(proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
+	if (fd < 0)
+		return NULL;
+	close(fd);
+	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return NULL;
-	snprintf(path, sizeof(path), "/proc/%d/task", pid);
-	rc->task_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rc->task_fd < 0) {
-		free(rc);
-		return NULL;
-	}
+	rc->proc_fd = proc_fd;
 	/* The kernel's total so far, so that 0 still means "unknown" to
 	 * the caller; exact increments after it. */
 	rc->sum = each_thread(rc, schedstat_of);
@@ -236,6 +235,5 @@ void runclock__free(struct runclock *rc)
 	if (!rc)
 		return;
 	close_all(rc);
-	close(rc->task_fd);
 	free(rc);
 }

@@ -22,8 +22,9 @@
  */
 struct runclock;
 
-/* For process PID; NULL with errno set if its /proc/PID/task is gone. */
-struct runclock *runclock__open(int pid);
+/* For the process whose /proc/PID directory PROC_FD is (the caller's,
+ * open while the runclock is); NULL with errno set if it is gone. */
+struct runclock *runclock__open(int proc_fd);
 /* The run time counted so far, in ns (monotonic; 0 at the first read but
  * for the coarse fallback, which reads the kernel's total). */
 uint64_t runclock__read(struct runclock *rc);

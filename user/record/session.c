@@ -434,6 +434,12 @@ static int watch_target(struct recording *r)
 	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
 		return access_denied(r->pid, path, errno);
+	if (r->o.no_symbols && r->rootfd >= 0) {
+		/* only the symbols at the end use it: a reader names the frames
+		 * (the agent's traces in memory, a descriptor per target) */
+		close(r->rootfd);
+		r->rootfd = -1;
+	}
 	read_proc_string(r->pid, "comm", r->comm, sizeof(r->comm));
 	r->cmdline = r->o.cmd ? join_args(r->o.cmd) : read_proc_cmdline(r->pid);
 	return 0;

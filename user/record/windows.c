@@ -109,14 +109,18 @@ int windows__calibrate(struct loader *l, struct budget_cost *out)
 }
 
 /* The target's CPU time so far (all its threads), in ns; 0 if unknown. */
-static uint64_t target_cpu_ns(int fd)
+static uint64_t target_cpu_ns(int proc_fd)
 {
 	static long hz;
 	char buf[1024];
 	uint64_t f[12]; /* fields 4 to 15: utime and stime are the last two */
 	ssize_t n;
+	int fd = proc_fd >= 0 ? openat(proc_fd, "stat", O_RDONLY | O_CLOEXEC) : -1;
 
-	if (fd < 0 || (n = pread(fd, buf, sizeof(buf) - 1, 0)) <= 0)
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
 		return 0;
 	buf[n] = 0;
 	if (proc_stat_parse(buf, NULL, f, 12))
@@ -194,7 +198,7 @@ static void sample_as(struct windows *w, struct budget_sample *s, enum sample_wh
 		host_ticks(&s->host_ticks, &s->host_idle_ticks);
 	s->target_cpu_ns = run_now(w);
 	if (!s->target_cpu_ns)
-		s->target_cpu_ns = target_cpu_ns(w->stat_fd);
+		s->target_cpu_ns = target_cpu_ns(w->proc_fd);
 	if (what != SAMPLE_PAUSE)
 		w->last = *s;
 }
@@ -214,9 +218,9 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 	w->l = l;
 	w->d = d;
 	w->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	w->stat_fd = open(path, O_RDONLY | O_CLOEXEC);
-	w->rc = runclock__open(pid);
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	w->proc_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	w->rc = w->proc_fd >= 0 ? runclock__open(w->proc_fd) : NULL;
 	/* Without the kernel's statistics (no CAP_SYS_ADMIN) the programs'
 	 * time is guessed from the trap's. */
 	w->stats = loader__enable_stats(l) == 0;
@@ -383,9 +387,9 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 
 void windows__free(struct windows *w)
 {
-	if (w->stat_fd > 0)
-		close(w->stat_fd);
-	runclock__free(w->rc);
+	runclock__free(w->rc); /* before the directory it reads */
 	w->rc = NULL;
-	w->stat_fd = -1;
+	if (w->proc_fd > 0)
+		close(w->proc_fd);
+	w->proc_fd = -1;
 }

@@ -26,7 +26,7 @@ struct windows {
 	struct loader *l;
 	struct drain *d;
 	int pid;
-	int stat_fd;          /* /proc/PID/stat, for the target's CPU time */
+	int proc_fd;          /* /proc/PID, for the target's CPU time (its stat, its threads') */
 	struct runclock *rc;  /* its run time, to the microsecond */
 	bool stats;           /* the kernel's BPF run-time statistics are on */
 	bool have_prev;       /* PREV's marks wait for the next window's start */
