@@ -226,6 +226,12 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	bpf_object__for_each_program(prog, l->skel->obj)
 		if (is_map_prog(l->skel, prog))
 			bpf_program__set_autoload(prog, l->opts.trace_maps || (l->opts.large_min && is_large_prog(l->skel, prog)));
+	/* Programs this recording cannot attach are not loaded (a millisecond
+	 * each of setup): the return program is the modes' without sessions
+	 * (a session runs its entry program at the return), the probe on the
+	 * interpreter's code_dealloc goes with the Python walk. */
+	bpf_program__set_autoload(l->skel->progs.alloc_exit, mode != LOADER_SESSION);
+	bpf_program__set_autoload(l->skel->progs.py_code_free, l->skel->rodata->py_walk);
 	/* The bench's row R, sessions only: their kfuncs load in no other mode. */
 	bpf_program__set_autoload(l->skel->progs.least_session, l->opts.empty_probes == 4 && mode == LOADER_SESSION);
 	bpf_program__set_autoload(l->skel->progs.least_free, l->opts.empty_probes == 4 && mode == LOADER_SESSION);
@@ -1637,6 +1643,8 @@ int loader__prog_ns(struct loader *l, uint64_t *run_ns, uint64_t *runs)
 		struct bpf_prog_info info = { 0 };
 		__u32 len = sizeof(info);
 
+		if (bpf_program__fd(progs[i]) < 0)
+			continue; /* not loaded: alloc_exit under sessions */
 		if (bpf_obj_get_info_by_fd(bpf_program__fd(progs[i]), &info, &len))
 			return -errno;
 		*run_ns += info.run_time_ns;
