@@ -21,7 +21,7 @@ static __always_inline __u64 map_stack(struct pt_regs *regs, __u32 slot, __u32 t
 
 	if (!stack_depth || !(scratch = bpf_map_lookup_elem(&stack_scratch, &zero)))
 		return 0;
-	nr = walk_frames(BPF_CORE_READ(regs, sp), BPF_CORE_READ(regs, bp), scratch->ev.frames, stack_depth);
+	nr = walk_frames(BPF_CORE_READ(regs, sp), BPF_CORE_READ(regs, bp), 0, stack_depth);
 	return nr ? stack_sent(&scratch->ev, nr, slot, tid, ts) : 0;
 }
 
@@ -65,7 +65,7 @@ __noinline __u64 syscall_stack(__u64 ip, __u64 sp, __u64 bp, __u64 who, __u64 ts
 		return 0;
 	nr = walk_tables_from(ip, sp, bp, scratch, slot, stack_depth, 0);
 	if (!nr)
-		nr = walk_frames(sp, bp, scratch->ev.frames, stack_depth);
+		nr = walk_frames(sp, bp, 0, stack_depth);
 	return nr ? stack_sent(&scratch->ev, nr, slot, tid, ts) : 0;
 }
 
@@ -315,7 +315,7 @@ static __always_inline __u64 fault_stack(struct pt_regs *regs, __u32 slot, __u32
 	bpf_probe_read_user(&top, sizeof(top), (void *)sp);
 	if (top - sp > (1u << 24) && sp - top > (1u << 24)) {
 		/* the caller's return address; then the walk from the frame pointer */
-		nr = walk_frames(sp, BPF_CORE_READ(regs, bp), &scratch->ev.frames[1], stack_depth - 1);
+		nr = walk_frames(sp, BPF_CORE_READ(regs, bp), 1, stack_depth - 1);
 		nr = nr ? nr + 1 : 2;
 	} else {
 		nr = 1;

@@ -168,6 +168,8 @@ struct stack_scratch {
 	__u32 span;
 	__u32 epoch;         /* the slot's target_epoch when the walk began (template_save) */
 	__u16 word_idx[WALK_WORDS];
+	__u32 outside;       /* a word noted is not in the window (WORD_OUTSIDE) */
+	__u32 pad;
 	__u64 from_template; /* allocation stacks this CPU took from a template (record -v) */
 	__u64 walked;        /* ... and by walking the unwind tables */
 };
@@ -274,7 +276,7 @@ static __always_inline void send_stack(__u32 slot, struct mt_stack_event *ev, __
  * pointer stops climbing the stack, which is where code built without frame
  * pointers leaves garbage.
  */
-static __always_inline __u32 walk_frames(__u64 sp, __u64 fp, __u64 *frames, __u32 depth)
+static __always_inline __u32 walk_frames_into(__u64 sp, __u64 fp, __u64 *frames, __u32 depth)
 {
 	__u64 frame[2];
 	__u32 nr = 1;
@@ -293,6 +295,20 @@ static __always_inline __u32 walk_frames(__u64 sp, __u64 fp, __u64 *frames, __u3
 		fp = frame[0];
 	}
 	return nr;
+}
+
+/* The walk into this CPU's scratch stack from its frame FIRST (0 or 1): a
+ * global function, so the verifier checks its loop once, and what follows
+ * a walk once, not once for each count of frames the loop can end with. */
+__noinline __u32 walk_frames(__u64 sp, __u64 fp, __u32 first, __u32 depth)
+{
+	struct stack_scratch *s;
+	__u32 zero = 0;
+
+	s = bpf_map_lookup_elem(&stack_scratch, &zero);
+	if (!s)
+		return 0;
+	return walk_frames_into(sp, fp, &s->ev.frames[first & 1], depth) & MT_STACK_DEPTH_MASK;
 }
 
 #include "unwind.bpf.h"
@@ -382,6 +398,30 @@ static __always_inline struct stack_template *template_for(__u64 key)
 	return bpf_map_lookup_elem(&stack_templates, &idx);
 }
 
+struct template_words {
+	struct stack_template *t;
+	struct stack_scratch *s;
+	bool win;
+	bool differ;
+};
+
+/* Word I of a template the window does not hold all of, checked (bpf_loop's
+ * callback: verified once, where a loop of WALK_WORDS steps, each reading
+ * the word one of two ways, was verified step by step). */
+static long template_word(__u32 i, void *ctx)
+{
+	struct template_words *c = ctx;
+	__u32 idx = c->t->word_idx[i & (WALK_WORDS - 1)];
+	__u64 val;
+
+	if (c->win && idx < STACK_WINDOW / 8)
+		val = c->s->window[idx];
+	else if (bpf_probe_read_user(&val, sizeof(val), (void *)c->t->word_addr[i & (WALK_WORDS - 1)]))
+		val = ~c->t->word_val[i & (WALK_WORDS - 1)];
+	c->differ = val != c->t->word_val[i & (WALK_WORDS - 1)];
+	return c->differ;
+}
+
 /* The stack id of this CPU's template for a walk from PC, SP, BP in SLOT
  * if every word it noted is still there; else 0. A stack whose id is 1 (a
  * hash of 0 or 1: hash_frames) is never taken from a template. Copies the
@@ -391,10 +431,10 @@ static __always_inline struct stack_template *template_for(__u64 key)
  * global function: the verifier checks its loop once. */
 __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 {
-	__u64 key = template_key(pc, sp, slot), id, val;
+	__u64 key = template_key(pc, sp, slot), id;
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
-	__u32 zero = 0, n, span, idx;
+	__u32 zero = 0, n, span;
 	bool win;
 
 	if (!t || t->key != key || t->pc != pc || t->sp != sp || (t->bp_used && t->bp != bp) ||
@@ -424,17 +464,10 @@ __noinline __u64 template_check(__u64 pc, __u64 sp, __u64 bp, __u32 slot)
 				return 0;
 		}
 	} else {
-		for (__u32 i = 0; i < WALK_WORDS; i++) {
-			if (i >= n)
-				break;
-			idx = t->word_idx[i];
-			if (win && idx < STACK_WINDOW / 8)
-				val = s->window[idx];
-			else if (bpf_probe_read_user(&val, sizeof(val), (void *)t->word_addr[i]))
-				return 0;
-			if (val != t->word_val[i])
-				return 0;
-		}
+		struct template_words c = { .t = t, .s = s, .win = win };
+
+		if (bpf_loop(n, template_word, &c, 0) != n || c.differ)
+			return 0;
 	}
 	id = t->stack_id;
 	barrier();
@@ -451,7 +484,6 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	struct stack_template *t = template_for(key);
 	struct stack_scratch *s;
 	__u32 zero = 0, n;
-	__u16 in_window = 1;
 
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!t || !s || !id)
@@ -473,16 +505,13 @@ __noinline int template_save(__u64 pc, __u64 sp, __u64 bp, __u64 slot_gen, __u64
 	t->epoch = s->epoch;
 	t->stack_id = id;
 	t->words = n;
-	for (__u32 i = 0; i < WALK_WORDS; i++) {
-		if (i >= n)
-			break;
-		t->word_addr[i] = s->word_addr[i];
-		t->word_val[i] = s->word_val[i];
-		t->word_idx[i] = s->word_idx[i];
-		if (s->word_idx[i] >= STACK_WINDOW / 8)
-			in_window = 0;
-	}
-	t->in_window = in_window;
+	/* Copies of the N words noted, not a loop: a loop of WALK_WORDS
+	 * steps was 6 k of the load's verified instructions. */
+	if (bpf_probe_read_kernel(t->word_addr, n * sizeof(__u64), s->word_addr) ||
+	    bpf_probe_read_kernel(t->word_val, n * sizeof(__u64), s->word_val) ||
+	    bpf_probe_read_kernel(t->word_idx, n * sizeof(__u16), s->word_idx))
+		return 0; /* the key stays 0: no template */
+	t->in_window = !s->outside;
 	barrier();
 	t->key = key;
 	return 1;
@@ -525,7 +554,7 @@ static __always_inline __u64 take_stack(struct pt_regs *ctx, __u32 slot, __u64 t
 			template_save(PT_REGS_IP(ctx), PT_REGS_SP(ctx), PT_REGS_FP(ctx), (__u64)slot << 32 | gen, id);
 		return id;
 	}
-	nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), ev->frames, depth);
+	nr = walk_frames(PT_REGS_SP(ctx), PT_REGS_FP(ctx), 0, depth);
 	return nr ? stack_sent(ev, nr, slot, (__u32)bpf_get_current_pid_tgid(), ts) : 0;
 }
 

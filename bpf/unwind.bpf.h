@@ -228,6 +228,8 @@ __noinline long unwind_read(__u64 win, __u64 addr, __u64 *val)
 		s->word_addr[i & (WALK_WORDS - 1)] = addr;
 		s->word_val[i & (WALK_WORDS - 1)] = *val;
 		s->word_idx[i & (WALK_WORDS - 1)] = near ? at / 8 : WORD_OUTSIDE;
+		if (!near)
+			s->outside = 1;
 		if (near && at + 8 > s->span)
 			s->span = at + 8;
 	}
@@ -363,6 +365,7 @@ static __always_inline __u32 walk_tables_from(__u64 pc, __u64 sp, __u64 bp, stru
 		w.win = w.sp;
 	ev->nr = first;
 	s->words = 0;
+	s->outside = 0;
 	s->bp_used = 0;
 	s->walk_sp = sp;
 	s->span = 8;
