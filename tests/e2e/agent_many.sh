@@ -8,9 +8,10 @@
 # has every one's series with exactly those figures, no event dropped;
 # /metrics answers (its connection's descriptor past select's 1024); and
 # still so 60 s after the start. The BPF map descriptors it holds are fewer
-# than its targets (rings are mapped, not held).
+# than its targets (rings are mapped, not held). The C library's debug info
+# is loaded once for all of them, and names the frames of each.
 . "$(dirname "$0")/lib.sh"
-plan 9
+plan 11
 
 N=64
 port=16531
@@ -85,6 +86,28 @@ count_exact() {
 	done
 }
 check_metrics "after the pattern"
+# the targets' live names share the files they all map: the C library's
+# debug info (Debian's libc6-dbg) is loaded once, not once a target (10 MB
+# of the agent's memory each), and names every target's frames: the first
+# target's, the middle one's and the last one's profiles name the program's
+# site and the C library's __libc_start_call_main (a local symbol, in its
+# debug file alone)
+libc_debug=$(ldd "$PROGS/alloc_patterns" | awk '/libc.so/ { print $3 }' | xargs readelf -n 2>/dev/null |
+	awk '/Build ID/ { print $3 }')
+libc_debug=/usr/lib/debug/.build-id/${libc_debug:0:2}/${libc_debug:2}.debug
+if [ -f "$libc_debug" ]; then
+	expect_eq "the C library's debug file mapped once for the $N targets" "$(grep -c " $libc_debug\$" "/proc/$me/maps")" 1
+else
+	skip "the C library's debug file mapped once for the $N targets: no $libc_debug here"
+fi
+named=0
+for p in "${targets[0]}" "${targets[$((N / 2))]}" "${targets[$((N - 1))]}"; do
+	curl -s -o "$TMP/heap.pb.gz" "$url/debug/pprof/heap?pid=$p"
+	traces=$(cd / && timeout -k 5 "$LIMIT" go tool pprof -traces "$TMP/heap.pb.gz" 2>&1)
+	grep -q ' site_peak_block$' <<<"$traces" && { [ ! -f "$libc_debug" ] || grep -q ' __libc_start_call_main$' <<<"$traces"; } &&
+		named=$((named + 1))
+done
+expect_eq "the first, middle and last targets' profiles name site_peak_block and __libc_start_call_main" "$named" 3
 left=$((t0 + 60 - $(date +%s)))
 [ "$left" -gt 0 ] && sleep "$left"
 check_metrics "60 s after the start"

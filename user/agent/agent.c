@@ -5,6 +5,7 @@
 #include "budget.h"
 #include "loader.h"
 #include "record_setup.h"
+#include "symbolizer.h"
 #include "windows.h"
 #include "util.h"
 
@@ -362,6 +363,8 @@ int agent__run(struct agent *a)
 	a->ntargets = 0;
 	agent_knobs(a);
 	raise_nofile();
+	/* the targets' live names: a library they all map is loaded once */
+	symbolizer_share_files();
 	mem_dir_sweep();
 	if (!a->out_dir && !mem_dir_make(a))
 		fprintf(stderr, "memtrace: warning: no /report: cannot make a directory in /dev/shm for the last "

@@ -20,10 +20,12 @@
 #include <gelf.h>
 #include <libiberty/demangle.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_FRAMES 64 /* inline depth kept per address; deeper is truncated */
@@ -43,8 +45,11 @@ struct addr_sym {
 	int rank;         /* among aliases, lower is the better name */
 };
 
+struct shared_dwfl;
+
 struct sym_file {
 	char *path; /* as the target sees it */
+	struct shared_dwfl *sh; /* DWFL, MOD and ELF are another's, shared (NULL: its own) */
 	char *mapped; /* where the mapped file itself is reachable (map_files), or NULL */
 	uint8_t build_id[32];
 	uint32_t build_id_len;
@@ -67,6 +72,7 @@ struct sym_map {
 };
 
 struct symbolizer {
+	bool from_root; /* find_debuginfo_target took a debug file from the target's root */
 	char *root; /* "" for none */
 	bool target;  /* a live target's: only held files and debug files by build-id */
 	int root_fd;  /* target: its root, O_PATH (-1: none) */
@@ -135,6 +141,8 @@ struct known_debug {
 static struct known_debug *known_debug;
 static size_t nr_known_debug, cap_known_debug;
 
+static void shared_stale(const uint8_t *id, uint32_t len);
+
 int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path)
 {
 	struct known_debug *v;
@@ -150,6 +158,7 @@ int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path)
 	if (!v->path)
 		return -ENOMEM;
 	nr_known_debug++;
+	shared_stale(id, len);
 	return 0;
 }
 
@@ -160,6 +169,115 @@ static const char *known_debug_file(const uint8_t *id, uint32_t len)
 			return known_debug[i].path;
 	}
 	return NULL;
+}
+
+/*
+ * memtrace agent: the symbolizers of its targets share the libdwfl state of
+ * a file they all map (symbolizer_share_files). Each target's symbolizer had
+ * its own, and naming the first stack of each loaded the C library's debug
+ * info again: 10 MB of the agent's memory a target (5.7 MB decompressed
+ * DWARF, 4 MB of the debug file mapped). Shared only by the same file, its
+ * device and inode (what each target maps, whatever its build-id says), and
+ * only with debug info memtrace chose (the host's, a fetched one): a debug
+ * file from a target's root names that target's frames alone. libdw is not
+ * thread-safe: each query holds the file's lock.
+ */
+struct shared_dwfl {
+	uint64_t dev, ino;
+	uint8_t build_id[32];
+	uint32_t build_id_len;
+	Dwfl *dwfl;
+	Dwfl_Module *mod;
+	Elf *elf;
+	unsigned refs;        /* the symbolizers' files that use it (shared_lock) */
+	bool stale;           /* a debug file was fetched for its build-id since: not taken again */
+	pthread_mutex_t lock; /* libdw's queries on it */
+};
+
+static bool share_files;
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER; /* loads of files to share, one at a time */
+static struct shared_dwfl **shared;
+static size_t nr_shared, cap_shared;
+
+void symbolizer_share_files(void)
+{
+	share_files = true;
+}
+
+/* The shared state of the file at PATH with F's build-id, a reference
+ * taken; NULL if none. */
+static struct shared_dwfl *shared_take(const struct sym_file *f, const char *path)
+{
+	struct shared_dwfl *sh = NULL;
+	struct stat st;
+
+	if (!path || stat(path, &st))
+		return NULL;
+	pthread_mutex_lock(&shared_lock);
+	for (size_t i = 0; i < nr_shared && !sh; i++)
+		if (shared[i]->dev == st.st_dev && shared[i]->ino == st.st_ino && !shared[i]->stale &&
+		    shared[i]->build_id_len == f->build_id_len && !memcmp(shared[i]->build_id, f->build_id, f->build_id_len))
+			sh = shared[i];
+	if (sh)
+		sh->refs++;
+	pthread_mutex_unlock(&shared_lock);
+	return sh;
+}
+
+/* F's own state, loaded from PATH, offered to the other symbolizers: F then
+ * holds a reference like theirs. Nothing done if it cannot be. */
+static void shared_offer(struct sym_file *f, const char *path)
+{
+	struct shared_dwfl *sh;
+	struct stat st;
+
+	if (stat(path, &st) || !(sh = calloc(1, sizeof(*sh))))
+		return;
+	*sh = (struct shared_dwfl){ .dev = st.st_dev, .ino = st.st_ino, .build_id_len = f->build_id_len,
+				    .dwfl = f->dwfl, .mod = f->mod, .elf = f->elf, .refs = 1 };
+	memcpy(sh->build_id, f->build_id, f->build_id_len);
+	pthread_mutex_init(&sh->lock, NULL);
+	pthread_mutex_lock(&shared_lock);
+	if (array_reserve((void **)&shared, &cap_shared, nr_shared + 1, sizeof(*shared))) {
+		pthread_mutex_unlock(&shared_lock);
+		pthread_mutex_destroy(&sh->lock);
+		free(sh);
+		return;
+	}
+	shared[nr_shared++] = sh;
+	f->sh = sh;
+	pthread_mutex_unlock(&shared_lock);
+}
+
+static void shared_release(struct shared_dwfl *sh)
+{
+	bool last;
+
+	pthread_mutex_lock(&shared_lock);
+	last = !--sh->refs;
+	for (size_t i = 0; last && i < nr_shared; i++)
+		if (shared[i] == sh) {
+			shared[i] = shared[--nr_shared];
+			break;
+		}
+	pthread_mutex_unlock(&shared_lock);
+	if (!last)
+		return;
+	dwfl_end(sh->dwfl);
+	pthread_mutex_destroy(&sh->lock);
+	free(sh);
+}
+
+/* A debug file fetched for build-id ID: the shared states loaded without it
+ * are not taken again (a renewed symbolizer loads its own). */
+static void shared_stale(const uint8_t *id, uint32_t len)
+{
+	pthread_mutex_lock(&shared_lock);
+	for (size_t i = 0; i < nr_shared; i++)
+		if (shared[i]->build_id_len == len && !memcmp(shared[i]->build_id, id, len))
+			shared[i]->stale = true;
+	pthread_mutex_unlock(&shared_lock);
 }
 
 /* A debug file at a path memtrace chose (fetched, or the host's
@@ -210,7 +328,14 @@ static int find_debuginfo_target(Dwfl_Module *mod, void **userdata, const char *
 	}
 	build_id_debug_path(bits, (uint32_t)n, path, sizeof(path));
 	if (s && s->root_fd >= 0 && (fd = target_file_open_in_root(s->root_fd, path, 0)) >= 0) {
+		struct stat in_root, host;
+
 		*debuginfo_file_name = strdup(path);
+		/* the target's own unless it is the host's file at that path
+		 * (a target whose root is the host's) */
+		if (fstat(fd, &in_root) || stat(path, &host) || in_root.st_dev != host.st_dev ||
+		    in_root.st_ino != host.st_ino)
+			s->from_root = true;
 		return fd;
 	}
 	return dwfl_standard_find_debuginfo(mod, userdata, modname, base, NULL, NULL, 0, debuginfo_file_name);
@@ -300,7 +425,9 @@ void symbolizer__free(struct symbolizer *s)
 	if (s->root_fd >= 0)
 		close(s->root_fd);
 	for (size_t i = 0; i < s->nr_files; i++) {
-		if (s->files[i].dwfl)
+		if (s->files[i].sh)
+			shared_release(s->files[i].sh);
+		else if (s->files[i].dwfl)
 			dwfl_end(s->files[i].dwfl);
 		free(s->files[i].cus);
 		free(s->files[i].syms);
@@ -470,8 +597,43 @@ static int file_load_target(struct symbolizer *s, struct sym_file *f)
 	char *now = s->find ? s->find(s->find_ctx, f->path, f->build_id, f->build_id_len) : NULL;
 	/* Asked when first needed: a file given when the module was added may
 	 * have been let go since (a deleted copy the target dropped). */
-	bool found = (now && file_try(s, f, now) == 0) || (f->mapped && file_try(s, f, f->mapped) == 0);
+	const char *file = now ? now : f->mapped;
+	bool share = share_files && f->build_id_len && file, found;
 
+	/* one load at a time: the targets name their first stacks at once,
+	 * and each loaded its own before any was offered */
+	if (share)
+		pthread_mutex_lock(&load_lock);
+	if (share && (f->sh = shared_take(f, file))) {
+		pthread_mutex_unlock(&load_lock);
+		f->dwfl = f->sh->dwfl;
+		f->mod = f->sh->mod;
+		f->elf = f->sh->elf;
+		f->state = 1;
+		free(now);
+		return 0;
+	}
+	s->from_root = false;
+	found = now && file_try(s, f, now) == 0;
+	if (!found) {
+		file = f->mapped;
+		found = f->mapped && file_try(s, f, f->mapped) == 0;
+	}
+	if (found && share) {
+		Dwarf_Addr bias;
+		void **user = NULL;
+
+		/* its debug file found now, while this symbolizer is the one
+		 * libdwfl calls back: a shared state is never asked again */
+		dwfl_module_getdwarf(f->mod, &bias);
+		dwfl_module_info(f->mod, &user, NULL, NULL, NULL, NULL, NULL, NULL);
+		if (user && !s->from_root) {
+			*user = NULL;
+			shared_offer(f, file);
+		}
+	}
+	if (share)
+		pthread_mutex_unlock(&load_lock);
 	free(now);
 	if (!found && f->build_id_len) {
 		const char *known = known_debug_file(f->build_id, f->build_id_len);
@@ -939,6 +1101,8 @@ int symbolizer__preload(struct symbolizer *s, const struct trace_module *m, cons
 		return -ENOMEM;
 	if (file_load(s, f) || !f->mod)
 		return 0;
+	if (f->sh)
+		pthread_mutex_lock(&f->sh->lock);
 	if (!f->syms_built)
 		syms_build(f);
 	/* What the first address would load: the debug info (a separate
@@ -952,6 +1116,8 @@ int symbolizer__preload(struct symbolizer *s, const struct trace_module *m, cons
 		if (!f->cus_built)
 			cus_build(f, dw);
 	}
+	if (f->sh)
+		pthread_mutex_unlock(&f->sh->lock);
 	return 0;
 }
 
@@ -961,6 +1127,7 @@ int symbolizer__resolve(struct symbolizer *s, uint64_t addr, struct trace_symbol
 	struct sym_file *f;
 	uint64_t vaddr;
 	long idx;
+	int err;
 
 	memset(out, 0, sizeof(*out));
 	out->addr = addr;
@@ -974,9 +1141,19 @@ int symbolizer__resolve(struct symbolizer *s, uint64_t addr, struct trace_symbol
 	f = &s->files[map->file];
 	out->module = (int32_t)idx;
 	out->module_offset = addr - map->start + map->file_offset;
-	if (file_load(s, f) || map_vaddr(f, map, addr, &vaddr))
+	if (file_load(s, f))
 		return 0;
-	out->module_offset = vaddr;
-	/* A return address follows the call; the call is what the stack means. */
-	return describe(s, f, vaddr - 1, out);
+	if (f->sh)
+		pthread_mutex_lock(&f->sh->lock);
+	err = map_vaddr(f, map, addr, &vaddr);
+	if (!err) {
+		out->module_offset = vaddr;
+		/* A return address follows the call; the call is what the stack means. */
+		err = describe(s, f, vaddr - 1, out);
+	} else {
+		err = 0;
+	}
+	if (f->sh)
+		pthread_mutex_unlock(&f->sh->lock);
+	return err;
 }

@@ -62,6 +62,10 @@ void symbolizer__free(struct symbolizer *s);
  * itself is stripped, alone when the module is not on this machine. */
 int symbolizer_add_debug_file(const uint8_t *id, uint32_t len, const char *path);
 
+/* From now on, target symbolizers (of this process's threads) share the
+ * debug info of a file they all map, loaded once (memtrace agent). */
+void symbolizer_share_files(void);
+
 /* C++ or Rust NAME demangled, malloc'd; NULL if it is not a mangled name. */
 char *symbolizer_demangle(const char *name);
 
