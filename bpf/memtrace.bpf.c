@@ -268,47 +268,55 @@ static __always_inline void send_stack(__u32 slot, struct mt_stack_event *ev, __
 	*seen_slot = seen_key;
 }
 
+struct fp_walk {
+	__u64 *frames;
+	__u64 sp, fp;
+	__u32 depth, nr;
+};
+
+/* Frame I + 1 of the walk (bpf_loop's callback: verified once, where a
+ * loop of MT_MAX_STACK_DEPTH steps was verified step by step). */
+static long fp_step(__u32 i, void *ctx)
+{
+	struct fp_walk *w = ctx;
+	__u64 frame[2];
+
+	if (i + 1 >= w->depth || w->fp < w->sp || (w->fp & 7))
+		return 1;
+	if (bpf_probe_read_user(frame, sizeof(frame), (void *)w->fp) || !frame[1])
+		return 1;
+	w->frames[(i + 1) & MT_STACK_DEPTH_MASK] = frame[1];
+	w->nr = i + 2;
+	if (frame[0] <= w->fp)
+		return 1;
+	w->fp = frame[0];
+	return 0;
+}
+
 /*
  * A frame-pointer walk from allocator entry misses the caller: its return
  * address is at [sp], not in a frame yet. Read it first, then follow the
  * frame pointers. The walk is ours rather than bpf_get_stack's: one 16-byte
  * read per frame is several times cheaper, and it stops as soon as a frame
  * pointer stops climbing the stack, which is where code built without frame
- * pointers leaves garbage.
+ * pointers leaves garbage. The walk goes into this CPU's scratch stack from
+ * its frame FIRST (0 or 1): a global function, so what follows a walk is
+ * verified once, not once for each count of frames the walk can end with.
  */
-static __always_inline __u32 walk_frames_into(__u64 sp, __u64 fp, __u64 *frames, __u32 depth)
-{
-	__u64 frame[2];
-	__u32 nr = 1;
-
-	if (bpf_probe_read_user(&frames[0], sizeof(__u64), (void *)sp))
-		return 0;
-	for (__u32 i = 1; i < MT_MAX_STACK_DEPTH; i++) {
-		if (i >= depth || fp < sp || (fp & 7))
-			break;
-		if (bpf_probe_read_user(frame, sizeof(frame), (void *)fp) || !frame[1])
-			break;
-		frames[i] = frame[1];
-		nr = i + 1;
-		if (frame[0] <= fp)
-			break;
-		fp = frame[0];
-	}
-	return nr;
-}
-
-/* The walk into this CPU's scratch stack from its frame FIRST (0 or 1): a
- * global function, so the verifier checks its loop once, and what follows
- * a walk once, not once for each count of frames the loop can end with. */
 __noinline __u32 walk_frames(__u64 sp, __u64 fp, __u32 first, __u32 depth)
 {
 	struct stack_scratch *s;
+	struct fp_walk w = { .sp = sp, .fp = fp, .depth = depth, .nr = 1 };
 	__u32 zero = 0;
 
 	s = bpf_map_lookup_elem(&stack_scratch, &zero);
 	if (!s)
 		return 0;
-	return walk_frames_into(sp, fp, &s->ev.frames[first & 1], depth) & MT_STACK_DEPTH_MASK;
+	w.frames = &s->ev.frames[first & 1];
+	if (bpf_probe_read_user(&w.frames[0], sizeof(__u64), (void *)sp))
+		return 0;
+	bpf_loop(MT_MAX_STACK_DEPTH - 1, fp_step, &w, 0);
+	return w.nr & MT_STACK_DEPTH_MASK;
 }
 
 #include "unwind.bpf.h"

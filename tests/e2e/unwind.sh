@@ -8,7 +8,7 @@
 # through the kernel's signal frame. The walk uses the modules' unwind tables
 # (bpf/unwind.bpf.h); --unwind-rows 0 shows what frame pointers alone give.
 . "$(dirname "$0")/lib.sh"
-plan 29
+plan 31
 
 # paths JSON: "allocations function<caller<...<main" per distinct path that
 # reaches main, sorted (libstdc++'s own start-up allocation does not)
@@ -97,6 +97,15 @@ expect_eq "frame pointers alone: stacks recorded for the three paths" \
 	"$(jq "$NESTED"' | [.sites[].stacks[]] | length >= 3' "$TMP/fponly.json")" true
 reached=$(jq "$NESTED"' | [.sites[].stacks[] | [.frames[].function] | index("main") != null] | map(select(.)) | length' "$TMP/fponly.json")
 if [ "$reached" -lt 3 ]; then ok "frame pointers alone: only $reached of 3 paths reach main"; else not_ok "frame pointers alone reached main on every path: the test proves nothing"; fi
+# ... and with frame pointers in the program, they alone give its own paths
+# whole (bpf/memtrace.bpf.c's walk_frames; the signal path left out: the C
+# library's frames between have none).
+timeout -k 5 "$LIMIT" "$MEMTRACE" record --unwind-rows 0 -o "$TMP/fponly-fp.mtrace" -- "$PROGS/unwind_levels" \
+	>/dev/null 2>"$TMP/err"
+expect_eq "frame pointers alone, built with them: record exit status" "$?" 0
+report_json "$TMP/fponly-fp.mtrace" "$TMP/fponly-fp.json"
+expect_eq "frame pointers alone, built with them: the paths" "$(paths "$TMP/fponly-fp.json" | grep -v in_handler)" \
+	"$(grep -v in_handler "$TMP/fp.paths")"
 # Stack templates (bpf/memtrace.bpf.c): a walk that starts where the last one
 # did is skipped when the stack words that walk read are unchanged.
 # tests/progs/same_depth reaches malloc through via_a or via_b at the same
