@@ -98,31 +98,69 @@ struct unwind_walk {
  * caller (a bounded loop inlined in the walk multiplied its states).
  */
 
+/* A binary search for the last of an array's entries whose start is <= AT. */
+struct unwind_search {
+	__u64 at;
+	__u32 lo, hi, base;
+	bool maps;   /* unwind_maps (key base + i, start); else unwind_rows (key i, pc) */
+	bool failed; /* a lookup failed */
+};
+
+/* One step of it (bpf_loop's callback: verified once, where a bounded
+ * loop of its steps was verified step by step, 4 k instructions for the
+ * two searches). */
+static long unwind_search_step(__u32 i, void *ctx)
+{
+	struct unwind_search *q = ctx;
+	__u32 mid, key;
+	__u64 start;
+
+	if (q->lo >= q->hi)
+		return 1;
+	mid = q->lo + (q->hi - q->lo) / 2;
+	key = q->base + mid;
+	if (q->maps) {
+		const struct mt_unwind_map *m = bpf_map_lookup_elem(&unwind_maps, &key);
+
+		if (!m)
+			goto failed;
+		start = m->start;
+	} else {
+		const struct mt_unwind_row *r = bpf_map_lookup_elem(&unwind_rows, &key);
+
+		if (!r)
+			goto failed;
+		start = r->pc;
+	}
+	if (start <= q->at)
+		q->lo = mid + 1;
+	else
+		q->hi = mid;
+	return 0;
+failed:
+	q->failed = true;
+	return 1;
+}
+
 /* The key in unwind_maps of the mapping of target SLOT's half GEN & 1 that
  * contains PC, or UNWIND_NONE. */
 __noinline __u32 unwind_find_map(__u32 slot, __u32 gen, __u64 pc)
 {
-	__u32 half = (SLOT(slot) * 2 + (gen & 1)) * MT_UNWIND_MAPS, lo = 0, hi = unwind_nr[SLOT(slot)][gen & 1];
+	struct unwind_search q = {
+		.at = pc,
+		.hi = unwind_nr[SLOT(slot)][gen & 1],
+		.base = (SLOT(slot) * 2 + (gen & 1)) * MT_UNWIND_MAPS,
+		.maps = true,
+	};
 	const struct mt_unwind_map *m;
 	__u32 key;
 
-	if (hi > MT_UNWIND_MAPS)
+	if (q.hi > MT_UNWIND_MAPS)
 		return UNWIND_NONE;
-	for (int i = 0; i < UNWIND_MAP_STEPS && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		key = half + mid;
-		m = bpf_map_lookup_elem(&unwind_maps, &key);
-		if (!m)
-			return UNWIND_NONE;
-		if (m->start <= pc)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (!lo)
+	bpf_loop(UNWIND_MAP_STEPS, unwind_search_step, &q, 0);
+	if (q.failed || !q.lo)
 		return UNWIND_NONE;
-	key = half + lo - 1;
+	key = q.base + q.lo - 1;
 	m = bpf_map_lookup_elem(&unwind_maps, &key);
 	return m && pc < m->end ? key : UNWIND_NONE;
 }
@@ -131,23 +169,12 @@ __noinline __u32 unwind_find_map(__u32 slot, __u32 gen, __u64 pc)
  * row.pc <= VADDR, or UNWIND_NONE. */
 __noinline __u32 unwind_find_row(__u32 first, __u32 nr, __u64 vaddr)
 {
-	__u32 lo = first, hi = first + nr;
-	const struct mt_unwind_row *row;
+	struct unwind_search q = { .at = vaddr, .lo = first, .hi = first + nr };
 
-	if (vaddr > 0xffffffffULL || hi < lo)
+	if (vaddr > 0xffffffffULL || q.hi < q.lo)
 		return UNWIND_NONE;
-	for (int i = 0; i < UNWIND_ROW_STEPS && lo < hi; i++) {
-		__u32 mid = lo + (hi - lo) / 2;
-
-		row = bpf_map_lookup_elem(&unwind_rows, &mid);
-		if (!row)
-			return UNWIND_NONE;
-		if (row->pc <= vaddr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo == first ? UNWIND_NONE : lo - 1;
+	bpf_loop(UNWIND_ROW_STEPS, unwind_search_step, &q, 0);
+	return q.failed || q.lo == first ? UNWIND_NONE : q.lo - 1;
 }
 
 /* What applies at the walk's pc: the row into *ROW, or why there is none.
