@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "loader.h"
+#include "ring_set.h"
 #include "uprobe_multi.h"
 #include "util.h"
 #include "memtrace.skel.h"
@@ -67,7 +68,7 @@ struct loader {
 	uint32_t slot;           /* this handle's target slot */
 	struct loader_shared *shared;
 	struct loader_opts opts;
-	struct ring_buffer *rb;
+	struct ring_set *rb;
 	int nr_cpus;
 	int *ring_fds;           /* a ring buffer per CPU, then a lane per CPU (-1: none) */
 	uint64_t lane_bytes;     /* a lane's records (a power of two); 0: no lanes */
@@ -468,7 +469,7 @@ static int create_rings(struct loader *l, struct loader *base)
 /* The rings and lanes FDS (as ring_fds) mapped into this process to be
  * read (loader__poll): into *RB and *LANES, the records handed to L. */
 static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, int *fds,
-			  struct ring_buffer **rb, void ***lanes)
+			  struct ring_set **rb, void ***lanes)
 {
 	if (lane_bytes && !*lanes) {
 		*lanes = calloc(nr_cpus, sizeof(void *));
@@ -485,10 +486,10 @@ static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, in
 	}
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
 		int fd = fds[cpu];
-		int err = *rb ? ring_buffer__add(*rb, fd, ring_cb, l) : 0;
+		int err = *rb ? ring_set__add(*rb, fd, ring_cb, l) : 0;
 
 		if (!*rb) {
-			*rb = ring_buffer__new(fd, ring_cb, l, NULL);
+			*rb = ring_set__new(fd, ring_cb, l);
 			err = *rb ? 0 : -errno;
 		}
 		if (err)
@@ -1005,7 +1006,7 @@ static void stats_release(struct loader *l);
  * and its memory; its links are closed or detached by the caller. */
 static void release_handle(struct loader *l)
 {
-	ring_buffer__free(l->rb);
+	ring_set__free(l->rb);
 	for (int cpu = 0; l->lanes && cpu < l->nr_cpus; cpu++)
 		if (l->lanes[cpu])
 			munmap(l->lanes[cpu], lane_value_size(l->lane_bytes));
@@ -1069,7 +1070,7 @@ struct early_rings {
 	int events_fd, lanes_fd; /* the arrays of rings and of lanes; -1: none */
 	int *fds;                /* as ring_fds */
 	struct loader *reader;   /* whose records they are, mapped here too; NULL: not mapped */
-	struct ring_buffer *rb;  /* ... as the loader's rb and lanes */
+	struct ring_set *rb;  /* ... as the loader's rb and lanes */
 	void **lanes;
 	int nr_cpus;
 	uint64_t ring_bytes, lane_bytes;
@@ -1170,7 +1171,7 @@ static int early_rings_finish(struct loader *l, struct early_rings *e, bool keep
 		l->lanes = e->lanes;
 		return 0;
 	}
-	ring_buffer__free(e->rb);
+	ring_set__free(e->rb);
 	for (int cpu = 0; e->lanes && cpu < e->nr_cpus; cpu++)
 		if (e->lanes[cpu])
 			munmap(e->lanes[cpu], lane_value_size(e->lane_bytes));
@@ -2085,7 +2086,7 @@ static int consume_lane(struct loader *l, int cpu)
  * took after, and the drain sorts by time either way. */
 static int consume(struct loader *l)
 {
-	int n = ring_buffer__consume(l->rb);
+	int n = ring_set__consume(l->rb);
 
 	if (n < 0 && n != -EINTR)
 		return n;
@@ -2097,7 +2098,7 @@ static int consume(struct loader *l)
 
 int loader__poll(struct loader *l, int timeout_ms)
 {
-	int n = ring_buffer__poll(l->rb, timeout_ms);
+	int n = ring_set__poll(l->rb, timeout_ms);
 
 	if (n < 0 && n != -EINTR)
 		return n;
@@ -2108,14 +2109,14 @@ int loader__poll(struct loader *l, int timeout_ms)
 
 int loader__poll_wake(struct loader *l, int fd)
 {
-	/* In the rings' epoll set as ring 0 (libbpf takes an event's data for
-	 * the ring it is from): its wakeup drains ring 0 once more, harmless;
-	 * one-shot, or a process that ended would wake every poll. */
+	/* In the rings' epoll set (its wakeup ends the wait, and the rings
+	 * are drained as after any); one-shot, or a process that ended would
+	 * wake every poll. */
 	struct epoll_event e = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = 0 };
 
 	if (!l || !l->rb || fd < 0)
 		return -EINVAL;
-	return epoll_ctl(ring_buffer__epoll_fd(l->rb), EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
+	return epoll_ctl(ring_set__epoll_fd(l->rb), EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
 }
 
 int loader__poll_until(struct loader *l, uint64_t deadline_ns)
