@@ -210,28 +210,74 @@ struct {
 	__type(value, struct map_pending);
 } map_pending SEC(".maps");
 
+/* A wrapper's return: what its entry left pending, sent with the result. */
+static __always_inline int map_wrap_ret(struct pt_regs *ctx)
+{
+	__u64 id = bpf_get_current_pid_tgid(), ret = PT_REGS_RC(ctx), ts;
+	__u32 slot = target_slot(id >> 32), call, flags;
+	struct map_pending *p;
+	struct thread_state *st;
+
+	if (slot == NO_TARGET)
+		return 0;
+	count_hit(slot, true); /* --budget pays for this probe too */
+	p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, 0);
+	if (!p || !(call = p->call))
+		return 0;
+	p->call = 0;
+	/* mmap, mremap and sbrk fail with (void *)-1, the others with -1 */
+	if ((call == MT_MAP_MMAP || call == MT_MAP_MREMAP || call == MT_MAP_BRK) ? ret == (__u64)-1 : ret != 0)
+		return 0;
+	ts = bpf_ktime_get_ns();
+	st = thread_state(false);
+	flags = large_min && (call == MT_MAP_MMAP || call == MT_MAP_MREMAP) ? p->flags :
+		st && st->depth						  ? MT_MAP_IN_ALLOC :
+										    0;
+	if (call == MT_MAP_BRK) {
+		/* sbrk(INCREMENT) gave the old break: the break was there, and
+		 * is INCREMENT on now (as brk(2)'s records say it) */
+		send_map(slot, id, ts, MT_MAP_BRK, flags, ret, ret, 0, 0, 0, 0);
+		return send_map(slot, id, ts, MT_MAP_BRK, flags, ret + p->a0, ret + p->a0, 0, 0, 0, p->stack_id);
+	}
+	return send_map(slot, id, ts, call, flags, ret, p->a0, p->a1, p->a2, p->a3, p->stack_id);
+}
+
+/* Attached as a uprobe session (kernel >= 6.13) the entry runs at the
+ * return too, and a call it needs nothing of returns 1: no return probe
+ * for it, which is most of what a wrapper's probe costs (a thread's stack,
+ * a Python arena: --budget's large blocks want none of them). Otherwise
+ * map_wrap_exit is the return probe, run for every call. */
 SEC("uprobe")
 int BPF_KPROBE(map_wrap_enter)
 {
-	__u64 id = bpf_get_current_pid_tgid(), call = bpf_get_attach_cookie(ctx), ts;
+	__u64 id = bpf_get_current_pid_tgid(), call, ts;
 	struct map_pending *p;
 	bool in_alloc = false;
 	__u32 slot;
 
+	if (session_return())
+		return map_wrap_ret(ctx);
 	if (!trace_maps && !large_min)
-		return 0;
+		return 1;
+	call = bpf_get_attach_cookie(ctx);
 	slot = target_slot(id >> 32);
-	if (slot == NO_TARGET ||
-	    !(p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE)))
-		return 0;
+	if (slot == NO_TARGET)
+		return 1;
+	count_hit(slot, false);
+	/* in a session an unwanted call leaves a pending one (a signal
+	 * handler's call inside the wrapper) alone: its return is not run */
+	if (session_mode && !trace_maps && !large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx)))
+		return 1;
+	if (!(p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE)))
+		return 1;
 	p->call = 0;
 	p->flags = 0;
 	if (!trace_maps && !large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx)))
-		return 0;
+		return 1;
 	if (call == MT_MAP_MADVISE && !madvise_frees(PT_REGS_PARM3(ctx)))
-		return 0;
+		return 1;
 	if (call == MT_MAP_BRK && !PT_REGS_PARM1(ctx))
-		return 0; /* sbrk(0): where the break is; nothing changes */
+		return 1; /* sbrk(0): where the break is; nothing changes */
 	p->a0 = PT_REGS_PARM1(ctx);
 	p->a1 = PT_REGS_PARM2(ctx);
 	p->a2 = PT_REGS_PARM3(ctx);
@@ -249,35 +295,7 @@ int BPF_KPROBE(map_wrap_enter)
 }
 
 SEC("uretprobe")
-int BPF_KRETPROBE(map_wrap_exit)
-{
-	__u64 id = bpf_get_current_pid_tgid(), ret = PT_REGS_RC(ctx), ts;
-	struct map_pending *p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, 0);
-	struct thread_state *st;
-	__u32 slot, call, flags;
-
-	if (!p || !(call = p->call))
-		return 0;
-	p->call = 0;
-	slot = target_slot(id >> 32);
-	if (slot == NO_TARGET)
-		return 0;
-	/* mmap, mremap and sbrk fail with (void *)-1, the others with -1 */
-	if ((call == MT_MAP_MMAP || call == MT_MAP_MREMAP || call == MT_MAP_BRK) ? ret == (__u64)-1 : ret != 0)
-		return 0;
-	ts = bpf_ktime_get_ns();
-	st = thread_state(false);
-	flags = large_min && (call == MT_MAP_MMAP || call == MT_MAP_MREMAP) ? p->flags :
-		st && st->depth						  ? MT_MAP_IN_ALLOC :
-										    0;
-	if (call == MT_MAP_BRK) {
-		/* sbrk(INCREMENT) gave the old break: the break was there, and
-		 * is INCREMENT on now (as brk(2)'s records say it) */
-		send_map(slot, id, ts, MT_MAP_BRK, flags, ret, ret, 0, 0, 0, 0);
-		return send_map(slot, id, ts, MT_MAP_BRK, flags, ret + p->a0, ret + p->a0, 0, 0, 0, p->stack_id);
-	}
-	return send_map(slot, id, ts, call, flags, ret, p->a0, p->a1, p->a2, p->a3, p->stack_id);
-}
+int BPF_KRETPROBE(map_wrap_exit) { return map_wrap_ret(ctx); }
 
 /* --rss: write faults of the targets, counted per CPU, every
  * MT_FAULT_EVERY-th sent; a write fault is what makes an anonymous page

@@ -281,6 +281,49 @@ static void test_reallocarray(void **state)
 	print_message("reallocarray: forwards (NULL on overflow); placement single-stepped: %s\n", pl.why);
 }
 
+/* glibc 2.36's munmap and mmap, as Debian 12 ships them: the C library's
+ * wrappers that --rss and --budget's large blocks probe. munmap has nothing
+ * the kernel emulates before its syscall; past it (rdi, rsi kept by the
+ * kernel) the jae is, for a probe reading two arguments. One reading a
+ * fourth (rcx, which the syscall clobbers) stays at the start. mmap's jne
+ * comes before its syscall, with rcx still whole. Allocator placement never
+ * passes a syscall. */
+static void test_syscall_wrappers(void **state)
+{
+	static const uint8_t munmap_code[] = {
+		0xb8, 0x0b, 0x00, 0x00, 0x00,             /* mov eax, 0xb */
+		0x0f, 0x05,                               /* syscall */
+		0x48, 0x3d, 0x01, 0xf0, 0xff, 0xff,       /* cmp rax, -0xfff */
+		0x73, 0x01,                               /* jae +0x10 */
+		0xc3,                                     /* ret */
+		0x48, 0x8b, 0x0d, 0xc9, 0x13, 0x0d, 0x00, /* mov rcx, qword ptr [rip + 0xd13c9] */
+	};
+	static const uint8_t mmap_code[] = {
+		0x41, 0x89, 0xca,                         /* mov r10d, ecx */
+		0x41, 0xf7, 0xc1, 0xff, 0x0f, 0x00, 0x00, /* test r9d, 0xfff */
+		0x75, 0x14,                               /* jne +0x20 */
+		0xb8, 0x09, 0x00, 0x00, 0x00,             /* mov eax, 9 */
+		0x0f, 0x05,                               /* syscall */
+		0xc3,                                     /* ret */
+	};
+	struct placement pl;
+
+	assert_int_equal(placement_choose_wrapper(munmap_code, sizeof(munmap_code), V, 2, &pl), 0);
+	assert_true(pl.emulated);
+	assert_int_equal(pl.offset, 13);
+	assert_string_equal(pl.moved, "");
+	assert_int_equal(placement_choose_wrapper(munmap_code, sizeof(munmap_code), V, 4, &pl), 0);
+	assert_false(pl.emulated);
+	assert_int_equal(pl.offset, 0);
+	assert_int_equal(placement_choose(munmap_code, sizeof(munmap_code), V, 2, UINT32_MAX, &pl), 0);
+	assert_false(pl.emulated);
+	assert_int_equal(placement_choose_wrapper(mmap_code, sizeof(mmap_code), V, 4, &pl), 0);
+	assert_true(pl.emulated);
+	assert_int_equal(pl.offset, 10);
+	assert_string_equal(pl.moved, "");
+	print_message("syscall wrappers: munmap +13 (past its syscall) for two arguments, +0 for four; mmap +10\n");
+}
+
 /* A PLT stub, with and without IBT: the GOT slot it jumps through. */
 static void test_plt_slot(void **state)
 {
@@ -312,6 +355,7 @@ int main(void)
 		cmocka_unit_test(test_prefixes),
 		cmocka_unit_test(test_operator_new),
 		cmocka_unit_test(test_pool_is_no_forwarder),
+		cmocka_unit_test(test_syscall_wrappers),
 		cmocka_unit_test(test_reallocarray),
 		cmocka_unit_test(test_plt_slot),
 	};

@@ -206,7 +206,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 		}
 		if (is_kernel_map_prog(l->skel, prog))
 			continue; /* kretprobes, as their section says */
-		if (mode == LOADER_SESSION && is_session_prog(l->skel, prog))
+		if (mode == LOADER_SESSION && (is_session_prog(l->skel, prog) || prog == l->skel->progs.map_wrap_enter))
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_SESSION);
 		else if (mode != LOADER_CLASSIC)
 			bpf_program__set_expected_attach_type(prog, MT_BPF_TRACE_UPROBE_MULTI);
@@ -227,6 +227,9 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	bpf_object__for_each_program(prog, l->skel->obj)
 		if (is_map_prog(l->skel, prog))
 			bpf_program__set_autoload(prog, l->opts.trace_maps || (l->opts.large_min && is_large_prog(l->skel, prog)));
+	/* a session runs the wrappers' entry program at their return too */
+	if (mode == LOADER_SESSION)
+		bpf_program__set_autoload(l->skel->progs.map_wrap_exit, false);
 	/* Programs this recording cannot attach are not loaded (a millisecond
 	 * each of setup): the return program is the modes' without sessions
 	 * (a session runs its entry program at the return), the probe on the
@@ -1951,7 +1954,17 @@ int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++)
 		cookies[i] = calls[i];
-	if (l->mode != LOADER_CLASSIC) {
+	if (l->mode == LOADER_SESSION) {
+		/* one link, entry and return: a call the entry wants nothing of
+		 * costs no return probe */
+		struct uprobe_multi_req req = {
+			.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_enter), .path = path, .offsets = offsets,
+			.cookies = cookies, .cnt = (uint32_t)n, .pid = l->opts.pid, .session = true,
+		};
+		int fd = uprobe_multi__attach(&req);
+
+		err = fd < 0 ? fd : remember_link_fd(l, fd);
+	} else if (l->mode != LOADER_CLASSIC) {
 		/* the return first: an entry's pending call never outlives it */
 		struct uprobe_multi_req req = {
 			.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_exit),

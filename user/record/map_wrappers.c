@@ -2,6 +2,7 @@
 /* --rss's calls that map memory, at the C library's wrappers (map_wrappers.h). */
 #include "map_wrappers.h"
 #include "elf_util.h"
+#include "placement.h"
 #include "util.h"
 
 #include <errno.h>
@@ -29,15 +30,35 @@ bool map_wrappers__none_possible(const struct procmaps *pm)
 	return true;
 }
 
+/* Where in wrapper FN of EF its probe goes: the first instruction the
+ * kernel emulates while its NARGS arguments are still in their ABI
+ * registers, the syscall passed if need be (placement_choose_wrapper), or
+ * its start (0). A probe the kernel must single-step costs several times
+ * one it emulates (7 to 9 us against 0.5 here, in a VM): glibc's mmap and
+ * munmap start with a mov, and a threaded server maps and unmaps a stack
+ * for each thread it starts. */
+static uint32_t wrapper_site(struct elf_file *ef, const struct elf_function *fn, unsigned nargs)
+{
+	uint8_t code[PLACEMENT_PROLOGUE_MAX + 16];
+	size_t len = fn->size < sizeof(code) ? fn->size : sizeof(code);
+	struct placement pl;
+
+	if (!len || getenv("MEMTRACE_NO_PLACEMENT") || elf_file__read(ef, fn->file_offset, code, len) ||
+	    placement_choose_wrapper(code, len, fn->vaddr, nargs, &pl) || !pl.emulated || pl.moved[0])
+		return 0;
+	return pl.offset;
+}
+
 /* The wrappers of one C library, entry and return, for L's target. */
 static int attach_lib(struct loader *l, const char *file, bool large_only)
 {
 	static const struct {
 		const char *name;
 		uint32_t call;
+		unsigned nargs; /* the arguments map_wrap_enter reads */
 	} fns[] = {
-		{ "mmap", MT_MAP_MMAP },       { "munmap", MT_MAP_MUNMAP }, { "mremap", MT_MAP_MREMAP },
-		{ "madvise", MT_MAP_MADVISE }, { "sbrk", MT_MAP_BRK },
+		{ "mmap", MT_MAP_MMAP, 4 },       { "munmap", MT_MAP_MUNMAP, 2 }, { "mremap", MT_MAP_MREMAP, 4 },
+		{ "madvise", MT_MAP_MADVISE, 3 }, { "sbrk", MT_MAP_BRK, 1 },
 	};
 	uint64_t offsets[5];
 	uint32_t calls[5];
@@ -50,7 +71,7 @@ static int attach_lib(struct loader *l, const char *file, bool large_only)
 		struct elf_function fn;
 
 		if (!elf_file__find_function(ef, fns[i].name, &fn) && !fn.is_ifunc) {
-			offsets[n] = fn.file_offset;
+			offsets[n] = fn.file_offset + wrapper_site(ef, &fn, fns[i].nargs);
 			calls[n++] = fns[i].call;
 		}
 	}

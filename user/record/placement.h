@@ -24,7 +24,7 @@
 
 #define PLACEMENT_INSN_MAX 64
 
-#define PLACEMENT_ARGS 3 /* arguments a probe reads, at most */
+#define PLACEMENT_ARGS 4 /* arguments a probe reads, at most */
 
 struct placement {
 	uint32_t offset;                /* bytes from the function's start */
@@ -45,6 +45,16 @@ struct placement {
  * or UINT32_MAX. 0, or -ENOMEM / -EINVAL if the decoder cannot be opened. */
 int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
 		     uint32_t outside, struct placement *out);
+
+/* The same for a C library's syscall wrapper (mmap, munmap, ...), whose
+ * probe may also sit past the syscall instruction itself (munmap is "mov
+ * eax, 11; syscall; cmp rax, -4095; jae": nothing before the syscall is
+ * emulated) as long as the arguments are still where the ABI put them
+ * (the kernel keeps all but rcx, r11 and rax). The site is no entry then:
+ * the call has been made; for a probe that reads only the arguments and
+ * takes the result at the return, the same. */
+int placement_choose_wrapper(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
+			     struct placement *out);
 
 /* What a call or jump leaving the function reaches, as the caller knows it. */
 enum placement_target {

@@ -242,8 +242,8 @@ static void set_homes(struct placement *out, const uint32_t *where, unsigned nar
 	}
 }
 
-int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
-		     uint32_t outside, struct placement *out)
+static int choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs, uint32_t outside,
+		  bool past_syscall, struct placement *out)
 {
 	uint32_t where[PLACEMENT_ARGS] = { 0 }; /* register families holding each argument */
 	uint64_t lowest, addr = vaddr;
@@ -288,11 +288,14 @@ int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned n
 			set_homes(out, where, nargs);
 			break;
 		}
-		if (is_control_transfer(h, in)) {
+		if (past_syscall && in->id == X86_INS_SYSCALL) {
+			written = REG_RAX | REG_RCX | REG_R11; /* what the kernel gives back or clobbers */
+		} else if (is_control_transfer(h, in)) {
 			out->why = WHY_SPLITS;
 			break;
+		} else {
+			written = regs_written(h, in);
 		}
-		written = regs_written(h, in);
 		if (written & (REG_RSP | REG_RBP))
 			break;
 		/* Follow the arguments through register copies, as compilers
@@ -312,6 +315,18 @@ int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned n
 	cs_free(in, 1);
 	cs_close(&h);
 	return 0;
+}
+
+int placement_choose(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
+		     uint32_t outside, struct placement *out)
+{
+	return choose(code, len, vaddr, nargs, outside, false, out);
+}
+
+int placement_choose_wrapper(const uint8_t *code, size_t len, uint64_t vaddr, unsigned nargs,
+			     struct placement *out)
+{
+	return choose(code, len, vaddr, nargs, UINT32_MAX, true, out);
 }
 
 uint64_t placement_plt_slot(const uint8_t *code, size_t len, uint64_t vaddr)
