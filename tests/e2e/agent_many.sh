@@ -11,7 +11,7 @@
 # than its targets (rings are mapped, not held). The C library's debug info
 # is loaded once for all of them, and names the frames of each.
 . "$(dirname "$0")/lib.sh"
-plan 11
+plan 12
 
 N=64
 port=16531
@@ -52,6 +52,13 @@ echo "# attached $N in $(($(date +%s) - t0)) s; the agent holds $(ls "/proc/$me/
 fd_kinds=$(ls -l "/proc/$me/fd" 2>/dev/null | awk '{ print $NF }')
 expect_eq "BPF map descriptors under $N, not 2 a CPU a target (held: $(grep -c '^anon_inode:bpf-map$' <<<"$fd_kinds"))" \
 	"$(grep -c '^anon_inode:bpf-map$' <<<"$fd_kinds" | awk -v n=$N '{ print ($1 < n) ? "yes" : "no" }')" yes
+# the unwind rows (16 MiB) are written through their pages alone, not kept
+# mapped: no BPF map of 16 MiB or more in the agent's memory
+big=0
+while read -r range _ _ _ _ name; do
+	[ "$name" = anon_inode:bpf-map ] && [ $((16#${range#*-} - 16#${range%-*})) -ge $((16 << 20)) ] && big=$((big + 1))
+done <"/proc/$me/maps"
+expect_eq "no BPF map of 16 MiB or more mapped into the agent" "$big" 0
 kill -USR1 "${targets[@]}"
 done_n=0
 for p in "${targets[@]}"; do wait "$p" && done_n=$((done_n + 1)); done

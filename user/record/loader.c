@@ -97,7 +97,7 @@ struct loader {
 	uint64_t spare_bytes;
 	uint32_t *held_mods;     /* opts.reclaim_rows: the shared modules whose rows this handle holds */
 	uint32_t nr_held, cap_held;
-	struct mt_unwind_row *unwind_rows; /* the BPF arrays, mapped in process unwind_pid only */
+	struct mt_unwind_row *unwind_rows; /* NULL: the rows are mapped only to be written (rows_write) */
 	size_t unwind_rows_len;
 	struct mt_unwind_map *unwind_maps;
 	size_t unwind_maps_len;
@@ -542,16 +542,18 @@ _Static_assert(SLOT_MAPS_BYTES % 4096 == 0, "a slot's unwind mappings are whole 
  * seventh of the CPU a fork storm cost (copy_page_range and
  * unmap_page_range). So they are not inherited (MADV_DONTFORK); a fork maps
  * the part it writes when it writes it (loader__unwind_maps, rows_write).
+ * The rows (16 MiB by default) are not kept mapped at all: each module's
+ * are written through a mapping of their pages alone (rows_write), made
+ * and undone for it; kept, they were 16 MB of every recorder's resident
+ * memory, the most of the agent's with one target.
  */
 static int map_unwind(struct loader *l)
 {
-	l->unwind_rows = map_array(l->skel->maps.unwind_rows, &l->unwind_rows_len);
 	l->unwind_maps = map_array(l->skel->maps.unwind_maps, &l->unwind_maps_len);
 	l->targets_fast = map_array(l->skel->maps.targets_fast, &l->targets_fast_len);
-	if (!l->unwind_rows || !l->unwind_maps || !l->targets_fast)
+	if (!l->unwind_maps || !l->targets_fast)
 		return -errno;
 	l->unwind_pid = getpid();
-	madvise(l->unwind_rows, l->unwind_rows_len, MADV_DONTFORK);
 	madvise(l->unwind_maps, l->unwind_maps_len, MADV_DONTFORK);
 	return 0;
 }
@@ -583,8 +585,8 @@ const struct mt_unwind_row *loader__unwind_rows_view(struct loader *l, size_t *c
 	void *p;
 
 	*cap = l->opts.unwind_rows;
-	if (unwind_here(l) || !len)
-		return l->unwind_rows;
+	if (!len)
+		return NULL;
 	if (!l->rows_view) {
 		p = mmap(NULL, len, PROT_READ, MAP_SHARED, bpf_map__fd(l->skel->maps.unwind_rows), 0);
 		l->rows_view = p == MAP_FAILED ? NULL : p;
@@ -609,7 +611,7 @@ static int rows_write(struct loader *l, size_t first, const struct mt_unwind_row
 	size_t start = from & ~(page - 1), len = ((to + page - 1) & ~(page - 1)) - start;
 	char *p;
 
-	if (unwind_here(l)) {
+	if (l->unwind_rows && unwind_here(l)) {
 		memcpy(l->unwind_rows + first, rows, nr * sizeof(*rows));
 		return 0;
 	}

@@ -932,8 +932,9 @@ static void publish_unwind(struct recording *r)
 {
 	uint32_t half = loader__unwind_gen(r->loader) & 1;
 	struct mt_unwind_map *maps = loader__unwind_maps(r->loader, half);
-	size_t cap;
-	const struct mt_unwind_row *rows = loader__unwind_rows_view(r->loader, &cap);
+	size_t cap = 0;
+	/* mapped (16 MiB, every page at once) only where they are copied */
+	const struct mt_unwind_row *rows = r->o.preload ? loader__unwind_rows_view(r->loader, &cap) : NULL;
 
 	if (!r->o.preload || !r->pre.geom.unwind_rows || !maps || !rows)
 		return;
