@@ -12,7 +12,7 @@
 #    `record -p --budget 1` and recorded exactly, from 2 s after memtrace
 #    said it attached (the steady state the issue asks >= 0.95 x untraced
 #    of), and under --budget 1 from the moment it attached (the recorder's
-#    first second, unwind tables and names, inside the 10 s): median of 3
+#    first second, unwind tables and names, inside the 10 s): median of 5
 #    each, taken in turn.
 #
 # A benchmark, not a test: figures only, non-zero only when something could
@@ -23,7 +23,7 @@ cd "$(dirname "$0")/.."
 BUILD=$PWD/build
 MEMTRACE=$BUILD/memtrace
 PY=/usr/bin/python3.11
-REPS=${PYTHON_BENCH_REPS:-3}
+REPS=${PYTHON_BENCH_REPS:-5}
 SECS=${PYTHON_BENCH_SECONDS:-10}
 PORT=18743
 MB=$BUILD/bench/malloc_bench
