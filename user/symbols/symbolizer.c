@@ -61,6 +61,7 @@ struct sym_file {
 	struct cu_range *cus; /* built on the first address libdw cannot place */
 	size_t nr_cus;
 	bool cus_built;
+	int strings_ok; /* dwarf_strings_end's verdict: 0 not asked yet, 1, -1 */
 	struct addr_sym *syms; /* sorted by addr, one per address */
 	size_t nr_syms;
 	bool syms_built;
@@ -939,6 +940,40 @@ static bool scope_walk(Dwarf_Die *parent, Dwarf_Addr pc, struct scope_chain *c, 
 	return false;
 }
 
+/* Whether the string sections of DW end with a NUL. libdw hands out
+ * pointers into .debug_str and .debug_line_str (a name, a file, the
+ * compilation directory) checked against the start of the section only,
+ * and strlen runs from there, in libdw (dwarf_getsrclines) and here: a
+ * damaged section without a NUL at its end (a fuzzed file's, whose changed
+ * type made libelf copy it to 8 bytes of heap) is read past. Real string
+ * sections end with a string's NUL. */
+static bool dwarf_strings_end(Dwarf *dw)
+{
+	static const char *const names[] = { ".debug_str", ".debug_line_str", ".debug_str.dwo" };
+	Elf *elf = dwarf_getelf(dw);
+	Elf_Scn *scn = NULL;
+	size_t shstrndx;
+
+	if (!elf || elf_getshdrstrndx(elf, &shstrndx))
+		return false;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+		Elf_Data *d;
+
+		if (!gelf_getshdr(scn, &sh) || !(name = elf_strptr(elf, shstrndx, sh.sh_name)))
+			continue;
+		for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+			if (strcmp(name, names[i]) || sh.sh_type == SHT_NOBITS)
+				continue;
+			d = elf_getdata(scn, NULL);
+			if (d && d->d_size && (!d->d_buf || ((const char *)d->d_buf)[d->d_size - 1]))
+				return false;
+		}
+	}
+	return true;
+}
+
 /* One frame per inlined_subroutine, innermost first, then the subprogram.
  * FR[0]'s location is the line table's; each outer frame's is the call site
  * recorded on the inlined_subroutine it contains. */
@@ -952,6 +987,15 @@ static uint32_t dwarf_frames(struct symbolizer *s, struct sym_file *f, uint64_t 
 	uint32_t nf = 0;
 	int i;
 
+	if (!__atomic_load_n(&f->strings_ok, __ATOMIC_RELAXED)) {
+		Dwarf *dw = dwfl_module_getdwarf(f->mod, &bias);
+
+		if (!dw)
+			return 0; /* no debug info (yet): asked again next time */
+		__atomic_store_n(&f->strings_ok, dwarf_strings_end(dw) ? 1 : -1, __ATOMIC_RELAXED);
+	}
+	if (__atomic_load_n(&f->strings_ok, __ATOMIC_RELAXED) < 0)
+		return 0; /* the symbol table's names, no lines */
 	cudie = cu_find(f, pc, &cubuf, &bias);
 	if (!cudie)
 		return 0;
