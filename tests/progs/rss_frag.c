@@ -31,6 +31,7 @@ struct work {
 	size_t n, size;
 	size_t live, freed;
 	char **blocks;
+	pthread_barrier_t *together; /* arenas: no thread ends before all have allocated */
 };
 
 static void *run(void *arg)
@@ -52,6 +53,10 @@ static void *run(void *arg)
 			w->live += w->size;
 		}
 	}
+	/* A thread that ended gives its arena to the next one that starts:
+	 * each thread's arena its own, all four alive at once. */
+	if (w->together)
+		pthread_barrier_wait(w->together);
 	return NULL;
 }
 
@@ -73,10 +78,13 @@ int main(int argc, char **argv)
 		run(&w[0]);
 		live = w[0].live, freed = w[0].freed;
 	} else if (!strcmp(mode, "arenas")) {
+		static pthread_barrier_t together;
 		pthread_t t[THREADS];
 
+		if (pthread_barrier_init(&together, NULL, THREADS))
+			return 1;
 		for (int i = 0; i < THREADS; i++) {
-			w[i] = (struct work){ .n = 2000, .size = 10000, .blocks = arena_blocks[i] };
+			w[i] = (struct work){ .n = 2000, .size = 10000, .blocks = arena_blocks[i], .together = &together };
 			if (pthread_create(&t[i], NULL, run, &w[i]))
 				return 1;
 		}
