@@ -252,7 +252,7 @@ int BPF_KPROBE(map_wrap_enter)
 {
 	__u64 id = bpf_get_current_pid_tgid(), call, ts;
 	struct map_pending *p;
-	bool in_alloc = false;
+	bool in_alloc = false, wanted;
 	__u32 slot;
 
 	if (session_return())
@@ -264,15 +264,16 @@ int BPF_KPROBE(map_wrap_enter)
 	if (slot == NO_TARGET)
 		return 1;
 	count_hit(slot, false);
+	wanted = trace_maps || large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx));
 	/* in a session an unwanted call leaves a pending one (a signal
 	 * handler's call inside the wrapper) alone: its return is not run */
-	if (session_mode && !trace_maps && !large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx)))
+	if (session_mode && !wanted)
 		return 1;
 	if (!(p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE)))
 		return 1;
 	p->call = 0;
 	p->flags = 0;
-	if (!trace_maps && !large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx)))
+	if (!wanted)
 		return 1;
 	if (call == MT_MAP_MADVISE && !madvise_frees(PT_REGS_PARM3(ctx)))
 		return 1;

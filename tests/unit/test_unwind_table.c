@@ -266,31 +266,42 @@ static void test_huge_register(void **state)
 	free(buf);
 }
 
-/* The nofp build with its section headers gone (libdw then finds .eh_frame
- * through PT_GNU_EH_FRAME, to the end of the file) and, if HUGE, level2's
- * program starting with DW_CFA_undefined of register two million. What
- * unwind_table__build returned. */
-static int build_without_sections(bool huge, struct unwind_table *t)
+/* The table of COPY (SIZE bytes, freed here), its section headers gone
+ * unless SECTIONS (libdw then finds .eh_frame through PT_GNU_EH_FRAME):
+ * what unwind_table__build returned. */
+static int build_copy(uint8_t *copy, bool sections, struct unwind_table *t)
 {
-	int err;
-	static const uint8_t undefined_huge[] = { 0x07, 0xff, 0xff, 0x7f };
-	uint8_t *copy = malloc(size);
 	Elf64_Ehdr *eh = (Elf64_Ehdr *)copy;
 	Elf *elf;
+	int err;
 
-	assert_non_null(copy);
-	memcpy(copy, file, size);
-	if (huge)
-		memcpy(copy + program_at, undefined_huge, sizeof(undefined_huge));
-	eh->e_shoff = 0;
-	eh->e_shnum = 0;
-	eh->e_shstrndx = 0;
+	if (!sections) {
+		eh->e_shoff = 0;
+		eh->e_shnum = 0;
+		eh->e_shstrndx = 0;
+	}
 	elf = elf_memory((char *)copy, size);
 	assert_non_null(elf);
 	err = unwind_table__build(elf, t);
 	elf_end(elf);
 	free(copy);
 	return err;
+}
+
+/* The nofp build with its section headers gone (libdw then finds .eh_frame
+ * through PT_GNU_EH_FRAME, to the end of the file) and, if HUGE, level2's
+ * program starting with DW_CFA_undefined of register two million. What
+ * unwind_table__build returned. */
+static int build_without_sections(bool huge, struct unwind_table *t)
+{
+	static const uint8_t undefined_huge[] = { 0x07, 0xff, 0xff, 0x7f };
+	uint8_t *copy = malloc(size);
+
+	assert_non_null(copy);
+	memcpy(copy, file, size);
+	if (huge)
+		memcpy(copy + program_at, undefined_huge, sizeof(undefined_huge));
+	return build_copy(copy, false, t);
 }
 
 /* Without section headers the programs are checked all the same: the
@@ -314,14 +325,11 @@ static void test_huge_register_no_section_headers(void **state)
 static int build_search_table(bool off_fde, bool sections, struct unwind_table *t)
 {
 	uint8_t *copy = malloc(size);
-	Elf64_Ehdr *eh = (Elf64_Ehdr *)copy;
 	uint64_t hdr_addr = 0, eh_addr = 0;
 	size_t hdr = section_at(file, size, ".eh_frame_hdr", &hdr_addr);
 	int32_t level2, fde;
 	uint32_t count;
 	int found = 0;
-	Elf *elf;
-	int err;
 
 	assert_non_null(copy);
 	assert_true(section_at(file, size, ".eh_frame", &eh_addr));
@@ -341,17 +349,7 @@ static int build_search_table(bool off_fde, bool sections, struct unwind_table *
 		memcpy(copy + at, &fde, 4);
 	}
 	assert_int_equal(found, 1);
-	if (!sections) {
-		eh->e_shoff = 0;
-		eh->e_shnum = 0;
-		eh->e_shstrndx = 0;
-	}
-	elf = elf_memory((char *)copy, size);
-	assert_non_null(elf);
-	err = unwind_table__build(elf, t);
-	elf_end(elf);
-	free(copy);
-	return err;
+	return build_copy(copy, sections, t);
 }
 
 /* A search table entry pointing inside an FDE: libdw would parse an entry
