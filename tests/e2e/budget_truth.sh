@@ -21,7 +21,7 @@
 # its work per round and per burst call scale with this host's hit cost,
 # which record -v says.
 source "$(dirname "$0")/lib.sh"
-plan 18
+plan 20
 
 PROG=$PROGS/budget_truth
 trace=$TMP/t.mtrace
@@ -66,6 +66,20 @@ expect_eq "the pprof profile's comment says the large block is exact" \
 expect_eq "the HTML page says large blocks are exact, and has the block's figures" \
 	"$(grep -c "Large blocks (the allocator" "$TMP/t.html") $(grep -o '"large_allocated_bytes": [0-9]*' "$TMP/t.html")" \
 	"1 \"large_allocated_bytes\": ${usable:-?}"
+
+# --- the large block under --follow-children: exact in a followed process's
+# trace too. Its recorder is forked from the supervisor, and where the kernel
+# has no kprobes it probes the C library's mmap and munmap wrappers where the
+# supervisor found them once for the program (map_wrappers_learn), not
+# reading the library again.
+mkdir "$TMP/f"
+(cd "$TMP/f" && exec timeout -k 5 60 "$MEMTRACE" record --budget 5 --follow-children -o f.mtrace -- \
+	"$PROG" 3 0 "$work" 3000 1500 "$burst_work" >out 2>err)
+expect_status "record --budget 5 --follow-children -- budget_truth 3: exit status" $? 0 "$TMP/f/err"
+report_json "$TMP/f/f.mtrace" "$TMP/f/f.json"
+expect_eq "--follow-children: trace.budget: large blocks, allocated and freed" \
+	"$(jq -r '.trace.budget | "\(.large_bytes) \(.large_allocations) \(.large_allocated_bytes) \(.large_frees)"' "$TMP/f/f.json")" \
+	"131072 1 $(awk '$1 == "large" { print $4 }' "$TMP/f/out") 1"
 
 # --- shares: every estimated site of 0.5% or more within 25% ---
 total_true=0

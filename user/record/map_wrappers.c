@@ -2,6 +2,7 @@
 /* --rss's calls that map memory, at the C library's wrappers (map_wrappers.h). */
 #include "map_wrappers.h"
 #include "elf_util.h"
+#include "file_memo.h"
 #include "placement.h"
 #include "util.h"
 
@@ -49,34 +50,79 @@ static uint32_t wrapper_site(struct elf_file *ef, const struct elf_function *fn,
 	return pl.offset;
 }
 
+static const struct {
+	const char *name;
+	uint32_t call;
+	unsigned nargs; /* the arguments map_wrap_enter reads */
+} wrapper_fns[] = {
+	{ "mmap", MT_MAP_MMAP, 4 },       { "munmap", MT_MAP_MUNMAP, 2 }, { "mremap", MT_MAP_MREMAP, 4 },
+	{ "madvise", MT_MAP_MADVISE, 3 }, { "sbrk", MT_MAP_BRK, 1 },
+};
+#define NR_WRAPPERS (sizeof(wrapper_fns) / sizeof(wrapper_fns[0]))
+
+/*
+ * Where each wrapper of the C library FILE is probed: SITES[i] is 1 + the
+ * file offset of wrapper_fns[i]'s probe, 0 where it has none (absent, an
+ * ifunc). Remembered per file (file_memo.h): finding them indexes the
+ * library's symbols, 0.6 ms of every followed process's recorder under
+ * --budget here, which a recorder forked after the supervisor learned them
+ * (map_wrappers_learn) finds in its memory instead. 0 or -errno.
+ */
+static int wrapper_sites(const char *file, uint64_t sites[NR_WRAPPERS])
+{
+	struct elf_file *ef;
+	size_t i;
+
+	for (i = 0; i < NR_WRAPPERS && !file_memo__get(file, FILE_WRAPPER_SITE, i, &sites[i]); i++)
+		;
+	if (i == NR_WRAPPERS)
+		return 0;
+	ef = elf_file__open(file);
+	if (!ef)
+		return -errno;
+	for (i = 0; i < NR_WRAPPERS; i++) {
+		struct elf_function fn;
+
+		sites[i] = 0;
+		if (!elf_file__find_function(ef, wrapper_fns[i].name, &fn) && !fn.is_ifunc)
+			sites[i] = 1 + fn.file_offset + wrapper_site(ef, &fn, wrapper_fns[i].nargs);
+		file_memo__put(file, FILE_WRAPPER_SITE, i, sites[i]);
+	}
+	elf_file__close(ef);
+	return 0;
+}
+
 /* The wrappers of one C library, entry and return, for L's target. */
 static int attach_lib(struct loader *l, const char *file, bool large_only)
 {
-	static const struct {
-		const char *name;
-		uint32_t call;
-		unsigned nargs; /* the arguments map_wrap_enter reads */
-	} fns[] = {
-		{ "mmap", MT_MAP_MMAP, 4 },       { "munmap", MT_MAP_MUNMAP, 2 }, { "mremap", MT_MAP_MREMAP, 4 },
-		{ "madvise", MT_MAP_MADVISE, 3 }, { "sbrk", MT_MAP_BRK, 1 },
-	};
-	uint64_t offsets[5];
-	uint32_t calls[5];
-	struct elf_file *ef = elf_file__open(file);
+	uint64_t sites[NR_WRAPPERS], offsets[NR_WRAPPERS];
+	uint32_t calls[NR_WRAPPERS];
 	size_t n = 0;
+	int err = wrapper_sites(file, sites);
 
-	if (!ef)
-		return -errno;
-	for (size_t i = 0; i < (large_only ? 3 : sizeof(fns) / sizeof(fns[0])); i++) {
-		struct elf_function fn;
-
-		if (!elf_file__find_function(ef, fns[i].name, &fn) && !fn.is_ifunc) {
-			offsets[n] = fn.file_offset + wrapper_site(ef, &fn, fns[i].nargs);
-			calls[n++] = fns[i].call;
+	if (err)
+		return err;
+	for (size_t i = 0; i < (large_only ? 3 : NR_WRAPPERS); i++) {
+		if (sites[i]) {
+			offsets[n] = sites[i] - 1;
+			calls[n++] = wrapper_fns[i].call;
 		}
 	}
-	elf_file__close(ef);
 	return n ? loader__attach_map_wrappers(l, file, offsets, calls, n) : -ESRCH;
+}
+
+void map_wrappers_learn(int pid, const struct procmaps *pm)
+{
+	uint64_t sites[NR_WRAPPERS];
+
+	for (size_t i = 0; i < pm->nr_paths; i++) {
+		char *file;
+
+		if (!is_libc(pm->paths[i]) || !(file = procmaps__open_path(pm, pid, pm->paths[i])))
+			continue;
+		wrapper_sites(file, sites);
+		free(file);
+	}
 }
 
 int map_wrappers__attach(struct map_wrappers *w, struct loader *l, const struct procmaps *pm, int pid)

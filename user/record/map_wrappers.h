@@ -28,6 +28,11 @@ struct map_wrappers {
  * 0 or -errno. */
 int map_wrappers__attach(struct map_wrappers *w, struct loader *l, const struct procmaps *pm, int pid);
 
+/* Find where the wrappers of PM's C libraries are probed and remember it
+ * (file_memo.h), probing nothing: the --follow-children supervisor learns
+ * it once per program, for every recorder it forks. */
+void map_wrappers_learn(int pid, const struct procmaps *pm);
+
 /* Whether PM has neither a C library nor a dynamic linker that will map
  * one: a static program, whose calls only the sys_exit tracepoint sees. */
 bool map_wrappers__none_possible(const struct procmaps *pm);

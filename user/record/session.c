@@ -627,6 +627,8 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 	b->probes = r.probes;
 	b->nr_marks = mark_finder_learn(pid, &b->maps);
 	unwinder_learn(pid, &b->maps);
+	if (o->rss || o->budget) /* their C library's wrappers, where the kernel has no kprobes */
+		map_wrappers_learn(pid, &b->maps);
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	b->sym = symbolizer__new_target(root);
 	for (size_t i = 0; b->sym && i < b->maps.nr; i++)
