@@ -17,6 +17,7 @@ enum file_fact {
 	FILE_MARKS,         /* ARG 0: how many memtrace.h marks the file has */
 	FILE_MAPPING_VADDR, /* ARG a file offset: elf_vaddr_of_mapping of an executable mapping from there */
 	FILE_WRAPPER_SITE,  /* ARG a wrapper's index in map_wrappers.c's table: 1 + its probe's file offset, 0: none */
+	FILE_NO_PYTHON,     /* ARG 0: 1 when the file exports no _PyRuntime object (no CPython there) */
 };
 
 /* The fact WHAT (with ARG) about the file PATH opens: 0 and *VALUE, or

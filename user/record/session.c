@@ -610,7 +610,7 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 {
 	struct recording r = { .o = *o, .pid = pid };
 	struct record_binding *b = calloc(1, sizeof(*b));
-	char root[64];
+	char root[64], why[256];
 
 	if (!b)
 		return NULL;
@@ -629,6 +629,8 @@ struct record_binding *record_bind(const struct record_opts *o, int pid)
 	unwinder_learn(pid, &b->maps);
 	if (o->rss || o->budget) /* their C library's wrappers, where the kernel has no kprobes */
 		map_wrappers_learn(pid, &b->maps);
+	/* whether it runs Python: what its files say is remembered (file_memo.h) */
+	python__free(python__find(pid, pid, &b->maps, why, sizeof(why)));
 	snprintf(root, sizeof(root), "/proc/%d/root", pid);
 	b->sym = symbolizer__new_target(root);
 	for (size_t i = 0; b->sym && i < b->maps.nr; i++)
