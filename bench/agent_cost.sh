@@ -10,7 +10,8 @@
 #                  (/proc/AGENT/fdinfo), the rings (ring buffers and lanes)
 #                  apart, and the part that is per CPU (rings, lanes,
 #                  per-CPU arrays: what a host with more CPUs multiplies)
-#   descriptors    /proc/AGENT/fd
+#   descriptors    /proc/AGENT/fd, and of them the BPF links (a target's
+#                  probes: what is left of its descriptors)
 #   agent RSS      VmRSS
 # The agent runs with systemd's default soft limit of 1024 descriptors
 # (ulimit -Sn 1024), as under its unit. A row whose agent failed says what
@@ -127,7 +128,8 @@ mib() { calc "$1 / 1048576" 1; }
 
 echo "agent cost bench: $(nproc) CPUs, kernel $(uname -r), $(awk '/MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo); host uprobe hit $HIT us"
 echo "  N copies of tests/progs/leak_rate as -p under one agent (soft limit of 1024 descriptors), measured $SETTLE s after the last attached:"
-printf '  %-10s %4s  %10s %8s %8s %8s %8s  %6s  %7s  %s\n' mode N "kernel MiB" rings "per CPU" unwind programs fds "RSS MB" verdict
+printf '  %-10s %4s  %10s %8s %8s %8s %8s  %6s %6s  %7s  %s\n' mode N "kernel MiB" rings "per CPU" unwind programs fds links \
+	"RSS MB" verdict
 IFS=: read -r -a modes <<<"$MODES"
 for mode in "${modes[@]}"; do
 	for n in $COUNTS; do
@@ -156,12 +158,13 @@ for mode in "${modes[@]}"; do
 		sleep "$SETTLE"
 		read -r total rings percpu unwind progs <<<"$(kmem "$agent")"
 		fds=$(ls "/proc/$agent/fd" | wc -l)
+		links=$(ls -l "/proc/$agent/fd" | grep -c 'anon_inode:bpf_link$')
 		rss=$(awk '/^VmRSS/ { print $2 }' "/proc/$agent/status")
 		v=""
 		[ "$n" = 1 ] && v="RSS $(verdict "$(calc "$rss / 1000" 1)" 40)"
 		[ "$n" = 64 ] && v="kernel $(verdict "$(mib "$total")" 128), fds $(verdict "$fds" 256), RSS $(verdict "$(calc "$rss / 1000" 1)" 160)"
-		printf '  %-10s %4d  %10s %8s %8s %8s %8s  %6d  %7s  %s\n' "$mode" "$n" "$(mib "$total")" "$(mib "$rings")" \
-			"$(mib "$percpu")" "$(mib "$unwind")" "$(mib "$progs")" "$fds" "$(calc "$rss / 1000" 1)" "$v"
+		printf '  %-10s %4d  %10s %8s %8s %8s %8s  %6d %6d  %7s  %s\n' "$mode" "$n" "$(mib "$total")" "$(mib "$rings")" \
+			"$(mib "$percpu")" "$(mib "$unwind")" "$(mib "$progs")" "$fds" "$links" "$(calc "$rss / 1000" 1)" "$v"
 		stop_all
 	done
 done

@@ -7,7 +7,7 @@
 # the series; bad command lines and bad requests get one line, 400/404/405,
 # never a crash (random query strings); nothing listens beyond 127.0.0.1.
 . "$(dirname "$0")/lib.sh"
-plan 123
+plan 125
 
 port=16471
 url=http://127.0.0.1:$port
@@ -435,6 +435,19 @@ timeout -k 5 60 "$MEMTRACE" agent -p "$pr" --budget 5 -o "$TMP/bud" --rotate 2 -
 	2>"$TMP/agent9.err" &
 agent9=$!
 expect_line "$TMP/agent9.err" "memtrace: attached to PID $pr" 20 "never attached to proportions"
+# the run clock opens /proc/PID at each read (checked by the pidfd), holds
+# no directory of it between reads: one descriptor a target less
+me9=$(pgrep -P "$agent9" -x memtrace)
+expect_eq "--budget: no /proc/$pr directory held by the agent" "$(ls -l "/proc/$me9/fd" | grep -c " /proc/$pr\$")" 0
+# its perf events (one a thread, to time a window to the microsecond) are
+# held through windows and tails alone: of 20 looks in 2 s, some find none
+# (held from the attach to the end, every look found one)
+none=0
+for _ in $(seq 20); do
+	[ "$(ls -l "/proc/$me9/fd" | grep -c 'anon_inode:\[perf_event\]$')" = 0 ] && none=$((none + 1))
+	sleep 0.1
+done
+if [ "$none" -gt 0 ]; then ok "--budget: no perf event held between windows ($none of 20 looks)"; else not_ok "--budget: a perf event held at each of 20 looks"; fi
 kill -USR1 "$pr"
 wait "$pr"
 sleep 0.5

@@ -8,10 +8,12 @@
 # has every one's series with exactly those figures, no event dropped;
 # /metrics answers (its connection's descriptor past select's 1024); and
 # still so 60 s after the start. The BPF map descriptors it holds are fewer
-# than its targets (rings are mapped, not held). The C library's debug info
+# than its targets (rings are mapped, not held); it holds no epoll set, no
+# trace file and no pidfd a target, and one root directory for all (theirs
+# is the host's). The C library's debug info
 # is loaded once for all of them, and names the frames of each.
 . "$(dirname "$0")/lib.sh"
-plan 12
+plan 16
 
 N=64
 port=16531
@@ -31,6 +33,7 @@ for i in $(seq $N); do
 	targets+=($!)
 	args+=(-p $!)
 done
+: >"$TMP/agent.err" # there before the loop below reads it (the subshell may open it later)
 (ulimit -Sn 1024 && exec timeout -k 5 300 "$MEMTRACE" agent "${args[@]}" --exact --listen "127.0.0.1:$port" -d 240) \
 	2>"$TMP/agent.err" &
 agent=$!
@@ -52,6 +55,20 @@ echo "# attached $N in $(($(date +%s) - t0)) s; the agent holds $(ls "/proc/$me/
 fd_kinds=$(ls -l "/proc/$me/fd" 2>/dev/null | awk '{ print $NF }')
 expect_eq "BPF map descriptors under $N, not 2 a CPU a target (held: $(grep -c '^anon_inode:bpf-map$' <<<"$fd_kinds"))" \
 	"$(grep -c '^anon_inode:bpf-map$' <<<"$fd_kinds" | awk -v n=$N '{ print ($1 < n) ? "yes" : "no" }')" yes
+# descriptors a target held that it needs none of: an epoll set for its
+# rings (no probe wakes them: the drain's timer is their clock; 64 here
+# when each had one) and its root for the live names (one for all whose
+# root is the same directory of the same mount; 64 when each held its own)
+expect_eq "no epoll set held for the rings ($N when each target had one)" \
+	"$(grep -c '^anon_inode:\[eventpoll\]$' <<<"$fd_kinds")" 0
+expect_eq "one root directory held for the $N targets (each the host's)" "$(grep -c '^/$' <<<"$fd_kinds")" 1
+# nor its trace in memory (reopened to append a chunk; 64 when each was
+# held) nor, once attached, its pidfd (the agent's exit watch tells its
+# end; 64 when each recording held one)
+expect_eq "no trace file held open ($N when each target's was)" \
+	"$(grep -c '^/dev/shm/memtrace-agent\.' <<<"$fd_kinds")" 0
+expect_eq "no pidfd held once attached ($N when each target's recording held one)" \
+	"$(grep -c '^anon_inode:\[pidfd\]$' <<<"$fd_kinds")" 0
 # the unwind rows (16 MiB) are written through their pages alone, not kept
 # mapped: no BPF map of 16 MiB or more in the agent's memory
 big=0

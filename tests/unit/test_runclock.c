@@ -19,7 +19,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -108,8 +110,7 @@ static void test_exact_reads(void **state)
 {
 	uint64_t first, last, before, after, kept;
 	struct runclock *rc;
-	char dir[64];
-	int proc_fd;
+	int pidfd;
 
 	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(own != MAP_FAILED);
@@ -119,10 +120,9 @@ static void test_exact_reads(void **state)
 		child();
 	while (!own[0] || !own[1]) /* both threads are running */
 		sleep_ms(1);
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)spinner);
-	proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(proc_fd >= 0);
-	rc = runclock__open(proc_fd);
+	pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
+	assert_true(pidfd >= 0);
+	rc = runclock__open((int)spinner, pidfd);
 	assert_non_null(rc);
 	assert_true(runclock__exact(rc));
 	/* Each interval between two reads bracketed by the threads' own
@@ -159,16 +159,102 @@ static void test_exact_reads(void **state)
 	print_message("run time over 60 ms of a child on two threads (one ended half way): %.2f ms\n",
 		      (double)(last - first) / 1e6);
 	runclock__free(rc);
-	close(proc_fd);
+	close(pidfd);
 	munmap((void *)own, 4096);
 }
 
-/* A process that is gone cannot be opened, though its /proc directory
- * was opened while it lived (its PID may be another's by now). */
+/* perf events this process holds */
+static int perf_fds(void)
+{
+	char path[64], link[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t len;
+
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		len = readlink(path, link, sizeof(link) - 1);
+		if (len > 0) {
+			link[len] = 0;
+			n += !strcmp(link, "anon_inode:[perf_event]");
+		}
+	}
+	return n;
+}
+
+/* Asleep (between --budget's windows) it holds no perf event and goes on
+ * from the exact count, never back; woken, a perf event a thread again,
+ * and exact from there. */
+static void test_sleep_wake(void **state)
+{
+	uint64_t asleep, last, before, after, v, went;
+	struct runclock *rc;
+	int pidfd;
+
+	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(own != MAP_FAILED);
+	spinner = fork();
+	assert_true(spinner >= 0);
+	if (!spinner)
+		child();
+	while (!own[0] || !own[1])
+		sleep_ms(1);
+	pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
+	assert_true(pidfd >= 0);
+	rc = runclock__open((int)spinner, pidfd);
+	assert_non_null(rc);
+	assert_int_equal(perf_fds(), 2);
+	sleep_ms(3);
+	last = runclock__read(rc);
+	runclock__sleep(rc);
+	assert_int_equal(perf_fds(), 0);
+	asleep = runclock__read(rc);
+	assert_true(asleep >= last);
+	for (int i = 0; i < 10; i++) {
+		sleep_ms(5);
+		v = runclock__read(rc);
+		assert_true(v >= asleep);
+		asleep = v;
+	}
+	assert_true(asleep > last); /* two threads spun 50 ms: the process clock moved */
+	went = asleep - last;
+	runclock__wake(rc);
+	assert_int_equal(perf_fds(), 2);
+	before = reference();
+	last = runclock__read(rc);
+	after = reference();
+	assert_true(last >= asleep);
+	for (int i = 0; i < 5; i++) {
+		uint64_t b, a;
+
+		sleep_ms(3);
+		b = reference();
+		v = runclock__read(rc);
+		a = reference();
+		assert_true(v >= last);
+		assert_true(v - last + slack(b - after) >= b - after);
+		assert_true(v - last <= a - before + slack(a - before));
+		last = v;
+		before = b;
+		after = a;
+	}
+	print_message("perf events awake 2, asleep 0; asleep, the count went on %.2f ms in 50 ms\n",
+		      (double)went / 1e6);
+	runclock__free(rc);
+	close(pidfd);
+	munmap((void *)own, 4096);
+}
+
+/* A process that is gone cannot be opened, though its pidfd was opened
+ * while it lived: not even while its /proc directory is still there (a
+ * zombie; once reaped, its PID may be another's). And it is known by its
+ * start time, not by its PID alone. */
 static void test_gone(void **state)
 {
-	int fds[2], status, proc_fd;
-	char dir[64], c;
+	int fds[2], status, pidfd, dir;
+	char c;
+	siginfo_t info;
+	uint64_t start;
 	pid_t pid;
 
 	assert_int_equal(pipe(fds), 0);
@@ -178,13 +264,24 @@ static void test_gone(void **state)
 		close(fds[1]);
 		_exit(read(fds[0], &c, 1) < 0);
 	}
-	snprintf(dir, sizeof(dir), "/proc/%d", (int)pid);
-	proc_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(proc_fd >= 0);
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	assert_true(pidfd >= 0);
+	start = proc_start_time((int)pid, pidfd);
+	assert_true(start > 0);
+	dir = proc_dir_open((int)pid, start);
+	assert_true(dir >= 0);
+	close(dir);
+	/* another process's start time: not ours, whatever its PID */
+	assert_int_equal(proc_dir_open((int)pid, start + 1), -ESRCH);
 	close(fds[1]);
+	/* ended, not reaped: its /proc directory stays */
+	assert_int_equal(waitid(P_PID, (id_t)pid, &info, WEXITED | WNOWAIT), 0);
+	assert_int_equal(proc_dir_open((int)pid, start), -ESRCH);
+	assert_int_equal(proc_start_time((int)pid, pidfd), 0);
+	assert_null(runclock__open((int)pid, pidfd));
 	waitpid(pid, &status, 0);
-	assert_null(runclock__open(proc_fd));
-	close(proc_fd);
+	assert_null(runclock__open((int)pid, pidfd));
+	close(pidfd);
 	close(fds[0]);
 }
 
@@ -192,6 +289,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_exact_reads, kill_spinner),
+		cmocka_unit_test_teardown(test_sleep_wake, kill_spinner),
 		cmocka_unit_test(test_gone),
 	};
 

@@ -247,8 +247,9 @@ void agent_dir_unsafe(const char *dir, char *why, size_t cap);
 /* Load and attach bpf/exits.bpf.c; 0 or -errno. */
 int agent_exits_open(struct agent *a);
 void agent_exits_close(struct agent *a);
-/* PID's end is to be known (agent_target_start), then no longer (the reclaim). */
-void agent_exits_watch(struct agent *a, int pid);
+/* PID's end is to be known (agent_target_start; 0, or -errno: no watch), then
+ * no longer (the reclaim). */
+int agent_exits_watch(struct agent *a, int pid);
 void agent_exits_forget(struct agent *a, int pid);
 /* --oom-dir DIR made if missing (0700), checked as -o DIR is, opened: a
  * descriptor, or -1 with why into WHY. */

@@ -58,10 +58,9 @@ void agent_exits_close(struct agent *a)
 }
 
 /* PID's death is to be told. */
-void agent_exits_watch(struct agent *a, int pid)
+int agent_exits_watch(struct agent *a, int pid)
 {
-	if (a->exits)
-		exit_watch__add(a->exits, pid);
+	return a->exits ? exit_watch__add(a->exits, pid) : -ENOENT;
 }
 
 /* PID's entry gone, unless another slot records that PID again. */

@@ -342,7 +342,9 @@ int agent_target_start(struct agent *a, int pid, bool matched, unsigned uid)
 		t->o.rotate_sec = 0;
 	}
 	t->in_use = true;
-	agent_exits_watch(a, pid);
+	/* its end known from the exit watch (when it watches it), which lets
+	 * the recording hold no pidfd once attached */
+	t->o.shared_exits = agent_exits_watch(a, pid) ? NULL : a->exits;
 	exit_watch_memcg(pid, t->memcg, sizeof(t->memcg)); /* gone with the process: the limit an OOM kill hit */
 	if ((size_t)(t - a->targets) + 1 > a->ntargets)
 		a->ntargets = (size_t)(t - a->targets) + 1;

@@ -296,6 +296,13 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 	if (keep && !a->out_dir)
 		return fail("--keep says how many of -o DIR's trace files stay: give -o DIR too (without it the agent "
 			    "keeps the last two in memory)");
+	/* each target's trace reopened to append a chunk, not held: a
+	 * descriptor per target (its files are the agent's, in -o DIR or
+	 * its memory directory; a reopen finds the file made or fails) */
+	o->trace_unheld = true;
+	/* --budget's run clock: a perf event a thread of each target held
+	 * through its windows and tails alone, its process clock between */
+	o->clock_sleeps = true;
 	if (a->out_dir) {
 		/* the agent prunes -o DIR per program and by size (prune_traces):
 		 * the recording's own count is per process, and a restarted

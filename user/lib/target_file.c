@@ -5,7 +5,10 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <linux/openat2.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -75,6 +78,92 @@ int target_root_open(int pid)
 	snprintf(path, sizeof(path), "/proc/%d/root", pid);
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
+}
+
+/* Roots held by several targets (target_root_hold). A descriptor of
+ * /proc/PID/root is that process's root directory on its mount: two with
+ * the same mount id, device and inode reach the same files, so one serves
+ * both (each was one more descriptor for each of the agent's targets). */
+#define HELD_ROOTS 128
+static struct held_root {
+	uint64_t mnt_id, dev, ino;
+	int fd;
+	unsigned refs; /* 0: a free entry */
+} held_roots[HELD_ROOTS];
+static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* FD's mount id, from /proc/self/fdinfo; 0 if unknown (never shared). */
+static uint64_t mount_id(int fd)
+{
+	char path[64], buf[512], *p;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return 0;
+	n = read(f, buf, sizeof(buf) - 1);
+	close(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	p = strstr(buf, "mnt_id:");
+	return p ? strtoull(p + 7, NULL, 10) : 0;
+}
+
+int target_root_hold(const char *root)
+{
+	struct held_root add = { .refs = 1 }, *free_at = NULL;
+	struct stat st;
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	add.mnt_id = mount_id(fd);
+	if (!add.mnt_id || fstat(fd, &st))
+		return fd; /* unshared: target_root_release closes it */
+	add.dev = st.st_dev;
+	add.ino = st.st_ino;
+	add.fd = fd;
+	pthread_mutex_lock(&roots_lock);
+	for (int i = 0; i < HELD_ROOTS; i++) {
+		struct held_root *h = &held_roots[i];
+
+		if (!h->refs) {
+			free_at = free_at ? free_at : h;
+		} else if (h->mnt_id == add.mnt_id && h->dev == add.dev && h->ino == add.ino) {
+			h->refs++;
+			close(fd);
+			fd = h->fd;
+			free_at = NULL;
+			goto out;
+		}
+	}
+	if (free_at)
+		*free_at = add;
+out:
+	pthread_mutex_unlock(&roots_lock);
+	return fd;
+}
+
+void target_root_release(int fd)
+{
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&roots_lock);
+	for (int i = 0; i < HELD_ROOTS; i++) {
+		struct held_root *h = &held_roots[i];
+
+		if (h->refs && h->fd == fd) {
+			if (!--h->refs)
+				close(fd);
+			pthread_mutex_unlock(&roots_lock);
+			return;
+		}
+	}
+	pthread_mutex_unlock(&roots_lock);
+	close(fd); /* held alone */
 }
 
 int target_file_check_fd(int fd)

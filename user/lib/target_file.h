@@ -39,6 +39,14 @@ int target_file_open_in_root(int root_fd, const char *path, uint64_t inode);
 /* The target's root, /proc/PID/root, as an O_PATH descriptor, or -errno. */
 int target_root_open(int pid);
 
+/* ROOT (a target's root directory, as /proc/PID/root) as an O_PATH
+ * descriptor shared with every other holder of the same directory on the
+ * same mount (its mount id, device and inode: the same files below it),
+ * the agent's targets mostly having the host's: a descriptor, or -errno.
+ * Give it back with target_root_release, never close(). */
+int target_root_hold(const char *root);
+void target_root_release(int fd);
+
 /* Whether FD is a regular file: 0 or -EINVAL (for a descriptor a caller got
  * from a path that should have led to one). */
 int target_file_check_fd(int fd);

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
-#include <sys/epoll.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/syscall.h>
@@ -69,6 +69,7 @@ struct loader {
 	struct loader_shared *shared;
 	struct loader_opts opts;
 	struct ring_set *rb;
+	int wake_fd;             /* loader__poll_wake's (not ours; -1: none, or it woke once) */
 	int nr_cpus;
 	int *ring_fds;           /* a ring buffer per CPU, then a lane per CPU (-1: none) */
 	uint64_t lane_bytes;     /* a lane's records (a power of two); 0: no lanes */
@@ -297,6 +298,7 @@ int loader__open(struct loader **out, const struct loader_opts *opts)
 		return -EINVAL;
 	}
 	l->owns_skel = true;
+	l->wake_fd = -1;
 	l->nr_cpus = libbpf_num_possible_cpus();
 	err = l->nr_cpus > 0 ? open_skel(l, first_mode()) : -EINVAL;
 	if (err) {
@@ -319,7 +321,7 @@ static int ring_cb(void *ctx, void *data, size_t size)
 }
 
 /* One ring per CPU, created here at the size asked for, each put in its
- * slot of the outer map and in one epoll set. */
+ * slot of the outer map. */
 static int map_rings(struct loader *l);
 
 /* A ring buffer of BYTES per CPU, then a lane of LANE_BYTES per CPU (none
@@ -498,8 +500,7 @@ static int map_rings_into(struct loader *l, int nr_cpus, uint64_t lane_bytes, in
 		if (err)
 			return err;
 	}
-	/* Mapped, the rings need no descriptor: a mapping holds its map (and
-	 * the epoll registration lives while the file does), the arrays of
+	/* Mapped, the rings need no descriptor: a mapping holds its map, the arrays of
 	 * rings and lanes hold them for the probes, and they leave those by
 	 * index (remove_target). Kept, they were 2 descriptors a CPU for every
 	 * target: 256 of the agent's 1329 with 64 targets on 2 CPUs. */
@@ -904,6 +905,7 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 	*l = (struct loader){
 		.skel = base->skel,
 		.slot = slot,
+		.wake_fd = -1,
 		.shared = base->shared,
 		.opts = base->opts,
 		.nr_cpus = base->nr_cpus,
@@ -2113,25 +2115,21 @@ static int consume(struct loader *l)
 
 int loader__poll(struct loader *l, int timeout_ms)
 {
-	int n = ring_set__poll(l->rb, timeout_ms);
-
-	if (n < 0 && n != -EINTR)
-		return n;
 	/* Probes never wake us (it would cost them a wakeup per event): the
-	 * timeout is the drain's clock. */
+	 * timeout is the drain's clock, cut short only by the wake fd. */
+	struct pollfd p = { .fd = l->wake_fd, .events = POLLIN };
+
+	if (timeout_ms > 0 && poll(&p, p.fd >= 0, timeout_ms) > 0)
+		l->wake_fd = -1; /* once: a process that ended would end every wait */
 	return consume(l);
 }
 
 int loader__poll_wake(struct loader *l, int fd)
 {
-	/* In the rings' epoll set (its wakeup ends the wait, and the rings
-	 * are drained as after any); one-shot, or a process that ended would
-	 * wake every poll. */
-	struct epoll_event e = { .events = EPOLLIN | EPOLLONESHOT, .data.fd = 0 };
-
 	if (!l || !l->rb || fd < 0)
 		return -EINVAL;
-	return epoll_ctl(ring_set__epoll_fd(l->rb), EPOLL_CTL_ADD, fd, &e) ? -errno : 0;
+	l->wake_fd = fd;
+	return 0;
 }
 
 int loader__poll_until(struct loader *l, uint64_t deadline_ns)

@@ -49,6 +49,15 @@ struct record_opts {
 	unsigned rotate_keep;
 	uint64_t rotate_bytes; /* ... and sooner when a file has this many bytes (0: no bound) */
 	size_t chunk_bytes;    /* the trace's chunks close at this many raw bytes (0: the default) */
+	bool clock_sleeps;     /* --budget: the target's run clock holds its perf events through
+				* windows and tails alone (the agent: one a thread a target) */
+	/* The agent's watch of how its targets end (exit_watch.h), the target
+	 * added to it before the recording starts: once attached, the
+	 * recording knows the end from it and lets its pidfd go. NULL: the
+	 * pidfd is held to the end. */
+	struct exit_watch *shared_exits;
+	bool trace_unheld;     /* the trace file reopened at each chunk, not held (the agent: a
+				* descriptor per target; trace_writer__open_unheld) */
 	bool no_symbols;       /* no SYMBOL records: a reader names the frames from the modules' files,
 				* as it does for a killed recorder's trace (the agent's traces in memory) */
 	/* A --follow-children recorder, forked from the supervisor: it records

@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -26,7 +25,6 @@ struct ring {
 struct ring_set {
 	struct ring *rings;
 	size_t nr;
-	int epoll_fd;
 	long page;
 	char *bounce;       /* a record that runs past the end, made whole */
 	size_t bounce_cap;
@@ -40,13 +38,6 @@ struct ring_set *ring_set__new(int fd, ring_set_fn fn, void *ctx)
 	if (!rs)
 		return NULL;
 	rs->page = sysconf(_SC_PAGESIZE);
-	rs->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (rs->epoll_fd < 0) {
-		err = errno;
-		free(rs);
-		errno = err;
-		return NULL;
-	}
 	err = ring_set__add(rs, fd, fn, ctx);
 	if (err) {
 		ring_set__free(rs);
@@ -60,7 +51,6 @@ int ring_set__add(struct ring_set *rs, int fd, ring_set_fn fn, void *ctx)
 {
 	struct bpf_map_info info;
 	uint32_t len = sizeof(info);
-	struct epoll_event e = { .events = EPOLLIN };
 	struct ring *v, *r;
 	void *p;
 
@@ -89,15 +79,6 @@ int ring_set__add(struct ring_set *rs, int fd, ring_set_fn fn, void *ctx)
 	}
 	r->producer = p;
 	r->data = (char *)p + rs->page;
-	/* the ring's index, as libbpf's (loader__poll_wake's fd says 0) */
-	e.data.fd = (int)rs->nr;
-	if (epoll_ctl(rs->epoll_fd, EPOLL_CTL_ADD, fd, &e)) {
-		int err = -errno;
-
-		munmap(r->consumer, rs->page);
-		munmap(r->producer, rs->page + r->size);
-		return err;
-	}
 	rs->nr++;
 	return 0;
 }
@@ -174,20 +155,6 @@ int ring_set__consume(struct ring_set *rs)
 	return total;
 }
 
-int ring_set__poll(struct ring_set *rs, int timeout_ms)
-{
-	struct epoll_event ev[8];
-
-	if (epoll_wait(rs->epoll_fd, ev, 8, timeout_ms) < 0)
-		return -errno;
-	return ring_set__consume(rs);
-}
-
-int ring_set__epoll_fd(const struct ring_set *rs)
-{
-	return rs->epoll_fd;
-}
-
 void ring_set__free(struct ring_set *rs)
 {
 	if (!rs)
@@ -196,8 +163,6 @@ void ring_set__free(struct ring_set *rs)
 		munmap(rs->rings[i].consumer, rs->page);
 		munmap(rs->rings[i].producer, rs->page + rs->rings[i].size);
 	}
-	if (rs->epoll_fd >= 0)
-		close(rs->epoll_fd);
 	free(rs->rings);
 	free(rs->bounce);
 	free(rs);

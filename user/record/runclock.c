@@ -1,17 +1,20 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* A process's run time to the microsecond (runclock.h). */
 #include "runclock.h"
+#include "util.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Past this many threads, schedstat: a perf event each would hold as many
@@ -52,14 +55,18 @@ struct thread_clock {
 };
 
 struct runclock {
-	int proc_fd; /* /proc/PID, the caller's (its task directory opened at each read: a
-		      * descriptor held for it was one more for each of the agent's targets) */
+	int pid;
+	uint64_t start; /* its start time: the process PID is ours while it has it */
+	int proc_fd;    /* /proc/PID during a read (proc_dir_open), else -1 */
 	bool exact;
+	bool asleep;    /* runclock__sleep: read from the process's clock until woken */
+	int64_t asleep_offset; /* ... which goes on from the exact count */
 	uint64_t sum;
 	int64_t offset; /* read coarsely after reading exactly: what keeps it going on from there */
 	struct thread_clock t[RUNCLOCK_MAX_THREADS];
 	int n;
 };
+
 
 static int task_clock_open(int tid)
 {
@@ -83,20 +90,23 @@ static uint64_t each_thread(struct runclock *rc, uint64_t (*fn)(struct runclock 
 	struct dirent *de;
 	uint64_t sum = 0;
 	DIR *d;
-	int fd = openat(rc->proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd;
 
-	if (fd < 0)
+	rc->proc_fd = proc_dir_open(rc->pid, rc->start);
+	if (rc->proc_fd < 0)
 		return 0;
-	d = fdopendir(fd);
-	if (!d) {
+	fd = openat(rc->proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d && fd >= 0)
 		close(fd);
-		return 0;
-	}
-	while ((de = readdir(d))) {
+	while (d && (de = readdir(d))) {
 		if (de->d_name[0] >= '0' && de->d_name[0] <= '9')
 			sum += fn(rc, atoi(de->d_name));
 	}
-	closedir(d);
+	if (d)
+		closedir(d);
+	close(rc->proc_fd);
+	rc->proc_fd = -1;
 	return sum;
 }
 
@@ -185,18 +195,77 @@ static void close_all(struct runclock *rc)
 	rc->n = 0;
 }
 
-struct runclock *runclock__open(int proc_fd)
+/* The start time (clock ticks after boot) in /proc/PID/stat read through
+ * DIR, and its state; 0 if unreadable. */
+static uint64_t start_of(int dir, char *state)
 {
-	struct runclock *rc;
-	int fd = openat(proc_fd, "task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t f[19]; /* fields 4 to 22: the start time is the last */
+	char buf[1024];
+	ssize_t n;
+	int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
 
+	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	return proc_stat_parse(buf, state, f, 19) ? 0 : f[18];
+}
+
+uint64_t proc_start_time(int pid, int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+	char path[32], state = 0;
+	uint64_t start;
+	int dir;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return 0;
+	start = start_of(dir, &state);
+	close(dir);
+	/* its pidfd polled after the read: not readable, the process had not
+	 * ended, and the directory was its own */
+	if (state == 'Z' || state == 'X' || (pidfd >= 0 && poll(&p, 1, 0) != 0))
+		return 0;
+	return start;
+}
+
+int proc_dir_open(int pid, uint64_t start)
+{
+	char path[32], state = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d", pid);
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
+		return -errno;
+	/* the directory pins the process it names: its start time says
+	 * whether that is still ours, and its state whether it still runs */
+	if (start_of(fd, &state) != start || state == 'Z' || state == 'X') {
+		close(fd);
+		return -ESRCH;
+	}
+	return fd;
+}
+
+struct runclock *runclock__open(int pid, int pidfd)
+{
+	uint64_t start = proc_start_time(pid, pidfd);
+	struct runclock *rc;
+
+	if (!start) {
+		errno = ESRCH;
 		return NULL;
-	close(fd);
+	}
 	rc = calloc(1, sizeof(*rc));
 	if (!rc)
 		return NULL;
-	rc->proc_fd = proc_fd;
+	rc->pid = pid;
+	rc->start = start;
+	rc->proc_fd = -1;
 	/* The kernel's total so far, so that 0 still means "unknown" to
 	 * the caller; exact increments after it. */
 	rc->sum = each_thread(rc, schedstat_of);
@@ -208,10 +277,44 @@ struct runclock *runclock__open(int proc_fd)
 	return rc;
 }
 
+/* The process's CPU clock (every thread's, those that ended too: never
+ * back in time, unlike the sum of the threads' schedstat), which advances
+ * at the scheduler's ticks; 0 if unreadable or no longer ours (gone). */
+static uint64_t process_clock(const struct runclock *rc)
+{
+	struct timespec ts;
+	clockid_t id;
+	int dir;
+
+	if (clock_getcpuclockid(rc->pid, &id) || clock_gettime(id, &ts))
+		return 0;
+	/* still ours after the read: so was the clock read (a PID is not
+	 * given again while its process lives) */
+	dir = proc_dir_open(rc->pid, rc->start);
+	if (dir < 0)
+		return 0;
+	close(dir);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Asleep: the process's clock from where the exact count was (the last
+ * figure again if it cannot be read: gone). */
+static uint64_t asleep_read(struct runclock *rc)
+{
+	uint64_t now = process_clock(rc);
+	int64_t v = (int64_t)now + rc->asleep_offset;
+
+	if (now && v > (int64_t)rc->sum)
+		rc->sum = (uint64_t)v;
+	return rc->sum;
+}
+
 uint64_t runclock__read(struct runclock *rc)
 {
 	uint64_t add;
 
+	if (rc->asleep)
+		return asleep_read(rc);
 	if (!rc->exact)
 		return (uint64_t)((int64_t)each_thread(rc, schedstat_of) + rc->offset);
 	add = each_thread(rc, exact_of);
@@ -223,6 +326,35 @@ uint64_t runclock__read(struct runclock *rc)
 	}
 	rc->sum += add;
 	return rc->sum;
+}
+
+void runclock__sleep(struct runclock *rc)
+{
+	uint64_t now;
+
+	if (!rc->exact || rc->asleep)
+		return;
+	runclock__read(rc); /* what they ran up to now */
+	if (!rc->exact || !(now = process_clock(rc)))
+		return; /* no coarse figure to go on from: it stays awake */
+	close_all(rc);
+	rc->asleep_offset = (int64_t)rc->sum - (int64_t)now;
+	rc->asleep = true;
+}
+
+void runclock__wake(struct runclock *rc)
+{
+	if (!rc->asleep)
+		return;
+	asleep_read(rc);
+	rc->asleep = false;
+	/* each thread's event counts from its first read, here */
+	each_thread(rc, exact_of);
+	drop_gone(rc);
+	if (!rc->exact) {
+		close_all(rc);
+		rc->offset = (int64_t)rc->sum - (int64_t)each_thread(rc, schedstat_of);
+	}
 }
 
 int runclock__exact(const struct runclock *rc)

@@ -1165,7 +1165,8 @@ static int open_writer(struct recording *r, const struct trace_meta *m, bool rew
 		r->w = fd < 0 ? NULL : trace_writer__open_fd(fd, m);
 		if (!r->w)
 			return fail("failed to write the trace to stdout: %s", strerror(errno));
-	} else if (!(r->w = trace_writer__open(r->output, m))) {
+	} else if (!(r->w = r->o.trace_unheld ? trace_writer__open_unheld(r->output, m) :
+						   trace_writer__open(r->output, m))) {
 		return output_error(r, errno);
 	}
 	if (r->o.discard_output)
@@ -1269,7 +1270,8 @@ static int open_output(struct recording *r)
 	}
 	loader__set_recording(r->loader, true);
 	if (r->windows &&
-	    windows__start(r->windows, r->o.budget, &r->hit_cost, r->loader, r->drain, r->pid, r->start_ns))
+	    windows__start(r->windows, r->o.budget, &r->hit_cost, r->loader, r->drain, r->pid, r->pidfd,
+				  r->o.clock_sleeps, r->start_ns))
 		return fail("out of memory");
 	/* following it cost the supervisor's time and this recorder's start
 	 * (a fork of the supervisor: its CPU time is this process's) */
@@ -1677,13 +1679,33 @@ static bool creds_crossed(struct recording *r)
 	return true;
 }
 
+/* The agent's recording, attached: the agent's exit watch tells the
+ * target's end (target_gone), so its pidfd goes, one descriptor a target
+ * less. Only while the pidfd says it still runs: the watch was given the
+ * PID before this recording began, so an end after now is in it. */
+static void let_pidfd_go(struct recording *r)
+{
+	struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
+
+	if (!r->o.shared_exits || r->pidfd < 0 || r->child.pid > 0 || r->o.preload || poll(&p, 1, 0) != 0)
+		return;
+	close(r->pidfd);
+	r->pidfd = -1;
+}
+
 static bool target_gone(struct recording *r)
 {
 	struct pollfd p = { .fd = r->pidfd, .events = POLLIN };
+	struct exit_info e;
 	int status;
 
-	if (poll(&p, 1, 0) <= 0)
+	if (r->pidfd < 0 && r->o.shared_exits) {
+		exit_watch__get(r->o.shared_exits, r->pid, &e);
+		if (e.kind == EXIT_NOT_KNOWN)
+			return false;
+	} else if (poll(&p, 1, 0) <= 0) {
 		return false;
+	}
 	if (r->child.pid > 0 && waitpid(r->child.pid, &status, WNOHANG) == r->child.pid) {
 		r->exit_status = status;
 		r->child.pid = -1;
@@ -2286,11 +2308,13 @@ int record_run(struct record_opts *o, const struct record_view *view)
 			view->done(view->ctx, NULL);
 		return 1;
 	}
+	let_pidfd_go(&r); /* before "attached": a reader of it counts what is held after */
 	if (!released)
 		announce(&r);
 	/* the target's end stops the loop at once, not at the poll's timeout
 	 * (record -- /bin/true waited 10 ms for it) */
-	loader__poll_wake(r.loader, r.pidfd);
+	if (r.pidfd >= 0)
+		loader__poll_wake(r.loader, r.pidfd);
 	if (launcher__release(&r.child))
 		fail("failed to let '%s' run: %s", r.o.cmd[0], strerror(errno));
 	err = record_loop(&r);

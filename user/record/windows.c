@@ -109,17 +109,20 @@ int windows__calibrate(struct loader *l, struct budget_cost *out)
 }
 
 /* The target's CPU time so far (all its threads), in ns; 0 if unknown. */
-static uint64_t target_cpu_ns(int proc_fd)
+static uint64_t target_cpu_ns(int pid, uint64_t start)
 {
 	static long hz;
 	char buf[1024];
 	uint64_t f[12]; /* fields 4 to 15: utime and stime are the last two */
 	ssize_t n;
-	int fd = proc_fd >= 0 ? openat(proc_fd, "stat", O_RDONLY | O_CLOEXEC) : -1;
+	int dir = proc_dir_open(pid, start);
+	int fd = dir >= 0 ? openat(dir, "stat", O_RDONLY | O_CLOEXEC) : -1;
 
 	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
 	if (fd >= 0)
 		close(fd);
+	if (dir >= 0)
+		close(dir);
 	if (n <= 0)
 		return 0;
 	buf[n] = 0;
@@ -198,7 +201,7 @@ static void sample_as(struct windows *w, struct budget_sample *s, enum sample_wh
 		host_ticks(&s->host_ticks, &s->host_idle_ticks);
 	s->target_cpu_ns = run_now(w);
 	if (!s->target_cpu_ns)
-		s->target_cpu_ns = target_cpu_ns(w->proc_fd);
+		s->target_cpu_ns = target_cpu_ns(w->pid, w->start);
 	if (what != SAMPLE_PAUSE)
 		w->last = *s;
 }
@@ -209,23 +212,24 @@ static void sample(struct windows *w, struct budget_sample *s)
 }
 
 int windows__start(struct windows *w, double pct, const struct budget_cost *cost, struct loader *l,
-		   struct drain *d, int pid, uint64_t now_ns)
+		   struct drain *d, int pid, int pidfd, bool sleeps, uint64_t now_ns)
 {
 	struct budget_sample s;
-	char path[64];
 
 	memset(w, 0, sizeof(*w));
 	w->l = l;
 	w->d = d;
 	w->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d", pid);
-	w->proc_fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	w->rc = w->proc_fd >= 0 ? runclock__open(w->proc_fd) : NULL;
+	w->start = proc_start_time(pid, pidfd);
+	w->clock_sleeps = sleeps;
+	w->rc = runclock__open(pid, pidfd);
 	/* Without the kernel's statistics (no CAP_SYS_ADMIN) the programs'
 	 * time is guessed from the trap's. */
 	w->stats = loader__enable_stats(l) == 0;
 	sample_as(w, &s, SAMPLE_CYCLE);
 	budget__init(&w->ctl, pct, cost, (int)sysconf(_SC_NPROCESSORS_ONLN), now_ns, &s);
+	if (w->rc && w->clock_sleeps)
+		runclock__sleep(w->rc);
 	return 0;
 }
 
@@ -267,6 +271,8 @@ static int open_window(struct windows *w)
 		loader__window_detach(w->l, LOADER_ALL);
 		return err;
 	}
+	if (w->rc)
+		runclock__wake(w->rc);
 	sample(w, &w->at_begin);
 	w->cur.run_begin = w->at_begin.target_cpu_ns;
 	w->cur.begin = now_ns(CLOCK_MONOTONIC);
@@ -308,6 +314,8 @@ static void end_tail(struct windows *w, const struct budget_sample *s)
 	budget__fit(&w->ctl, &w->cur);
 	w->prev = w->cur;
 	w->have_prev = true;
+	if (w->rc && w->clock_sleeps)
+		runclock__sleep(w->rc);
 }
 
 int windows__step(struct windows *w, uint64_t now_ns)
@@ -387,9 +395,6 @@ int windows__finish(struct windows *w, uint64_t end_ns)
 
 void windows__free(struct windows *w)
 {
-	runclock__free(w->rc); /* before the directory it reads */
+	runclock__free(w->rc);
 	w->rc = NULL;
-	if (w->proc_fd > 0)
-		close(w->proc_fd);
-	w->proc_fd = -1;
 }

@@ -26,9 +26,10 @@ struct windows {
 	struct loader *l;
 	struct drain *d;
 	int pid;
-	int proc_fd;          /* /proc/PID, for the target's CPU time (its stat, its threads') */
+	uint64_t start;       /* its start time: /proc/PID is opened at each read, checked by it (0: gone) */
 	struct runclock *rc;  /* its run time, to the microsecond */
 	bool stats;           /* the kernel's BPF run-time statistics are on */
+	bool clock_sleeps;    /* RC exact through windows and tails alone (runclock__sleep) */
 	bool have_prev;       /* PREV's marks wait for the next window's start */
 	struct window_span prev, cur;
 	struct budget_sample at_begin, at_end; /* counters when the window opened and closed */
@@ -39,9 +40,11 @@ struct windows {
 int windows__calibrate(struct loader *l, struct budget_cost *out);
 
 /* Start with PCT percent on L (loaded with opts.windowed, probes given),
- * its events going through D, for process PID. 0 or -errno. */
+ * its events going through D, for process PID (its pidfd PIDFD, needed
+ * for this call alone; -1: none); SLEEPS: its run clock's perf
+ * events held through windows and tails alone. 0 or -errno. */
 int windows__start(struct windows *w, double pct, const struct budget_cost *cost, struct loader *l,
-		   struct drain *d, int pid, uint64_t now_ns);
+		   struct drain *d, int pid, int pidfd, bool sleeps, uint64_t now_ns);
 /* Carry out what is due at NOW_NS. 0 or -errno (a failed attach: the target is gone). */
 int windows__step(struct windows *w, uint64_t now_ns);
 /* When the recorder must look again (CLOCK_MONOTONIC): what is due next,

@@ -400,8 +400,11 @@ struct symbolizer *symbolizer__new_target(const char *root)
 	if (!s)
 		return NULL;
 	s->target = true;
-	/* The root is the target's: opened once, and only ever resolved in. */
-	s->root_fd = root && *root ? open(root, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	/* The root is the target's: opened once (shared with the targets
+	 * whose root is the same directory), and only ever resolved in. */
+	s->root_fd = root && *root ? target_root_hold(root) : -1;
+	if (s->root_fd < 0)
+		s->root_fd = -1;
 	free(s->debuginfo_path);
 	s->debuginfo_path = strdup("/usr/lib/debug");
 	if (!s->debuginfo_path) {
@@ -423,8 +426,7 @@ void symbolizer__free(struct symbolizer *s)
 {
 	if (!s)
 		return;
-	if (s->root_fd >= 0)
-		close(s->root_fd);
+	target_root_release(s->root_fd);
 	for (size_t i = 0; i < s->nr_files; i++) {
 		if (s->files[i].sh)
 			shared_release(s->files[i].sh);

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <zstd.h>
@@ -44,7 +45,9 @@ struct chunk {
 };
 
 struct trace_writer {
-	int fd;
+	int fd;                /* -1 between writes when unheld (PATH) */
+	char *path;            /* open_unheld: reopened at each write */
+	uint64_t dev, ino;     /* ... and must still be this file */
 	/* The caller's side: the chunk being built. */
 	uint8_t *raw;		  /* records of the chunk being built */
 	size_t raw_len, raw_cap;
@@ -80,6 +83,32 @@ static void writer_reset_deltas(struct trace_writer *w)
 	w->prev_ts = w->prev_ptr = w->prev_stack = w->prev_addr = w->prev_pool_ptr = 0;
 	w->prev_tid = 0;
 	w->have_tid = false;
+}
+
+/* The descriptor to write to: the one held, or (unheld) the file reopened
+ * to append, checked to be the file created; -errno. Give it back with
+ * writer_fd_put. */
+static int writer_fd_get(const struct trace_writer *w)
+{
+	struct stat st;
+	int fd;
+
+	if (!w->path)
+		return w->fd;
+	fd = open(w->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) || (uint64_t)st.st_dev != w->dev || (uint64_t)st.st_ino != w->ino) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+static void writer_fd_put(const struct trace_writer *w, int fd)
+{
+	if (w->path && fd >= 0)
+		close(fd);
 }
 
 /* write(2) until done: the file is useless with a hole in a chunk. */
@@ -134,7 +163,7 @@ static int chunk_write(struct trace_writer *w, const struct chunk *c)
 {
 	size_t bound = ZSTD_compressBound(c->len);
 	size_t csize;
-	int err;
+	int err, fd;
 
 	if (w->discard)
 		return 0;
@@ -146,7 +175,9 @@ static int chunk_write(struct trace_writer *w, const struct chunk *c)
 	if (ZSTD_isError(csize))
 		return -EIO;
 	chunk_header_fill(w->out, c, csize);
-	err = write_full(w->fd, w->out, TRACE_CHUNK_HEADER_SIZE + csize);
+	fd = writer_fd_get(w);
+	err = fd < 0 ? fd : write_full(fd, w->out, TRACE_CHUNK_HEADER_SIZE + csize);
+	writer_fd_put(w, fd);
 	if (err)
 		return err;
 	__atomic_fetch_add(&w->bytes, TRACE_CHUNK_HEADER_SIZE + csize, __ATOMIC_RELAXED);
@@ -402,6 +433,7 @@ static void writer_free(struct trace_writer *w)
 	free(w->raw);
 	free(w->job.raw);
 	free(w->out);
+	free(w->path);
 	pthread_cond_destroy(&w->idle);
 	pthread_cond_destroy(&w->wake);
 	pthread_mutex_destroy(&w->lock);
@@ -497,6 +529,46 @@ struct trace_writer *trace_writer__open(const char *path, const struct trace_met
 		unlink(path);
 		errno = err;
 	}
+	return w;
+}
+
+struct trace_writer *trace_writer__open_unheld(const char *path, const struct trace_meta *meta)
+{
+	struct trace_writer *w;
+	char *own = strdup(path);
+	struct stat st;
+	int fd, err;
+
+	if (!own)
+		return NULL;
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 || fstat(fd, &st)) {
+		err = errno;
+		if (fd >= 0) {
+			close(fd);
+			unlink(path);
+		}
+		free(own);
+		errno = err;
+		return NULL;
+	}
+	w = writer_open(fd, meta); /* the header written through FD */
+	if (!w) {
+		err = errno;
+		close(fd);
+		unlink(path);
+		free(own);
+		errno = err;
+		return NULL;
+	}
+	/* The thread writes the first chunk: before it can, the file is let go */
+	pthread_mutex_lock(&w->lock);
+	w->path = own;
+	w->dev = st.st_dev;
+	w->ino = st.st_ino;
+	close(w->fd);
+	w->fd = -1;
+	pthread_mutex_unlock(&w->lock);
 	return w;
 }
 
@@ -880,7 +952,7 @@ int trace_writer__close(struct trace_writer *w, const struct trace_end *end)
 int trace_writer__close_sized(struct trace_writer *w, const struct trace_end *end, uint64_t *bytes)
 {
 	const struct trace_end unknown = { .exit_status = -1 };
-	int err;
+	int err, fd;
 
 	if (!w)
 		return -EINVAL;
@@ -888,9 +960,12 @@ int trace_writer__close_sized(struct trace_writer *w, const struct trace_end *en
 	writer_stop_thread(w);
 	if (bytes)
 		*bytes = w->bytes; /* all of it: the writer thread is done */
-	if (!err && fsync(w->fd) < 0 && errno != EINVAL) /* EINVAL: a pipe, nothing to sync */
+	fd = writer_fd_get(w);
+	if (!err && fd < 0)
+		err = fd;
+	if (!err && fsync(fd) < 0 && errno != EINVAL) /* EINVAL: a pipe, nothing to sync */
 		err = -errno;
-	if (close(w->fd) < 0 && !err)
+	if (fd >= 0 && close(fd) < 0 && !err)
 		err = -errno;
 	writer_free(w);
 	return err;
@@ -904,6 +979,7 @@ void trace_writer__abort(struct trace_writer *w)
 		return;
 	trace_writer__flush(w);
 	writer_stop_thread(w);
-	close(w->fd);
+	if (w->fd >= 0)
+		close(w->fd);
 	writer_free(w);
 }

@@ -12,6 +12,12 @@ struct trace_writer;
  * chunk. NULL with errno set on failure; nothing is left behind then. */
 struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta);
 
+/* The same, but PATH is not held open: each chunk reopens it to append
+ * (O_NOFOLLOW, and only the file created: its device and inode, else
+ * -ESTALE) and closes it again. For the agent, where a held trace was one
+ * more descriptor for each of its targets. */
+struct trace_writer *trace_writer__open_unheld(const char *path, const struct trace_meta *meta);
+
 /* The same on FD (a pipe, stdout), which it then owns: the format is
  * written front to back, never seeked. NULL with errno set, FD closed. */
 struct trace_writer *trace_writer__open_fd(int fd, const struct trace_meta *meta);
