@@ -196,13 +196,17 @@ static pid_t tgid_of(pid_t tid)
 }
 
 /* The root's first program writes to -o FILE (or the default name); every
- * other process or program to FILE.PID[.N].mtrace beside it. */
-static void output_name(struct follow *f, const struct tracee *t, char *buf, size_t cap)
+ * other process or program to FILE.PID[.N].mtrace beside it. COMM: the
+ * process's name as read while it was held (NULL: read it now). */
+static void output_name(struct follow *f, const struct tracee *t, const char *comm, char *buf, size_t cap)
 {
-	char comm[64], base[PATH_MAX];
+	char own[64], base[PATH_MAX];
 	size_t len;
 
-	read_proc_string(t->tgid, "comm", comm, sizeof(comm));
+	if (!comm && !f->o->output) {
+		read_proc_string(t->tgid, "comm", own, sizeof(own));
+		comm = own;
+	}
 	if (f->o->output) {
 		snprintf(base, sizeof(base), "%s", f->o->output);
 		len = strlen(base);
@@ -423,14 +427,13 @@ static int start_recorder_once(struct follow *f, struct tracee *t)
 			f->slot_used[slot] = false;
 		return -1; /* it ended meanwhile (killed) */
 	}
-	output_name(f, t, out, sizeof(out));
 	t->slot = slot;
 	if (!t->slot)
 		return fail("not recording PID %d: %u processes are recorded already, the most one memtrace follows at once",
 			    t->tgid, f->max_slots - 1);
 	o.pid = t->tgid;
 	o.cmd = NULL;
-	o.output = out;
+	o.output = out; /* named below: not while the process is held */
 	o.follow = false;
 	o.verbose = false;
 	o.verbose_counts = f->o->verbose;
@@ -455,6 +458,8 @@ static int start_recorder_once(struct follow *f, struct tracee *t)
 		/* failed (out of descriptors): its recorder does it all again */
 		record_prepare_watch(&o, t->tgid, t->parent);
 	}
+	/* its name as it was held: it may have exec'd since it went on */
+	output_name(f, t, o.prepared ? o.prepared_comm : NULL, out, sizeof(out));
 	if (!o.prepared && pipe2(fds, O_CLOEXEC))
 		goto failed;
 	loader__spare_drop(f->loader, t->slot); /* unless taken above, its recorder makes its own */
