@@ -15,9 +15,11 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -583,8 +585,94 @@ int procmaps__files_hash(int pid, uint64_t *hash)
 	return maps_hash(pid, false, hash);
 }
 
+/* PROCMAP_QUERY (Linux 6.11, linux/fs.h): one mapping of /proc/PID/maps
+ * by ioctl, its fields as numbers, with no line of text to make per
+ * mapping. */
+struct mt_procmap_query {
+	uint64_t size;          /* of this struct */
+	uint64_t query_flags;   /* MT_QUERY_* */
+	uint64_t query_addr;    /* the mapping covering it, or the next one */
+	uint64_t vma_start;     /* out: its range, flags and file offset */
+	uint64_t vma_end;
+	uint64_t vma_flags;
+	uint64_t vma_page_size;
+	uint64_t vma_offset;
+	uint64_t inode;         /* out: its file */
+	uint32_t dev_major;
+	uint32_t dev_minor;
+	uint32_t vma_name_size; /* in: room at vma_name_addr; out: the name's length with its NUL */
+	uint32_t build_id_size; /* in: 0, no build-id wanted */
+	uint64_t vma_name_addr;
+	uint64_t build_id_addr;
+};
+#define MT_PROCMAP_QUERY _IOWR('f', 17, struct mt_procmap_query)
+#define MT_QUERY_VMA_EXECUTABLE 0x04
+#define MT_QUERY_COVERING_OR_NEXT_VMA 0x10
+#define MT_QUERY_FILE_BACKED_VMA 0x20
+
+/* Whether this kernel has PROCMAP_QUERY, as far as this process knows. A
+ * hash is only ever compared with one made in the same process or a fork
+ * of it, so both come the same way (MEMTRACE_NO_PROCMAP_QUERY, for tests:
+ * the text always). */
+static bool procmap_query_absent;
+
+/*
+ * The code hash by PROCMAP_QUERY: the executable file mappings' ranges,
+ * flags, offsets, files and names, read as numbers. Reading the text of
+ * /proc/PID/maps cost 45 us for a small program and 80-130 us for a
+ * Python one here, 18-24 us this way: a followed child is held while its
+ * code is checked. 0, -ENOTTY (no such ioctl), or -errno.
+ */
+static int code_hash_query(int pid, uint64_t *hash)
+{
+	uint64_t h = 0xcbf29ce484222325ULL, addr = 0;
+	char path[64], name[PATH_MAX];
+	int fd, err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		struct mt_procmap_query q = {
+			.size = sizeof(q),
+			.query_flags = MT_QUERY_VMA_EXECUTABLE | MT_QUERY_COVERING_OR_NEXT_VMA | MT_QUERY_FILE_BACKED_VMA,
+			.query_addr = addr,
+			.vma_name_size = sizeof(name),
+			.vma_name_addr = (uint64_t)(uintptr_t)name,
+		};
+		const unsigned char *b = (const unsigned char *)&q.vma_start;
+
+		if (ioctl(fd, MT_PROCMAP_QUERY, &q)) {
+			err = errno == ENOENT ? 0 : -errno; /* ENOENT: no mapping from ADDR on */
+			break;
+		}
+		/* vma_start .. dev_minor, then the name */
+		for (size_t i = 0; i < offsetof(struct mt_procmap_query, vma_name_size) -
+					   offsetof(struct mt_procmap_query, vma_start); i++)
+			h = (h ^ b[i]) * 0x100000001b3ULL;
+		for (uint32_t i = 0; i < q.vma_name_size && i < sizeof(name) && name[i]; i++)
+			h = (h ^ (unsigned char)name[i]) * 0x100000001b3ULL;
+		if (q.vma_end <= addr)
+			break; /* never: the kernel gives a mapping at or above ADDR */
+		addr = q.vma_end;
+	}
+	close(fd);
+	if (!err)
+		*hash = h;
+	return err;
+}
+
 int procmaps__code_hash(int pid, uint64_t *hash)
 {
+	int err;
+
+	if (!procmap_query_absent && !getenv("MEMTRACE_NO_PROCMAP_QUERY")) {
+		err = code_hash_query(pid, hash);
+		if (err != -ENOTTY && err != -EINVAL)
+			return err;
+		procmap_query_absent = true; /* an older kernel: the text from now on */
+	}
 	return maps_hash(pid, true, hash);
 }
 

@@ -65,7 +65,9 @@ char *procmaps__open_path(const struct procmaps *pm, int pid, const char *path);
 
 /* The same over PID's executable file mappings only: what its allocator
  * functions, its modules and its stacks depend on, unchanged by the data
- * files and shared memory a process maps and unmaps as it works. */
+ * files and shared memory a process maps and unmaps as it works. Read by
+ * PROCMAP_QUERY where the kernel has it (no text made), so a hash is
+ * compared only with one made in this process or a fork of it. */
 int procmaps__code_hash(int pid, uint64_t *hash);
 
 /* The executable mapping containing ADDR, or NULL. */
