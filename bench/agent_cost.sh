@@ -9,7 +9,8 @@
 #   kernel memory  the memlock of every BPF map and program the agent holds
 #                  (/proc/AGENT/fdinfo), the rings (ring buffers and lanes)
 #                  apart, and the part that is per CPU (rings, lanes,
-#                  per-CPU arrays: what a host with more CPUs multiplies)
+#                  per-CPU arrays: what a host with more CPUs multiplies;
+#                  not a ring that all of a target's CPUs share)
 #   descriptors    /proc/AGENT/fd, and of them the BPF links (a target's
 #                  probes: what is left of its descriptors)
 #   agent RSS      VmRSS
@@ -79,12 +80,13 @@ def add(oid, m, t, fl, n, vs):
         return
     if t == 27 or (t == 2 and fl & 0x400 and n == 1 and m >= 65536):
         tot['rings'] += m
-        tot['percpu'] += m
+        if inner.get(oid[1:], 1) == 1:  # a ring in several CPUs' slots is one for them all
+            tot['percpu'] += m
     elif t in (5, 6, 10):
         tot['percpu'] += m
     elif t == 2 and fl & 0x400 and vs == 16:
         tot['unwind'] += m
-outer = []
+outer, inner = [], {}  # inner: map id -> the outer arrays' slots holding it
 for f in glob.glob('/proc/%s/fdinfo/*' % sys.argv[1]):
     try:
         kv = dict(l.split(':', 1) for l in open(f).read().splitlines() if ':' in l)
@@ -102,14 +104,14 @@ for f in glob.glob('/proc/%s/fdinfo/*' % sys.argv[1]):
         if t in (12, 13):  # array and hash of maps
             outer.append(kv['map_id'])
 types = {'ringbuf': 27, 'array': 2, 'percpu_array': 6, 'percpu_hash': 5, 'lru_percpu_hash': 10}
-inner = set()
 for o in outer:
     try:
         for e in json.loads(subprocess.run(['bpftool', '-j', 'map', 'dump', 'id', o], capture_output=True,
                                            text=True).stdout or '[]'):
             v = e.get('value')
             if isinstance(v, list) and len(v) == 4:
-                inner.add(str(int(''.join(x[2:] for x in reversed(v)), 16)))
+                i = str(int(''.join(x[2:] for x in reversed(v)), 16))
+                inner[i] = inner.get(i, 0) + 1
     except (OSError, ValueError):
         pass
 if inner:

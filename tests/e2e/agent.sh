@@ -7,7 +7,7 @@
 # the series; bad command lines and bad requests get one line, 400/404/405,
 # never a crash (random query strings); nothing listens beyond 127.0.0.1.
 . "$(dirname "$0")/lib.sh"
-plan 125
+plan 126
 
 port=16471
 url=http://127.0.0.1:$port
@@ -448,6 +448,21 @@ for _ in $(seq 20); do
 	sleep 0.1
 done
 if [ "$none" -gt 0 ]; then ok "--budget: no perf event held between windows ($none of 20 looks)"; else not_ok "--budget: a perf event held at each of 20 looks"; fi
+# under --budget a target's ring is one for all its CPUs (sized by what
+# the budget lets through, not by the CPUs): the array of rings holds it at
+# each CPU's index of its slot (slot 0, the agent's own, left out; before,
+# a ring a CPU: each held once)
+ncpu=$(awk -F- '{ print $NF + 1 }' /sys/devices/system/cpu/possible) # the loader's CPUs: possible ones
+rings=$(for id in $(awk '/^map_id:/ { print $2 }' /proc/"$me9"/fdinfo/* 2>/dev/null | sort -u); do
+	bpftool -j map show id "$id" 2>/dev/null | jq -r 'select(.name == "events") | .id'
+done | head -1 | xargs -r -I{} bpftool -j map dump id {} 2>/dev/null |
+	jq -r '.[] | select(.value != null) | "\(.key | reverse | map(.[2:]) | join("")) \(.value | reverse | map(.[2:]) | join(""))"' |
+	while read -r k v; do [ $((16#$k)) -ge "$ncpu" ] && echo "$v"; done | sort | uniq -c | awk '{ print $1 }' | sort -u | tr '\n' ' ')
+if [ "$ncpu" -lt 2 ]; then
+	skip "--budget: one ring for all of a target's CPUs: one CPU here"
+else
+	expect_eq "--budget: the target's ring held at each of its $ncpu CPUs' indexes (times each ring is held)" "$rings" "$ncpu "
+fi
 kill -USR1 "$pr"
 wait "$pr"
 sleep 0.5

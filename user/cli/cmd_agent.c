@@ -322,10 +322,14 @@ static int agent_parse(struct agent *a, struct record_opts *o, int argc, char **
 		o->budget = AGENT_DEFAULT_BUDGET;
 	if (record_check_budget(o))
 		return -EINVAL;
-	/* rings sized by the events the budget lets through (--budget 1:
-	 * 512 KiB a CPU, its lane 128 KiB), not by exact tracing's maximum */
-	if (o->budget)
+	/* a ring sized by the events the budget lets through (--budget 1:
+	 * 512 KiB), not by exact tracing's maximum, and one for all of a
+	 * target's CPUs: what the budget lets through does not grow with
+	 * them (its lanes, 128 KiB, are still one a CPU) */
+	if (o->budget) {
 		o->ring_bytes = budget_ring_bytes(o->budget);
+		o->one_ring = true;
+	}
 	return 0;
 }
 

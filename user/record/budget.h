@@ -34,7 +34,8 @@
 #define BUDGET_LOOK_NS (250 * 1000 * 1000ULL)        /* between windows, the work paid is looked at this often */
 #define BUDGET_AIM 0.8 /* of the budget, priced; the rest is for what is not (the kernel's attach and detach) */
 
-/* A ring per CPU for what PCT percent lets through, not for every call:
+/* A ring per CPU (the agent's: one for all of a target's CPUs,
+ * loader_opts.one_ring) for what PCT percent lets through, not for every call:
  * the probes may take PCT% of a CPU's time, an event costs at least half
  * a microsecond of it (the cheapest hit seen), so at most PCT x 20000
  * events a second, 56 bytes each (an allocation's record), and a new

@@ -324,18 +324,21 @@ static int ring_cb(void *ctx, void *data, size_t size)
  * slot of the outer map. */
 static int map_rings(struct loader *l);
 
-/* A ring buffer of BYTES per CPU, then a lane of LANE_BYTES per CPU (none
- * if 0), into FDS (2 * NR_CPUS of them, -1 where none). */
-static int make_rings(int nr_cpus, uint64_t bytes, uint64_t lane_bytes, int *fds)
+/* A ring buffer of BYTES per CPU (ONE: one for all, each CPU's fd a dup
+ * of it: the ring buffer takes records from several CPUs at once), then a
+ * lane of LANE_BYTES per CPU (none if 0), into FDS (2 * NR_CPUS of them,
+ * -1 where none). */
+static int make_rings(int nr_cpus, uint64_t bytes, bool one, uint64_t lane_bytes, int *fds)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, mmapable, .map_flags = BPF_F_MMAPABLE);
 
 	for (int i = 0; i < 2 * nr_cpus; i++)
 		fds[i] = -1;
 	for (int cpu = 0; cpu < nr_cpus; cpu++) {
-		fds[cpu] = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mt_ring", 0, 0, bytes, NULL);
+		fds[cpu] = one && cpu ? fcntl(fds[0], F_DUPFD_CLOEXEC, 3) :
+					bpf_map_create(BPF_MAP_TYPE_RINGBUF, "mt_ring", 0, 0, bytes, NULL);
 		if (fds[cpu] < 0)
-			return fds[cpu];
+			return one && cpu ? -errno : fds[cpu];
 		if (!lane_bytes)
 			continue;
 		fds[nr_cpus + cpu] = bpf_map_create(BPF_MAP_TYPE_ARRAY, "mt_lane", sizeof(uint32_t),
@@ -461,7 +464,7 @@ static int create_rings(struct loader *l, struct loader *base)
 	l->ring_fds = calloc(2 * l->nr_cpus, sizeof(int));
 	if (!l->ring_fds)
 		return -ENOMEM;
-	err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->lane_bytes, l->ring_fds);
+	err = make_rings(l->nr_cpus, l->opts.ring_bytes, l->opts.one_ring, l->lane_bytes, l->ring_fds);
 	if (err)
 		return err;
 	err = place_rings(bpf_map__fd(l->skel->maps.events), bpf_map__fd(l->skel->maps.lanes), l->nr_cpus, &l->slot,
@@ -921,6 +924,7 @@ int loader__add_target(struct loader *base, const struct loader_opts *opts, uint
 	/* the object's own settings stay; the process and its rings are new */
 	l->opts.pid = opts->pid;
 	l->opts.ring_bytes = opts->ring_bytes;
+	l->opts.one_ring = opts->one_ring;
 	l->opts.on_record = opts->on_record;
 	l->opts.ctx = opts->ctx;
 	err = create_rings(l, base);
@@ -961,7 +965,7 @@ int loader__spare_rings(struct loader *base, uint64_t ring_bytes, const uint32_t
 			break;
 		}
 		fresh[nr] = slots[i];
-		err = make_rings(base->nr_cpus, ring_bytes, base->lane_bytes, fds[nr++]);
+		err = make_rings(base->nr_cpus, ring_bytes, false, base->lane_bytes, fds[nr++]);
 		if (err)
 			break;
 	}
@@ -1124,7 +1128,7 @@ static void *early_rings_thread(void *arg)
 {
 	struct early_rings *e = arg;
 
-	e->err = make_rings(e->nr_cpus, e->ring_bytes, e->lane_bytes, e->fds);
+	e->err = make_rings(e->nr_cpus, e->ring_bytes, false, e->lane_bytes, e->fds);
 	if (!e->err)
 		e->err = place_rings(e->events_fd, e->lanes_fd, e->nr_cpus, &e->slot, &e->fds, 1);
 	if (!e->err && e->reader)

@@ -22,7 +22,10 @@ enum loader_mode {
 struct loader_opts {
 	int pid;                  /* process to trace */
 	uint32_t stack_depth;     /* frames per stack; 0: none */
-	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two */
+	uint64_t ring_bytes;      /* per-CPU ring buffer size, a power of two (one_ring: the target's) */
+	bool one_ring;            /* one ring buffer for all the target's CPUs (the slot of each holds it):
+				     the agent's --budget, whose ring is sized by the events the budget lets
+				     through, not by the CPUs */
 	uint64_t lane_ring_bytes; /* the ring size the lanes are sized for; 0: ring_bytes (a shared
 				     loader's own rings go unused, its processes' are larger) */
 	uint64_t sample_mean;     /* 0: every allocation; else mean bytes between samples */

@@ -18,6 +18,7 @@ struct record_opts {
 	uint64_t ring_bytes;
 	size_t max_stacks;         /* 0: every stack; else past it new stacks fold into one (agent) */
 	bool ring_bytes_given; /* --buffer-size was given */
+	bool one_ring;         /* RING_BYTES for all the target's CPUs, not each (loader_opts.one_ring) */
 	uint64_t sample;
 	double budget;    /* --budget PCT: 0 exact; else windows (user/record/budget.h) */
 	uint64_t large;   /* --budget: the allocator's mmap'd blocks from this length are recorded exactly (0: not) */

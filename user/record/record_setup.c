@@ -30,6 +30,7 @@ void record_loader_opts(const struct record_opts *o, struct loader_opts *lo)
 	lo->pid = o->pid;
 	lo->stack_depth = o->stack_depth;
 	lo->ring_bytes = o->ring_bytes;
+	lo->one_ring = o->one_ring;
 	lo->empty_probes = o->empty_probes;
 	lo->sample_mean = o->sample;
 	lo->windowed = o->budget > 0;

@@ -14,6 +14,7 @@
 #include <bpf/bpf.h>
 
 struct ring {
+	uint32_t id;        /* the map's: a ring added again (one for several CPUs) is read once */
 	ring_set_fn fn;
 	void *ctx;
 	uint64_t *consumer; /* the consumer page, read-write */
@@ -59,12 +60,15 @@ int ring_set__add(struct ring_set *rs, int fd, ring_set_fn fn, void *ctx)
 		return -errno;
 	if (info.type != BPF_MAP_TYPE_RINGBUF || !info.max_entries || (info.max_entries & (info.max_entries - 1)))
 		return -EINVAL;
+	for (size_t i = 0; i < rs->nr; i++)
+		if (rs->rings[i].id == info.id)
+			return 0;
 	v = realloc(rs->rings, (rs->nr + 1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	rs->rings = v;
 	r = &v[rs->nr];
-	*r = (struct ring){ .fn = fn, .ctx = ctx, .size = info.max_entries };
+	*r = (struct ring){ .id = info.id, .fn = fn, .ctx = ctx, .size = info.max_entries };
 	p = mmap(NULL, rs->page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED)
 		return -errno;

@@ -23,7 +23,8 @@ typedef int (*ring_set_fn)(void *ctx, void *data, size_t size);
 /* A set with the ring buffer map FD in it (the fd may be closed after: the
  * mapping holds the map). NULL with errno set. */
 struct ring_set *ring_set__new(int fd, ring_set_fn fn, void *ctx);
-/* Add ring FD; 0 or -errno. */
+/* Add ring FD (one already in the set, as several CPUs' ring: nothing to
+ * do); 0 or -errno. */
 int ring_set__add(struct ring_set *rs, int fd, ring_set_fn fn, void *ctx);
 /* Hand over every whole record of every ring: how many, or the callback's
  * -errno. */
