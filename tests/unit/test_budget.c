@@ -440,9 +440,31 @@ static void test_weight_without_frees(void **state)
 	assert_true(budget__window_weight(&m.b, &x.s, x.s.begin, 0) == 1);
 }
 
+/* A target's lanes where its ring is one for all its CPUs (the agent's
+ * --budget): as before on 2 CPUs (a quarter of the ring each), and
+ * together at most half its ring however many CPUs (a quarter each, every
+ * CPU: 8 MiB a target on 64 CPUs under --budget 1). */
+static void test_lanes_fixed(void **state)
+{
+	uint64_t ring = budget_ring_bytes(1);
+
+	assert_int_equal(ring, 512u << 10);
+	assert_int_equal(budget_lane_ring_bytes(ring, 1), ring);
+	assert_int_equal(budget_lane_ring_bytes(ring, 2), ring);
+	assert_int_equal(budget_lane_ring_bytes(ring, 64) / 4, 4096); /* the least lane */
+	for (int cpus = 1; cpus <= 1024; cpus++)
+		for (double pct = 0.5; pct <= 16; pct *= 2) {
+			uint64_t r = budget_ring_bytes(pct);
+
+			assert_true(budget_lane_ring_bytes(r, cpus) / 4 * (uint64_t)cpus <= r / 2 ||
+				    budget_lane_ring_bytes(r, cpus) / 4 <= 4096);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_lanes_fixed),
 		cmocka_unit_test(test_steady_within_budget),
 		cmocka_unit_test(test_burst_cuts_the_window),
 		cmocka_unit_test(test_idle_target),

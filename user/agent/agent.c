@@ -10,6 +10,7 @@
 #include "util.h"
 
 #include <arpa/inet.h>
+#include <bpf/libbpf.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -249,7 +250,11 @@ static void agent_loader_open(struct agent *a)
 	record_loader_opts(&a->o, &lo);
 	lo.pid = 0;           /* no process of its own: slot 0 stays empty */
 	lo.ring_bytes = 4096; /* ... and its rings unused */
-	lo.lane_ring_bytes = a->o.ring_bytes; /* the lanes are a load's: sized for the targets' rings */
+	/* the lanes are a load's: sized for the targets' rings, and where a
+	 * target's ring is one for all its CPUs, so that its lanes do not
+	 * grow with them either */
+	lo.lane_ring_bytes = a->o.one_ring ? budget_lane_ring_bytes(a->o.ring_bytes, libbpf_num_possible_cpus()) :
+					     a->o.ring_bytes;
 	lo.max_targets = AGENT_MAX_TARGETS + 1;
 	/* targets come and go for the agent's life: the rows of files none of
 	 * them maps any more make room for new ones */

@@ -53,6 +53,17 @@ static inline uint64_t budget_ring_bytes(double pct)
 	return b;
 }
 
+/* The ring size a load's lanes are sized for (a lane is a quarter of it,
+ * loader_opts.lane_ring_bytes) where a target's ring is one for all its
+ * CPUs (the agent's --budget): a target's lanes together hold at most half
+ * its ring RING_BYTES whatever the CPUs, the ring taking what a full lane
+ * cannot (--budget 1: a lane of 128 KiB on 2 CPUs, 4 KiB on 64, where
+ * 128 KiB each was 8 MiB a target). */
+static inline uint64_t budget_lane_ring_bytes(uint64_t ring_bytes, int nr_cpus)
+{
+	return nr_cpus > 2 ? ring_bytes * 2 / (uint64_t)nr_cpus : ring_bytes;
+}
+
 #define BUDGET_MIN_FREES 20  /* frees in a window and in its tail to count its work by */
 #define BUDGET_FIT_MIN 3      /* windows pooled before the fitted scale is used */
 /* A tail's work is taken to be at least this share of its run time: below
