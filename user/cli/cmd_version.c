@@ -26,7 +26,8 @@ static void probe_links(const char **sessions, const char **multi)
 	int err;
 
 	*sessions = *multi = "unknown (needs root or CAP_BPF to try)";
-	libbpf_set_print(NULL); /* a kernel that refuses a program is an answer here, not news */
+	/* a kernel that refuses a program is an answer here, not news: the
+	 * loader keeps libbpf quiet */
 	err = loader__open(&l, &o);
 	if (!err)
 		err = loader__load(l);

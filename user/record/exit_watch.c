@@ -2,6 +2,7 @@
 /* How a recorded process ended (exit_watch.h). */
 #include "exit_watch.h"
 #include "exits.skel.h"
+#include "loader.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
 #include "util.h"
@@ -25,11 +26,6 @@ struct exit_watch {
 	int err;          /* the load's: 0 or -errno */
 };
 
-static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0;
-}
-
 /* Load and attach W's programs: 0 or -errno. */
 static int load(struct exit_watch *w)
 {
@@ -44,7 +40,7 @@ struct exit_watch *exit_watch__open(void)
 
 	if (!w)
 		return NULL;
-	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
+	loader__quiet_libbpf();
 	err = load(w);
 	if (err) {
 		exit_watch__free(w);
@@ -68,7 +64,7 @@ struct exit_watch *exit_watch__open_async(void)
 
 	if (!w)
 		return NULL;
-	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
+	loader__quiet_libbpf();
 	w->loading = !pthread_create(&w->loader, NULL, load_thread, w);
 	if (!w->loading)
 		w->err = load(w);

@@ -9,6 +9,7 @@
 #include "uprobe_multi.h"
 #include "elf_util.h"
 #include "launch.skel.h"
+#include "loader.h"
 #include <linux/types.h>
 #include "memtrace_abi.h"
 
@@ -46,11 +47,6 @@ const char *launcher__step_name(enum launcher_step step)
 	}
 }
 
-static int silent_print(enum libbpf_print_level level, const char *fmt, va_list ap)
-{
-	return 0; /* the command says what failed, once */
-}
-
 /* Multi-uprobe links where the kernel has them: unlike perf-event uprobes
  * they need no perf_event_open, which CAP_PERFMON alone may not pass. */
 static struct launch_bpf *load_skel(bool multi)
@@ -76,7 +72,7 @@ static struct launch_bpf *load_skel(bool multi)
 int launcher__open(struct launcher *l)
 {
 	*l = (struct launcher){ .pid = -1, .go_fd = -1, .err_fd = -1, .keep_fd = -1, .link_fds = { -1, -1 } };
-	libbpf_set_print(silent_print);
+	loader__quiet_libbpf();
 	/* MEMTRACE_ATTACH=classic: the loader's switch forces this path too. */
 	l->multi = !(getenv("MEMTRACE_ATTACH") && !strcmp(getenv("MEMTRACE_ATTACH"), "classic"));
 	l->skel = load_skel(l->multi);

@@ -121,6 +121,11 @@ static int silent_print(enum libbpf_print_level level, const char *fmt, va_list 
 	return 0; /* failures are reported once, by the command */
 }
 
+void loader__quiet_libbpf(void)
+{
+	libbpf_set_print(silent_print);
+}
+
 /* --rss's programs on the syscalls that map memory. */
 /* --rss's programs on the kernel (kretprobes, tracepoints) */
 static bool is_kernel_map_prog(const struct memtrace_bpf *s, const struct bpf_program *p)
@@ -289,7 +294,7 @@ int loader__open(struct loader **out, const struct loader_opts *opts)
 
 	if (!l)
 		return -ENOMEM;
-	libbpf_set_print(getenv("MEMTRACE_LIBBPF_DEBUG") ? NULL : silent_print);
+	loader__quiet_libbpf();
 	l->opts = *opts;
 	if (!l->opts.max_targets)
 		l->opts.max_targets = 1;

@@ -51,6 +51,11 @@ struct loader_opts {
 
 struct loader;
 
+/* libbpf says nothing (the command says what failed, once), unless
+ * MEMTRACE_DEBUG_LIBBPF=1: its own words, verifier logs included. Every
+ * object memtrace loads sets it, the one rule for all of them. */
+void loader__quiet_libbpf(void);
+
 /* The fixed lifecycle: open (and configure), load, attach, poll, close.
  * The loading handle records opts->pid (if > 0) in target slot 0. */
 int loader__open(struct loader **out, const struct loader_opts *opts);
