@@ -50,6 +50,7 @@ volatile __u32 recording[MT_MAX_TARGETS];
  */
 volatile __u32 allocs_open[MT_MAX_TARGETS];
 volatile __u32 window_gen[MT_MAX_TARGETS];
+const volatile bool report_forks = false; /* threads.bpf.h: a recorded process's unfollowed forks */
 const volatile bool count_hits = false; /* --budget: count every probe hit per slot */
 
 /* Probe hits per slot and CPU: what the budget controller prices. */

@@ -24,6 +24,7 @@ enum mt_event_type {
 	MT_EVENT_MAP = 7,     /* --rss: mmap, munmap, mremap, brk or madvise returned */
 	MT_EVENT_PYSTACK = 8, /* first sighting of a stack with Python frames: them and its native stack's id */
 	MT_EVENT_PYCODE = 9,  /* first sighting on a CPU of a Python code object: its names, line table */
+	MT_EVENT_FORK = 10,   /* the process forked one not recorded (ring only, never in a trace) */
 };
 
 /* mt_map_event.call */
@@ -132,6 +133,15 @@ struct mt_event_header {
 	__u16 size; /* bytes of the whole record, header included */
 	__u32 tid;  /* kernel thread id of the caller */
 	__u64 ts;   /* CLOCK_MONOTONIC ns: at return for allocations, entry for frees */
+};
+
+/* A recorded process made a process of its own memory (fork, not vfork or
+ * a thread) that nothing records: the child holds copies of the probes'
+ * breakpoints, which the recorder takes out (user/record/fork_clean.h). */
+struct mt_fork_event {
+	struct mt_event_header hdr; /* type FORK; tid: the forking thread */
+	__u32 child;                /* the new process's pid */
+	__u32 pad;                  /* 0 */
 };
 
 struct mt_alloc_event {

@@ -60,7 +60,41 @@ static __always_inline __u32 thread_target(struct task_struct *task)
  * libbpf list the kernel's BTF objects, which needs CAP_SYS_ADMIN, and
  * CAP_BPF with CAP_PERFMON must be enough. */
 
-/* A new thread (not a new process: its tgid is the target's). */
+#define MT_CLONE_VM 0x100ull     /* CLONE_VM, CLONE_THREAD: uapi's sched.h, which vmlinux.h lacks */
+#define MT_CLONE_THREAD 0x10000ull
+
+/* A new process forked by a recorded one and not followed: tell the
+ * recorder, which removes the breakpoints fork copied into it (the link's
+ * pid filter runs no program there, but every call still traps). One
+ * record, no wakeup: the drain's timer finds it within a poll. A child
+ * sharing the memory (CLONE_VM: vfork, posix_spawn) has the parent's own
+ * breakpoints, which must stay. */
+static __always_inline void send_fork(struct task_struct *task, __u64 clone_flags)
+{
+	struct mt_fork_event *ev;
+	__u32 slot;
+	void *ring;
+
+	if (!report_forks || (clone_flags & (MT_CLONE_VM | MT_CLONE_THREAD)))
+		return;
+	slot = target_slot(bpf_get_current_pid_tgid() >> 32); /* the forking process runs this */
+	if (slot == NO_TARGET || !(ring = cpu_ring(slot)))
+		return;
+	ev = bpf_ringbuf_reserve(ring, sizeof(*ev), 0);
+	if (!ev) {
+		count_drop(slot);
+		return;
+	}
+	ev->hdr.type = MT_EVENT_FORK;
+	ev->hdr.size = sizeof(*ev);
+	ev->hdr.tid = (__u32)bpf_get_current_pid_tgid();
+	ev->hdr.ts = bpf_ktime_get_ns();
+	ev->child = BPF_CORE_READ(task, tgid);
+	ev->pad = 0;
+	bpf_ringbuf_submit(ev, SUBMIT_FLAGS);
+}
+
+/* A new thread (its tgid is the target's), or a new process (send_fork). */
 SEC("raw_tp/task_newtask")
 int BPF_PROG(thread_new, struct task_struct *task, __u64 clone_flags)
 {
@@ -69,6 +103,8 @@ int BPF_PROG(thread_new, struct task_struct *task, __u64 clone_flags)
 	if (slot != NO_TARGET)
 		send_thread_name(slot, BPF_CORE_READ(task, pid),
 				 (const char *)__builtin_preserve_access_index(&task->comm));
+	else
+		send_fork(task, clone_flags);
 	return 0;
 }
 

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 _Static_assert(sizeof(struct mt_event_header) == 16, "ABI: header");
+_Static_assert(sizeof(struct mt_fork_event) == 24, "ABI: fork");
 _Static_assert(sizeof(struct mt_alloc_event) == 48, "ABI: alloc event");
 _Static_assert(sizeof(struct mt_free_event) == 24, "ABI: free event");
 _Static_assert(sizeof(struct mt_stack_event) == 32 + 8 * MT_MAX_STACK_DEPTH, "ABI: stack event");
@@ -77,6 +78,8 @@ struct drain {
 	void *tap_ctx;
 	drain_read_string_fn read_string;
 	void *read_string_ctx;
+	drain_fork_fn on_fork;
+	void *fork_ctx;
 	struct pending *pending;
 	size_t nr_pending;
 	size_t pending_cap;
@@ -528,6 +531,12 @@ void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ct
 	d->read_string_ctx = ctx;
 }
 
+void drain__set_fork(struct drain *d, drain_fork_fn fn, void *ctx)
+{
+	d->on_fork = fn;
+	d->fork_ctx = ctx;
+}
+
 /* A new pending record of KIND at TS, zeroed otherwise; NULL: out of memory. */
 static struct pending *pending_new(struct drain *d, int kind, uint64_t ts)
 {
@@ -658,6 +667,10 @@ int drain__record(struct drain *d, const void *data, size_t size)
 		return take_string(d, data, size);
 	case MT_EVENT_MAP:
 		return take_map(d, data, size);
+	case MT_EVENT_FORK:
+		if (d->on_fork && size >= sizeof(struct mt_fork_event))
+			d->on_fork(d->fork_ctx, ((const struct mt_fork_event *)data)->child);
+		return 0;
 	default:
 		return 0;
 	}

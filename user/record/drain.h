@@ -31,6 +31,12 @@ void drain__set_tap(struct drain *d, const struct trace_reader_ops *tap, void *c
 typedef int (*drain_read_string_fn)(void *ctx, uint64_t addr, char *buf, size_t cap);
 void drain__set_string_reader(struct drain *d, drain_read_string_fn fn, void *ctx);
 
+/* Who hears of a fork of the target that nothing records (MT_EVENT_FORK):
+ * called with the child's pid as the record is read; its result is not an
+ * error of the drain. Without one such records are dropped. */
+typedef void (*drain_fork_fn)(void *ctx, uint32_t child);
+void drain__set_fork(struct drain *d, drain_fork_fn fn, void *ctx);
+
 /* Code of an allocator function left without a probe because it only
  * forwards to a probed one (operator new calling malloc): a return address
  * just past a call in [START, END) belongs to the allocator, so a stack's leading frames there

@@ -2,6 +2,7 @@
 #include "loader.h"
 #include "ring_set.h"
 #include "uprobe_multi.h"
+#include "fork_clean.h"
 #include "util.h"
 #include "memtrace.skel.h"
 #include <linux/types.h>
@@ -62,6 +63,7 @@ struct fd_list {
 #define VERIFIER_LOG_BYTES 512 /* level 4 (stats) writes three short lines */
 
 struct loader {
+	struct fork_clean *fork_clean; /* where the breakpoints placed in the target are told (NULL: nowhere) */
 	struct memtrace_bpf *skel;
 	bool owns_skel;          /* the handle that loaded it; others are targets on it */
 	bool no_faults;          /* --rss: the kernel has no page_fault_user tracepoint */
@@ -223,6 +225,7 @@ static int open_skel(struct loader *l, enum loader_mode mode)
 	l->skel->rodata->py_walk = l->opts.python_walk && l->opts.stack_depth;
 	l->skel->rodata->session_mode = mode == LOADER_SESSION;
 	l->skel->rodata->sample_mean = l->opts.sample_mean;
+	l->skel->rodata->report_forks = l->opts.report_forks;
 	l->skel->rodata->check_creds = l->opts.check_creds;
 	l->skel->rodata->allowed_uid = l->opts.allowed_uid;
 	l->skel->rodata->allowed_gid = l->opts.allowed_gid;
@@ -1350,6 +1353,22 @@ static int remember_link_fd(struct loader *l, int fd)
 	return fd_list__push(&l->fds, fd);
 }
 
+/* A multi-uprobe link; the breakpoints it placed in the target are told to
+ * the fork cleaner (user/record/fork_clean.h), if there is one. */
+static int attach_req(struct loader *l, const struct uprobe_multi_req *req)
+{
+	int fd = uprobe_multi__attach(req);
+
+	if (fd >= 0 && l->fork_clean && req->pid > 0 && req->pid == l->opts.pid)
+		fork_clean__add(l->fork_clean, req->path, req->offsets, req->cnt); /* best effort: a site missed stays trapping, as before */
+	return fd;
+}
+
+void loader__set_fork_clean(struct loader *l, struct fork_clean *fc)
+{
+	l->fork_clean = fc;
+}
+
 /* One link for PROG on every probe in PATH whose entry program (return
  * program, with RET) it is. */
 static int attach_multi(struct loader *l, struct bpf_program *prog, const struct probe_set *ps,
@@ -1381,7 +1400,7 @@ static int attach_multi(struct loader *l, struct bpf_program *prog, const struct
 		return 0;
 	req.offsets = offsets;
 	req.cookies = cookies;
-	fd = uprobe_multi__attach(&req);
+	fd = attach_req(l, &req);
 	if (fd < 0)
 		return fd;
 	return fd_list__push(into, fd);
@@ -1788,7 +1807,7 @@ static int attach_marks_multi(struct loader *l, struct bpf_program *prog, const 
 		.cnt = n,
 		.pid = l->opts.pid,
 	};
-	int fd = uprobe_multi__attach(&req);
+	int fd = attach_req(l, &req);
 
 	if (fd < 0)
 		return fd;
@@ -1868,7 +1887,7 @@ static int attach_at(struct loader *l, struct bpf_program *prog, const char *pat
 	int fd;
 
 	if (l->mode != LOADER_CLASSIC) {
-		fd = uprobe_multi__attach(&req);
+		fd = attach_req(l, &req);
 		return fd < 0 ? fd : remember_link_fd(l, fd);
 	}
 	return remember_link(l, bpf_program__attach_uprobe_opts(prog, l->opts.pid, path, offset, &uo));
@@ -1974,7 +1993,7 @@ int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64
 			.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_enter), .path = path, .offsets = offsets,
 			.cookies = cookies, .cnt = (uint32_t)n, .pid = l->opts.pid, .session = true,
 		};
-		int fd = uprobe_multi__attach(&req);
+		int fd = attach_req(l, &req);
 
 		err = fd < 0 ? fd : remember_link_fd(l, fd);
 	} else if (l->mode != LOADER_CLASSIC) {
@@ -1983,14 +2002,14 @@ int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64
 			.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_exit),
 			.path = path, .offsets = offsets, .cnt = (uint32_t)n, .pid = l->opts.pid, .ret = true,
 		};
-		int fd = uprobe_multi__attach(&req);
+		int fd = attach_req(l, &req);
 
 		err = fd < 0 ? fd : remember_link_fd(l, fd);
 		if (!err) {
 			req.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_enter);
 			req.cookies = cookies;
 			req.ret = false;
-			fd = uprobe_multi__attach(&req);
+			fd = attach_req(l, &req);
 			err = fd < 0 ? fd : remember_link_fd(l, fd);
 		}
 	} else {

@@ -44,6 +44,7 @@ struct loader_opts {
 	bool windowed;            /* --budget: allocator probes only in windows (loader__window_*) */
 	bool python_walk;         /* its targets may run CPython: the walk of Python frames is loaded (else pruned) */
 	bool trace_maps;          /* --rss: mmap, munmap, mremap, brk, madvise with stacks (loader__attach_maps) */
+	bool report_forks;        /* a target's forks that nothing records come as MT_EVENT_FORK records */
 	uint64_t large_min;       /* --budget: the allocator's mmap'd blocks from this length, exactly (0: off) */
 	loader_record_fn on_record;
 	void *ctx;
@@ -93,6 +94,10 @@ int loader__forget(struct loader *l);
 /* L's process was forked from the one in FROM_SLOT and maps what it maps:
  * publish that slot's unwind mappings for L too. */
 void loader__unwind_copy(struct loader *l, uint32_t from_slot);
+struct fork_clean;
+/* Tell FC (NULL: nothing) every breakpoint a multi-uprobe link places in
+ * L's process from now on: what a fork of it inherits. */
+void loader__set_fork_clean(struct loader *l, struct fork_clean *fc);
 /* Attach every probe of PS (again for files mapped later); on failure FAILED
  * names the probe and none of PS stays attached. */
 int loader__attach(struct loader *l, const struct probe_set *ps, const struct probe **failed);

@@ -4,6 +4,7 @@
 #include <linux/capability.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,6 +36,10 @@ void record_loader_opts(const struct record_opts *o, struct loader_opts *lo)
 	lo->sample_mean = o->sample;
 	lo->windowed = o->budget > 0;
 	lo->trace_maps = o->rss;
+	/* followed children get links of their own; an unfollowed one's
+	 * inherited breakpoints are taken out (fork_clean.h); the variable
+	 * leaves them, for bench/fork_clean.sh's before */
+	lo->report_forks = !o->follow && !getenv("MEMTRACE_NO_FORK_CLEAN");
 	lo->large_min = o->budget > 0 && !o->rss_only ? o->large : 0;
 	lo->unwind_rows = o->stack_depth ? o->unwind_rows : 0;
 	/* Without CAP_SYS_PTRACE, the kernel's ptrace rule decides what we

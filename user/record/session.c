@@ -8,6 +8,7 @@
  */
 #include "drain.h"
 #include "elf_util.h"
+#include "fork_clean.h"
 #include "launcher.h"
 #include "loader.h"
 #include "module_set.h"
@@ -70,6 +71,7 @@
 
 struct recording {
 	struct record_opts o;
+	struct fork_clean forks; /* the breakpoints an unfollowed fork of the target inherits */
 	const struct record_view *view; /* NULL: none */
 	struct launcher child;
 	char cmd_path[PATH_MAX]; /* -- CMD: the program found in PATH */
@@ -1286,6 +1288,18 @@ static int on_record(void *ctx, const void *data, size_t size)
 	return drain__record(ctx, data, size);
 }
 
+/* A fork of the target that nothing records: its copies of the probes'
+ * breakpoints out, now (it traps on every allocator call until then). */
+static void on_fork(void *ctx, uint32_t child)
+{
+	struct recording *r = ctx;
+	int n = fork_clean__child(&r->forks, r->pid, (int)child);
+
+	if (r->o.verbose && n < 0 && n != -ENOENT && n != -ESRCH)
+		fprintf(stderr, "memtrace: warning: failed to take the breakpoints out of PID %u, a fork of PID %d: %s\n",
+			child, r->pid, strerror(-n));
+}
+
 /* dlopen and dlclose pass through the dynamic linker's debugger hook: a
  * probe there makes the recorder look for new modules within one poll.
  * Without it (static target, unknown linker) the periodic look remains. */
@@ -1352,6 +1366,10 @@ static int load_probes(struct recording *r)
 		return fail("--empty-probes=record needs uprobe sessions: a kernel of 6.13 or later, and MEMTRACE_ATTACH unset");
 	if (err)
 		return fail("failed to load the BPF programs: %s", strerror(-err));
+	if (lo.report_forks) {
+		loader__set_fork_clean(r->loader, &r->forks);
+		drain__set_fork(r->drain, on_fork, r);
+	}
 	return 0;
 }
 
@@ -1470,6 +1488,7 @@ static int load_probes_end(struct recording *r, bool going)
 		return 0;
 	loader__close(r->loader);
 	r->loader = NULL;
+	fork_clean__free(&r->forks); /* the next load's links tell theirs */
 	drain__free(r->drain);
 	r->drain = NULL;
 	r->walk_decided = false;
@@ -2077,6 +2096,10 @@ static int finish(struct recording *r)
 		fprintf(stderr, "memtrace: %s%llu allocation and free records by the lanes, %llu by the ring buffers\n", who,
 			(unsigned long long)by_lane, (unsigned long long)by_ring);
 	}
+	if (r->o.verbose && r->forks.children)
+		fprintf(stderr, "memtrace: %llu forked process%s not recorded, %llu with the probes' breakpoints taken out (%llu in all)\n",
+			(unsigned long long)r->forks.children, r->forks.children == 1 ? "" : "es",
+			(unsigned long long)r->forks.cleaned, (unsigned long long)r->forks.restored);
 	if (r->o.verbose) {
 		uint64_t from_template, walked;
 
@@ -2163,6 +2186,7 @@ static void cleanup(struct recording *r, bool failed)
 	if (r->held_files)
 		procmaps__release(r->pid);
 	map_wrappers__free(&r->wrappers);
+	fork_clean__free(&r->forks);
 	unwinder__free(r->unwinder);
 	python__free(r->py);
 	free_strings(r->alloc_files, r->nr_alloc_files);
