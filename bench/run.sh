@@ -538,6 +538,8 @@ bash bench/python.sh || die "the Python rows failed"
 # --- attach, launch and forked children (issue 22): their own script, same run
 echo
 bash bench/attach.sh || die "the attach rows failed"
+echo
+bash bench/fork_clean.sh || die "the rows of a -p target's forks failed"
 
 # --- the BPF programs' own time per run and per pair (issue 26)
 echo
