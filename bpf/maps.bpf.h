@@ -220,7 +220,7 @@ static __always_inline int map_wrap_ret(struct pt_regs *ctx)
 
 	if (slot == NO_TARGET)
 		return 0;
-	count_hit(slot, true); /* --budget pays for this probe too */
+	count_map_hit(slot, true); /* --budget pays for this probe too */
 	p = bpf_task_storage_get(&map_pending, bpf_get_current_task_btf(), 0, 0);
 	if (!p || !(call = p->call))
 		return 0;
@@ -263,7 +263,7 @@ int BPF_KPROBE(map_wrap_enter)
 	slot = target_slot(id >> 32);
 	if (slot == NO_TARGET)
 		return 1;
-	count_hit(slot, false);
+	count_map_hit(slot, false);
 	wanted = trace_maps || large_call(call, PT_REGS_PARM2(ctx), PT_REGS_PARM3(ctx), PT_REGS_PARM4(ctx));
 	/* in a session an unwanted call leaves a pending one (a signal
 	 * handler's call inside the wrapper) alone: its return is not run */

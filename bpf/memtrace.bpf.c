@@ -54,21 +54,17 @@ const volatile bool report_forks = false; /* threads.bpf.h: a recorded process's
 const volatile bool count_hits = false; /* --budget: count every probe hit per slot */
 
 /* Probe hits per slot and CPU: what the budget controller prices. */
-struct hit_count {
-	__u64 entries; /* entry probes (every allocator call) */
-	__u64 returns; /* return probes (allocation calls' returns) */
-};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1); /* max_targets, set before load */
 	__type(key, __u32);
-	__type(value, struct hit_count);
+	__type(value, struct mt_hit_count);
 } hits SEC(".maps");
 
 static __always_inline void count_hit(__u32 slot, bool ret)
 {
-	struct hit_count *h;
+	struct mt_hit_count *h;
 
 	if (!count_hits)
 		return;
@@ -79,6 +75,21 @@ static __always_inline void count_hit(__u32 slot, bool ret)
 		h->returns++;
 	else
 		h->entries++;
+}
+
+static __always_inline void count_map_hit(__u32 slot, bool ret)
+{
+	struct mt_hit_count *h;
+
+	if (!count_hits)
+		return;
+	h = bpf_map_lookup_elem(&hits, &slot);
+	if (!h)
+		return;
+	if (ret)
+		h->map_returns++;
+	else
+		h->map_entries++;
 }
 
 /* Bumped each time a slot gets a new process or a new trace (a recorder

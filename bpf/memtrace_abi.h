@@ -128,6 +128,17 @@ enum mt_arg_reg {
 	MT_ARG_R9, MT_ARG_R10, MT_ARG_R11, MT_ARG_R12, MT_ARG_R13, MT_ARG_R14, MT_ARG_R15,
 };
 
+/* --budget: probe hits per target slot and CPU (the BPF map hits), what
+ * the controller prices. */
+struct mt_hit_count {
+	__u64 entries; /* entry probes (every allocator call) */
+	__u64 returns; /* return probes (allocation calls' returns) */
+	/* the large blocks' probes on the C library's mmap, munmap and
+	 * mremap: attached throughout, windows or not, so priced apart
+	 * (their hits are neither frees nor a window's) */
+	__u64 map_entries, map_returns;
+};
+
 struct mt_event_header {
 	__u16 type; /* enum mt_event_type */
 	__u16 size; /* bytes of the whole record, header included */

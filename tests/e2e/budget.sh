@@ -8,7 +8,7 @@
 # estimate, and bad input gets one line and exit 2. Proportions, not
 # timings: what the budget costs is bench/budget.sh's.
 source "$(dirname "$0")/lib.sh"
-plan 84
+plan 89
 
 mt() { timeout -k 5 "$LIMIT" "$MEMTRACE" "$@"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b ? a / b : 0 }'; }
@@ -155,9 +155,28 @@ expect_eq "a trace for each proportions the shell started" "$n/${#traces[@]}" 2/
 # per process and each recorder's own start, in each --budget line's total.
 lines=$(grep -c '^memtrace: --budget 5%:' "$TMP/e")
 expect_eq "each followed recording's --budget line: following's share above 0, the total its parts' sum" \
-	"$(sed -n 's/.*about \([0-9.]*\)% of its work (the probes \([0-9.]*\)%, the recorder.s CPU on a busy host \([0-9.]*\)%, following it \([0-9.]*\)%)$/\1 \2 \3 \4/p' "$TMP/e" |
-		awk '$4 > 0 { d = $1 - $2 - $3 - $4; if (d < 0) d = -d; if (d <= 0.02) n++ } END { print n + 0 }')/$lines" "$lines/$lines"
+	"$(sed -nE 's/.*about ([0-9.]+)% of its work \(the probes ([0-9.]+)%(, the large blocks. probes ([0-9.]+)%)?, the recorder.s CPU on a busy host ([0-9.]+)%, following it ([0-9.]+)%\)$/\1 \2 \5 \6 \4/p' "$TMP/e" |
+		awk '$4 > 0 { d = $1 - $2 - $3 - $4 - $5; if (d < 0) d = -d; if (d <= 0.03) n++ } END { print n + 0 }')/$lines" "$lines/$lines"
 if [ "$lines" -ge 3 ]; then ok "--budget lines of the followed run: $lines (sh, its children, the programs they ran)"; else not_ok "--budget lines of the followed run: $lines"; fi
+
+# --- the large blocks' probes (the C library's mmap and munmap where the
+# kernel has no kprobes) are attached throughout, windows or not: a program
+# starting thread after thread, each mapping and unmapping 16 KiB as a
+# Python thread does for its frames, spends the budget on them alone. The
+# line says their share apart and what turns them off (test_budget: the
+# windows' price has none of their hits, and the next window waits for them).
+mt record --budget 1 -o "$TMP/churn.mtrace" -- "$PROGS/thread_churn" 60000 >/dev/null 2>"$TMP/e"
+expect_status "--budget 1 on a program starting 60000 threads: exit status" $? 0 "$TMP/e"
+expect_eq "... its line gives the large blocks' probes' share apart, above the budget" \
+	"$(sed -nE 's/.*\(the probes [0-9.]+%, the large blocks. probes ([0-9.]+)%, .*/\1/p' "$TMP/e" | awk '{ print ($1 > 0.8) }')" 1
+expect_eq "... and says what turns them off" \
+	"$(grep -c "^memtrace: the large blocks' probes alone cost more than --budget 1% allows: .*--large 0 turns them off" "$TMP/e")" 1
+report_json "$TMP/churn.mtrace" "$TMP/churn.json"
+expect_eq "... every thread's 16 KiB mapping left out of the large blocks (not malloc's, too small)" \
+	"$(jqr "$TMP/churn.json" '.trace.budget.large_allocations')" 0
+mt record --budget 1 --large 0 -o "$TMP/churn0.mtrace" -- "$PROGS/thread_churn" 20000 >/dev/null 2>"$TMP/e"
+expect_eq "--large 0: no large blocks' probes, nothing said of them" \
+	"$(grep -c "large blocks' probes" "$TMP/e")" 0
 
 # --- top says so in its header ---
 mt top --batch -i 1 -d 3 --budget 5 -- "$PROP" 3 0 -1 8000 >"$TMP/top.out" 2>"$TMP/e"

@@ -263,6 +263,46 @@ static void test_follow_charged(void **state)
 		      (double)(second_followed - first_followed) / 1e9, (double)(second_plain - first_plain) / 1e9);
 }
 
+/* The large blocks' probes, attached throughout, are charged as they hit
+ * (budget__charge_always), priced at the calibrated hit, owed like
+ * following: a target whose mmap and munmap probes alone spend the budget
+ * waits for its next window, and no window's price, cut or frees count
+ * them. */
+static void test_large_charged(void **state)
+{
+	struct sim plain, large;
+	uint64_t second_plain = 0, second_large = 0, first = 0;
+
+	(void)state;
+	sim_init(&plain, 5, 1e-4);
+	sim_init(&large, 5, 1e-4);
+	for (int t = 0; t < 20000; t++) {
+		step(&plain);
+		step(&large);
+		/* 200 000 mmap/munmap hits a second, half of them with a return */
+		if (large.b.windows)
+			budget__charge_always(&large.b, 100, 100);
+		if (plain.windows == 1 && !first)
+			first = plain.now;
+		if (plain.windows == 2 && !second_plain)
+			second_plain = plain.now;
+		if (large.windows == 2 && !second_large)
+			second_large = large.now;
+	}
+	assert_true(first && second_plain);
+	/* 100 x 5000 + 100 x 1300 ns a ms: 63% of the target's work, far past
+	 * 5%: the second window waits, the third never comes */
+	assert_true(!second_large || second_large > second_plain + 1000 * MS);
+	assert_true(large.windows < plain.windows);
+	assert_true(large.b.large_cost_ns > 0.6 * (double)(large.now - first) &&
+		    large.b.large_cost_ns <= large.b.cost_ns);
+	assert_true(plain.b.large_cost_ns == 0);
+	/* its first window cost what the plain one's did: the hits are not its */
+	assert_true(large.b.cut_windows == plain.b.cut_windows || large.windows <= 1);
+	print_message("large blocks' probes at 63%%: %llu windows in 20 s against %llu\n",
+		      (unsigned long long)large.windows, (unsigned long long)plain.windows);
+}
+
 /* Attaching takes 2 ms (the free probes live first): each window still
  * takes allocations for as long as planned, its tail is as long as that,
  * and the attaching's cost is paid from the budget like the rest. */
@@ -471,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_own_cost),
 		cmocka_unit_test(test_recorder_charged),
 		cmocka_unit_test(test_follow_charged),
+		cmocka_unit_test(test_large_charged),
 		cmocka_unit_test(test_attach_time),
 		cmocka_unit_test(test_scale_fitted),
 		cmocka_unit_test(test_weight_by_frees),

@@ -256,11 +256,9 @@ void budget__attached(struct budget *b, uint64_t now_ns, const struct budget_sam
 	b->since_ns = now_ns;
 }
 
-void budget__charge_follow(struct budget *b, double ns)
+/* NS of cost outside the windows' price: counted in cost_ns, and owed. */
+static void charge(struct budget *b, double ns)
 {
-	if (ns <= 0)
-		return;
-	b->follow_cost_ns += ns;
 	b->cost_ns += ns;
 	/* between windows what is owed is what the next waits for; in one,
 	 * the debt is carried to what the cycle's end owes */
@@ -268,6 +266,24 @@ void budget__charge_follow(struct budget *b, double ns)
 		b->owed_ns += ns;
 	else
 		b->debt_ns += ns;
+}
+
+void budget__charge_follow(struct budget *b, double ns)
+{
+	if (ns <= 0)
+		return;
+	b->follow_cost_ns += ns;
+	charge(b, ns);
+}
+
+void budget__charge_always(struct budget *b, double entries, double returns)
+{
+	double ns = b->scale * (entries * b->trap.entry_ns + returns * b->trap.return_ns);
+
+	if (ns <= 0)
+		return;
+	b->large_cost_ns += ns;
+	charge(b, ns);
 }
 
 void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s)

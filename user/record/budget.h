@@ -138,6 +138,7 @@ struct budget {
 	struct budget_sample own_at; /* counters at the last cycle's end: the recorder's work since */
 	double own_cost_ns;      /* of cost_ns: the recorder's own CPU time, as the host's load charges it */
 	double follow_cost_ns;   /* of cost_ns: what following this process cost (budget__charge_follow) */
+	double large_cost_ns;    /* of cost_ns: the large blocks' probes (budget__charge_always) */
 	/* totals, for the trace and the report */
 	uint64_t windows;
 	uint64_t live_ns;        /* allocations taken, summed */
@@ -164,6 +165,10 @@ void budget__attached(struct budget *b, uint64_t now_ns, const struct budget_sam
  * window opens (the first opens when it would: a process that lives less
  * than its following costs is still seen). */
 void budget__charge_follow(struct budget *b, double ns);
+/* The large blocks' probes, attached throughout: ENTRIES and RETURNS hits
+ * since the last charge, priced at the calibration's hit (scaled), charged
+ * as following is. */
+void budget__charge_always(struct budget *b, double entries, double returns);
 /* Recording stops at NOW_NS: the window or tail in progress ends there
  * and counts in the totals. What to detach is the caller's. */
 void budget__stop(struct budget *b, uint64_t now_ns, const struct budget_sample *s);

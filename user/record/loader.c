@@ -859,7 +859,7 @@ static int add_target(struct loader *l)
 	if (bpf_map_update_elem(bpf_map__fd(l->skel->maps.drops), &l->slot, zeros, BPF_ANY))
 		err = -errno;
 	free(zeros);
-	zeros = calloc(l->nr_cpus, 2 * sizeof(uint64_t));
+	zeros = calloc(l->nr_cpus, sizeof(struct mt_hit_count));
 	if (!zeros)
 		return -ENOMEM;
 	if (!err && bpf_map_update_elem(bpf_map__fd(l->skel->maps.hits), &l->slot, zeros, BPF_ANY))
@@ -1647,14 +1647,12 @@ void loader__window_allocs(struct loader *l, bool open)
 	__atomic_store_n(&bss->allocs_open[l->slot], open ? 1 : 0, __ATOMIC_SEQ_CST);
 }
 
-int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns)
+int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns, uint64_t map_hits[2])
 {
-	struct hit_count {
-		uint64_t entries, returns;
-	} *v = calloc(l->nr_cpus, sizeof(*v));
+	struct mt_hit_count *v = calloc(l->nr_cpus, sizeof(*v));
 	int err = 0;
 
-	*entries = *returns = 0;
+	*entries = *returns = map_hits[0] = map_hits[1] = 0;
 	if (!v)
 		return -ENOMEM;
 	if (bpf_map_lookup_elem(bpf_map__fd(l->skel->maps.hits), &l->slot, v))
@@ -1662,6 +1660,8 @@ int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns)
 	for (int cpu = 0; !err && cpu < l->nr_cpus; cpu++) {
 		*entries += v[cpu].entries;
 		*returns += v[cpu].returns;
+		map_hits[0] += v[cpu].map_entries;
+		map_hits[1] += v[cpu].map_returns;
 	}
 	free(v);
 	return err;

@@ -200,8 +200,10 @@ void loader__window_detach(struct loader *l, enum loader_group group);
 void loader__window_allocs(struct loader *l, bool open);
 /* CPU time the threads that detached window probes used so far, in ns. */
 uint64_t loader__closer_cpu_ns(struct loader *l);
-/* Probe hits of this handle's process since it was added (windowed objects). */
-int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns);
+/* --budget: probe hits of this handle's process since it was added: the allocator
+ * probes', entries and returns, and the large blocks' probes' (MAP_HITS[0]
+ * entries, [1] returns). */
+int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns, uint64_t map_hits[2]);
 /* The kernel's run-time statistics of BPF programs, on from now until close;
  * then the allocator programs' total run time and runs so far. 0 or -errno. */
 int loader__enable_stats(struct loader *l);

@@ -1998,18 +1998,27 @@ static void announce_windows(struct recording *r)
 	const struct budget *b = &r->windows->ctl;
 	double wall = r->end_ns > r->start_ns ? (double)(r->end_ns - r->start_ns) : 1;
 
-	char follow[64] = "";
+	double large = 100.0 * b->large_cost_ns / (b->cpu * wall);
+	char follow[64] = "", large_part[64] = "";
 
 	if (r->o.supervisor)
 		snprintf(follow, sizeof(follow), ", following it %.2f%%", 100.0 * b->follow_cost_ns / (b->cpu * wall));
+	if (b->large_cost_ns > 0)
+		snprintf(large_part, sizeof(large_part), ", the large blocks' probes %.2f%%", large);
 	fprintf(stderr, "memtrace: --budget %g%%: allocations traced %.2f%% of the time in %llu window%s "
 			"(%llu cut short by a burst), frees %.2f%% more; memtrace cost the target about %.2f%% of its "
-			"work (the probes %.2f%%, the recorder's CPU on a busy host %.2f%%%s)\n",
+			"work (the probes %.2f%%%s, the recorder's CPU on a busy host %.2f%%%s)\n",
 		r->o.budget, 100.0 * (double)b->live_ns / wall, (unsigned long long)b->windows,
 		b->windows == 1 ? "" : "s", (unsigned long long)b->cut_windows, 100.0 * (double)b->tail_ns / wall,
 		100.0 * b->cost_ns / (b->cpu * wall),
-		100.0 * (b->cost_ns - b->own_cost_ns - b->follow_cost_ns) / (b->cpu * wall),
-		100.0 * b->own_cost_ns / (b->cpu * wall), follow);
+		100.0 * (b->cost_ns - b->own_cost_ns - b->follow_cost_ns - b->large_cost_ns) / (b->cpu * wall),
+		large_part, 100.0 * b->own_cost_ns / (b->cpu * wall), follow);
+	/* They are attached throughout: the windows cannot make up for them. */
+	if (large > BUDGET_AIM * r->o.budget)
+		fprintf(stderr, "memtrace: the large blocks' probes alone cost more than --budget %g%% allows: the target "
+				"calls the C library's mmap and munmap often (a thread or a mapping a request?); --large 0 "
+				"turns them off, its large blocks then estimated with the rest\n",
+			r->o.budget);
 }
 
 /* Stop the probes, take what is still in the rings, then close the trace

@@ -34,6 +34,7 @@ struct windows {
 	struct window_span prev, cur;
 	struct budget_sample at_begin, at_end; /* counters when the window opened and closed */
 	struct budget_sample last; /* the last read in full (between windows they stay so) */
+	uint64_t map_hits[2];      /* the large blocks' probes' hits charged so far (entries, returns) */
 };
 
 /* This host's cost of a probe hit, timed on empty probes on this process. */
