@@ -17,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,11 +497,9 @@ static const struct trace_end sample_end = {
 	.memory_limit_of = "v1 /memtrace-oom.1",
 };
 
-/* Write the sample trace to PATH; S gets what a reader must see. */
-static void sample_write(const char *path, struct sample *s, bool with_end)
+/* Write the sample trace with W; S gets what a reader must see. */
+static void sample_write_with(struct trace_writer *w, struct sample *s, bool with_end)
 {
-	struct trace_writer *w = trace_writer__open(path, &sample_meta);
-
 	memset(s, 0, sizeof(*s));
 	assert_non_null(w);
 	sample_meta_chunk(w, s);
@@ -514,6 +513,12 @@ static void sample_write(const char *path, struct sample *s, bool with_end)
 	assert_int_equal(trace_writer__close(w, &sample_end), 0);
 	fmt_end(&s->want, &sample_end);
 	s->chunk_lines[s->nchunks++] = s->want.n;
+}
+
+/* ... to PATH. */
+static void sample_write(const char *path, struct sample *s, bool with_end)
+{
+	sample_write_with(trace_writer__open(path, &sample_meta), s, with_end);
 }
 
 /* ---- file helpers ---- */
@@ -689,6 +694,96 @@ static void test_round_trip_every_record(void **state)
 		      s.want.n, s.nchunks);
 	lines_free(&a.lines);
 	lines_free(&s.want);
+}
+
+/* Descriptors of this process open on PATH. */
+static int fds_on(const char *path)
+{
+	char link[64], target[PATH_MAX];
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++) {
+		ssize_t len;
+
+		snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+		len = readlink(link, target, sizeof(target) - 1);
+		if (len > 0) {
+			target[len] = 0;
+			n += !strcmp(target, path);
+		}
+	}
+	return n;
+}
+
+/* The agent's trace (trace_writer__open_unheld) holds no descriptor on its
+ * file, reopens it at each chunk, and reads back whole. Once something
+ * else is put at its name, nothing is written there and nothing opened:
+ * another regular file (-ESTALE), a symlink to the file made or a FIFO
+ * (-EINVAL: open(2) of a FIFO with no reader waits for ever, and the
+ * writer's thread would with it), the file made still holding what was
+ * written before. */
+static void test_unheld(void **state)
+{
+	static const char *const put[] = { "file", "symlink", "fifo" };
+	const char *path = tmp_path("unheld.mtrace"), *moved = tmp_path("unheld.moved");
+	struct trace_writer *w;
+	struct sample s;
+	struct result a;
+	size_t n;
+	int fd;
+
+	w = trace_writer__open_unheld(path, &sample_meta);
+	assert_non_null(w);
+	assert_int_equal(fds_on(path), 0);
+	fd = open(path, O_RDONLY | O_CLOEXEC); /* what fds_on finds when there is one */
+	assert_int_equal(fds_on(path), 1);
+	close(fd);
+	sample_write_with(w, &s, true);
+	read_trace(path, &a);
+	assert_int_equal(a.rc, 0);
+	assert_false(a.partial);
+	lines_expect_prefix(&a.lines, &s.want, s.want.n);
+	n = s.want.n;
+	lines_free(&a.lines);
+	lines_free(&s.want);
+
+	for (size_t i = 0; i < sizeof(put) / sizeof(put[0]); i++) {
+		unlink(path);
+		w = trace_writer__open_unheld(path, &sample_meta);
+		assert_non_null(w);
+		memset(&s, 0, sizeof(s));
+		sample_meta_chunk(w, &s);
+		assert_int_equal(rename(path, moved), 0);
+		if (!strcmp(put[i], "file")) {
+			fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0600);
+			assert_true(fd >= 0);
+			close(fd);
+		} else if (!strcmp(put[i], "symlink")) {
+			assert_int_equal(symlink(moved, path), 0);
+		} else {
+			assert_int_equal(mkfifo(path, 0600), 0);
+		}
+		assert_int_equal(trace_writer__add_thread(w, &(struct trace_thread){ 1, "main" }), 0);
+		assert_int_equal(trace_writer__flush(w), !strcmp(put[i], "file") ? -ESTALE : -EINVAL);
+		assert_true(trace_writer__close(w, &sample_end) < 0);
+		/* the file made: its META chunk and nothing after */
+		read_trace(moved, &a);
+		assert_true(a.partial);
+		lines_expect_prefix(&a.lines, &s.want, s.want.n);
+		lines_free(&a.lines);
+		lines_free(&s.want);
+		if (!strcmp(put[i], "file")) {
+			struct stat st;
+
+			assert_int_equal(stat(path, &st), 0);
+			assert_int_equal(st.st_size, 0);
+		}
+		unlink(moved);
+	}
+	unlink(path);
+	print_message("unheld: %zu records read back, no descriptor held; a file, a symlink and a FIFO put at its "
+		      "name refused, none written\n",
+		      n);
 }
 
 static int stop_at_third(void *ctx, const struct trace_event *e)
@@ -1560,6 +1655,7 @@ int main(void)
 		cmocka_unit_test(test_not_a_trace),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_damaged),
+		cmocka_unit_test(test_unheld),
 		cmocka_unit_test(test_fuzz_flips),
 		cmocka_unit_test(test_fuzz_records),
 		cmocka_unit_test(test_skips_unknown),

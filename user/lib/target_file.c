@@ -17,9 +17,10 @@
 #define SYS_openat2 437
 #endif
 
-/* A descriptor opened O_PATH (nothing was opened yet) becomes a readable one
- * only once it is known to be a regular file, and the expected inode. */
-static int reopen_checked(int pfd, uint64_t inode)
+/* A descriptor opened O_PATH (nothing was opened yet) becomes one opened
+ * for FLAGS only once it is known to be a regular file, and the expected
+ * inode (and device, unless DEV is NULL). */
+static int reopen_checked(int pfd, const uint64_t *dev, uint64_t inode, int flags)
 {
 	char self[32];
 	struct stat st;
@@ -29,12 +30,12 @@ static int reopen_checked(int pfd, uint64_t inode)
 		fd = -errno;
 	else if (!S_ISREG(st.st_mode))
 		fd = -EINVAL;
-	else if (inode && (uint64_t)st.st_ino != inode)
+	else if ((inode && (uint64_t)st.st_ino != inode) || (dev && (uint64_t)st.st_dev != *dev))
 		fd = -ESTALE;
 	else {
 		/* Reopening through /proc/self/fd reaches this inode, never a path. */
 		snprintf(self, sizeof(self), "/proc/self/fd/%d", pfd);
-		fd = open(self, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+		fd = open(self, flags | O_CLOEXEC | O_NOCTTY);
 		if (fd < 0)
 			fd = -errno;
 	}
@@ -51,7 +52,7 @@ int target_file_open_mapping(int pid, uint64_t start, uint64_t end, uint64_t ino
 	pfd = open(link, O_PATH | O_CLOEXEC);
 	if (pfd < 0)
 		return -errno;
-	return reopen_checked(pfd, inode);
+	return reopen_checked(pfd, NULL, inode, O_RDONLY | O_NONBLOCK);
 }
 
 int target_file_open_in_root(int root_fd, const char *path, uint64_t inode)
@@ -67,7 +68,16 @@ int target_file_open_in_root(int root_fd, const char *path, uint64_t inode)
 	pfd = syscall(SYS_openat2, root_fd, path, &how, sizeof(how));
 	if (pfd < 0)
 		return -errno;
-	return reopen_checked((int)pfd, inode);
+	return reopen_checked((int)pfd, NULL, inode, O_RDONLY | O_NONBLOCK);
+}
+
+int file_reopen_made(const char *path, uint64_t dev, uint64_t ino, int flags)
+{
+	int pfd = open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+
+	if (pfd < 0)
+		return -errno;
+	return reopen_checked(pfd, &dev, ino, flags);
 }
 
 int target_root_open(int pid)

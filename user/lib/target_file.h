@@ -36,6 +36,15 @@ int target_file_open_mapping(int pid, uint64_t start, uint64_t end, uint64_t ino
  * a descriptor or -errno (-ENOSYS on a kernel without openat2). */
 int target_file_open_in_root(int root_fd, const char *path, uint64_t inode);
 
+/* The same rule for a file memtrace made itself and opens again by its
+ * name (the agent's traces, appended to chunk by chunk): PATH, its last
+ * component not followed, opened for FLAGS (O_WRONLY | O_APPEND) only if
+ * it is still the regular file made, DEV and INO as fstat said then, so
+ * that nothing else put at PATH (a FIFO, a device, a symlink, another
+ * file) is ever opened: a descriptor, or -errno (-EINVAL: not a regular
+ * file, -ESTALE: another one). */
+int file_reopen_made(const char *path, uint64_t dev, uint64_t ino, int flags);
+
 /* The target's root, /proc/PID/root, as an O_PATH descriptor, or -errno. */
 int target_root_open(int pid);
 

@@ -17,6 +17,7 @@
  */
 #include "trace_writer.h"
 #include "trace_format.h"
+#include "target_file.h"
 #include "varint.h"
 
 #include <errno.h>
@@ -86,23 +87,14 @@ static void writer_reset_deltas(struct trace_writer *w)
 }
 
 /* The descriptor to write to: the one held, or (unheld) the file reopened
- * to append, checked to be the file created; -errno. Give it back with
- * writer_fd_put. */
+ * to append, checked to be the file created before it is opened (a FIFO
+ * put at its name would block the writer for ever); -errno. Give it back
+ * with writer_fd_put. */
 static int writer_fd_get(const struct trace_writer *w)
 {
-	struct stat st;
-	int fd;
-
 	if (!w->path)
 		return w->fd;
-	fd = open(w->path, O_WRONLY | O_APPEND | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &st) || (uint64_t)st.st_dev != w->dev || (uint64_t)st.st_ino != w->ino) {
-		close(fd);
-		return -ESTALE;
-	}
-	return fd;
+	return file_reopen_made(w->path, w->dev, w->ino, O_WRONLY | O_APPEND);
 }
 
 static void writer_fd_put(const struct trace_writer *w, int fd)

@@ -13,8 +13,9 @@ struct trace_writer;
 struct trace_writer *trace_writer__open(const char *path, const struct trace_meta *meta);
 
 /* The same, but PATH is not held open: each chunk reopens it to append
- * (O_NOFOLLOW, and only the file created: its device and inode, else
- * -ESTALE) and closes it again. For the agent, where a held trace was one
+ * and closes it again, opening only the file created (file_reopen_made:
+ * its device and inode, else -ESTALE; a symlink, FIFO or device put at
+ * PATH is never opened). For the agent, where a held trace was one
  * more descriptor for each of its targets. */
 struct trace_writer *trace_writer__open_unheld(const char *path, const struct trace_meta *meta);
 
