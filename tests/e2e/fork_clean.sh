@@ -7,7 +7,8 @@
 # the parent keeps its own, and a process sharing the parent's memory
 # (clone CLONE_VM) is left alone. fork_peek prints the first 64 bytes of
 # malloc and free against the C library's file: "differs" bytes unlike the
-# file, "int3" of them 0xcc. With --follow-children nothing changes.
+# file, "int3" of them 0xcc. With --follow-children nothing changes; the
+# agent's targets are cleaned alike.
 #
 # Its allocator is a private copy of libtinyalloc.so (a file of its own):
 # the kernel also takes a breakpoint out of every process no tracer wants it
@@ -15,7 +16,7 @@
 # so another memtrace on the host detaching from the C library's malloc
 # would clean the fork too, and a broken clean would pass.
 source "$(dirname "$0")/lib.sh"
-plan 23
+plan 28
 
 cp "$PROGS/libtinyalloc.so" "$TMP/libforkpeek.so"
 
@@ -81,4 +82,26 @@ expect_eq "--follow-children: the fork keeps its breakpoints" \
 expect_eq "--follow-children: no fork counted as cleaned" "$(grep -c 'forked process' "$TMP/err")" 0
 report_json "$TMP/f.mtrace" "$TMP/f.json"
 expect_site "$TMP/f.json" site_before allocations 10
+
+# the agent (--exact): its target's fork cleaned, its own breakpoints kept
+: >"$TMP/target.err"
+LD_PRELOAD=$TMP/libforkpeek.so "$PROGS/fork_peek" 10000 >"$TMP/out" 2>"$TMP/target.err" &
+target=$!
+wait_for_line "$TMP/target.err" "fork_peek: waiting for SIGUSR1" 10
+timeout -k 5 "$LIMIT" "$MEMTRACE" agent --exact -p "$target" --listen 127.0.0.1:16611 -d 60 2>"$TMP/agent.err" &
+agent=$!
+if wait_for_line "$TMP/agent.err" "memtrace: attached to PID $target" 10; then
+	ok "agent attached"
+else
+	not_ok "agent did not attach: $(head -c 300 "$TMP/agent.err")"
+fi
+kill -USR1 "$target"
+wait "$target"
+expect_eq "agent: target exit status" "$?" 0
+kill -INT "$agent"
+wait "$agent"
+expect_eq "agent: the fork's malloc and free bytes are the file's" \
+	"$(line 'fork malloc differs=0 int3=0')$(line 'fork free differs=0 int3=0')" 11
+expect_eq "agent: the parent's breakpoints kept (malloc)" "$(bytes parent-after malloc)" "$(bytes parent malloc)"
+expect_eq "agent: the parent's breakpoints kept (free)" "$(trapped parent-after free)" 1
 finish

@@ -250,7 +250,6 @@ static void agent_loader_open(struct agent *a)
 	record_loader_opts(&a->o, &lo);
 	lo.pid = 0;           /* no process of its own: slot 0 stays empty */
 	lo.ring_bytes = 4096; /* ... and its rings unused */
-	lo.report_forks = false; /* its targets' recorders take no breakpoints out of forks (yet) */
 	/* the lanes are a load's: sized for the targets' rings, and where a
 	 * target's ring is one for all its CPUs, so that its lanes do not
 	 * grow with them either */

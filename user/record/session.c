@@ -1327,6 +1327,16 @@ static void warn_line(void *ctx, const char *msg)
 
 static bool python_may_run(struct recording *r);
 
+/* The breakpoints the target's forks inherit taken out (fork_clean.h),
+ * where its object reports them. */
+static void watch_forks(struct recording *r, const struct loader_opts *lo)
+{
+	if (!lo->report_forks)
+		return;
+	loader__set_fork_clean(r->loader, &r->forks);
+	drain__set_fork(r->drain, on_fork, r);
+}
+
 static int load_probes(struct recording *r)
 {
 	struct loader_opts lo;
@@ -1353,6 +1363,7 @@ static int load_probes(struct recording *r)
 		err = loader__add_target(r->o.shared_loader, &lo, r->o.slot, &r->loader);
 		if (err)
 			return fail("failed to record PID %d on the loaded BPF programs: %s", r->pid, strerror(-err));
+		watch_forks(r, &lo); /* the agent's targets (a followed one's object reports none) */
 		return 0;
 	}
 	lo.python_walk = r->walk_decided ? r->python_walk : python_may_run(r);
@@ -1366,10 +1377,7 @@ static int load_probes(struct recording *r)
 		return fail("--empty-probes=record needs uprobe sessions: a kernel of 6.13 or later, and MEMTRACE_ATTACH unset");
 	if (err)
 		return fail("failed to load the BPF programs: %s", strerror(-err));
-	if (lo.report_forks) {
-		loader__set_fork_clean(r->loader, &r->forks);
-		drain__set_fork(r->drain, on_fork, r);
-	}
+	watch_forks(r, &lo);
 	return 0;
 }
 
