@@ -35,6 +35,8 @@ static void test_name_with_parentheses(void **state)
 	assert_int_equal(f[10], 37);            /* utime, field 14 */
 	assert_int_equal(f[11], 5);             /* stime, field 15 */
 	assert_int_equal(f[18], 987654);        /* starttime, field 22 */
+	assert_int_equal(proc_stat_start(line, &st), 987654);
+	assert_int_equal(proc_stat_start("4242 (cut) S 1 2", &st), 0);
 	assert_int_equal(proc_stat_parse("4242 (cut) S 1 2", &st, f, 19), -EINVAL);
 	assert_int_equal(proc_stat_parse("no name at all", &st, f, 1), -EINVAL);
 }

@@ -93,16 +93,13 @@ static bool matches(const struct agent *a, int pid)
 	return false;
 }
 
-/* PID's start time in clock ticks since boot (field 22 of its stat), and
- * its state letter in *STATE unless NULL; 0 if it is gone. */
+/* PID's start time (proc_stat_start), and its state letter in *STATE
+ * unless NULL; 0 if it is gone. */
 static uint64_t proc_start(int pid, char *state)
 {
 	char buf[1024];
-	uint64_t f[19]; /* fields 4 to 22 */
 
-	if (read_proc_file(pid, "stat", buf, sizeof(buf)) <= 0 || proc_stat_parse(buf, state, f, 19))
-		return 0;
-	return f[18];
+	return read_proc_file(pid, "stat", buf, sizeof(buf)) > 0 ? proc_stat_start(buf, state) : 0;
 }
 
 static struct refused *refused_find(struct agent *a, int pid)

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "target_file.h"
+#include "util.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -106,18 +107,10 @@ static pthread_mutex_t roots_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t mount_id(int fd)
 {
 	char path[64], buf[512], *p;
-	ssize_t n;
-	int f;
 
 	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
-	f = open(path, O_RDONLY | O_CLOEXEC);
-	if (f < 0)
+	if (read_file_at(AT_FDCWD, path, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(f, buf, sizeof(buf) - 1);
-	close(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	p = strstr(buf, "mnt_id:");
 	return p ? strtoull(p + 7, NULL, 10) : 0;
 }

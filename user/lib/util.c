@@ -118,11 +118,16 @@ void format_bytes(uint64_t bytes, char *buf, size_t cap)
 ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap)
 {
 	char path[64];
-	ssize_t n, total = 0;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/%s", pid, name);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return read_file_at(AT_FDCWD, path, buf, cap);
+}
+
+ssize_t read_file_at(int dir, const char *name, char *buf, size_t cap)
+{
+	ssize_t n, total = 0;
+	int fd = openat(dir, name, O_RDONLY | O_CLOEXEC);
+
 	if (fd < 0)
 		return -1;
 	while (total < (ssize_t)cap - 1 && (n = read(fd, buf + total, cap - 1 - total)) > 0)
@@ -191,6 +196,13 @@ int proc_stat_parse(const char *text, char *state, uint64_t *fields, size_t n)
 			return -EINVAL;
 	}
 	return 0;
+}
+
+uint64_t proc_stat_start(const char *text, char *state)
+{
+	uint64_t f[19]; /* fields 4 to 22 */
+
+	return proc_stat_parse(text, state, f, 19) ? 0 : f[18];
 }
 
 void read_proc_string(int pid, const char *name, char *buf, size_t cap)

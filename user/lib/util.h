@@ -32,10 +32,16 @@ void format_bytes(uint64_t bytes, char *buf, size_t cap);
 void read_proc_string(int pid, const char *name, char *buf, size_t cap);
 /* /proc/PID/NAME whole into BUF (NUL-terminated, at most CAP - 1 bytes): its length, or -1. */
 ssize_t read_proc_file(int pid, const char *name, char *buf, size_t cap);
+/* The same for file NAME in the directory DIR (a descriptor, or AT_FDCWD). */
+ssize_t read_file_at(int dir, const char *name, char *buf, size_t cap);
 /* A /proc/PID/stat line TEXT past the command name (which may hold spaces
  * and parentheses): the state letter in *STATE (unless NULL), then fields 4
  * to 3 + N (ppid on; proc(5) numbers them from 1) in FIELDS. 0, or -EINVAL. */
 int proc_stat_parse(const char *text, char *state, uint64_t *fields, size_t n);
+/* The start time in such a line (field 22, clock ticks after boot: with
+ * the PID, what tells a process from a later one given its PID), its state
+ * in *STATE (unless NULL); 0 if TEXT is no such line. */
+uint64_t proc_stat_start(const char *text, char *state);
 /* /proc/PID/NAME whole, however long, NUL-terminated in a buffer the caller
  * frees, its length in *LEN; NULL with errno set (ESRCH: PID is gone). */
 char *read_proc_alloc(int pid, const char *name, size_t *len);

@@ -114,19 +114,9 @@ static uint64_t each_thread(struct runclock *rc, uint64_t (*fn)(struct runclock 
 static uint64_t schedstat_of(struct runclock *rc, int tid)
 {
 	char path[64], buf[128];
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "task/%d/schedstat", tid);
-	fd = openat(rc->proc_fd, path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return strtoull(buf, NULL, 10);
+	return read_file_at(rc->proc_fd, path, buf, sizeof(buf)) > 0 ? strtoull(buf, NULL, 10) : 0;
 }
 
 /* What thread TID ran since the last read (0 the first time it is seen). */
@@ -199,18 +189,9 @@ static void close_all(struct runclock *rc)
  * DIR, and its state; 0 if unreadable. */
 static uint64_t start_of(int dir, char *state)
 {
-	uint64_t f[19]; /* fields 4 to 22: the start time is the last */
 	char buf[1024];
-	ssize_t n;
-	int fd = openat(dir, "stat", O_RDONLY | O_CLOEXEC);
 
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	return proc_stat_parse(buf, state, f, 19) ? 0 : f[18];
+	return read_file_at(dir, "stat", buf, sizeof(buf)) > 0 ? proc_stat_start(buf, state) : 0;
 }
 
 uint64_t proc_start_time(int pid, int pidfd)

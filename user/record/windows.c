@@ -116,17 +116,12 @@ static uint64_t target_cpu_ns(int pid, uint64_t start)
 	uint64_t f[12]; /* fields 4 to 15: utime and stime are the last two */
 	ssize_t n;
 	int dir = proc_dir_open(pid, start);
-	int fd = dir >= 0 ? openat(dir, "stat", O_RDONLY | O_CLOEXEC) : -1;
 
-	n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (dir >= 0)
-		close(dir);
-	if (n <= 0)
+	if (dir < 0)
 		return 0;
-	buf[n] = 0;
-	if (proc_stat_parse(buf, NULL, f, 12))
+	n = read_file_at(dir, "stat", buf, sizeof(buf));
+	close(dir);
+	if (n <= 0 || proc_stat_parse(buf, NULL, f, 12))
 		return 0;
 	if (!hz)
 		hz = sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100;
