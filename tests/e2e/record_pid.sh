@@ -5,7 +5,7 @@
 # unmatched frees: allocated before the trace) and runs the same pattern as
 # record_cmd.sh; memtrace stops by itself when the process exits.
 source "$(dirname "$0")/lib.sh"
-plan 16
+plan 19
 
 trace=$TMP/pid.mtrace
 json=$TMP/pid.json
@@ -56,4 +56,23 @@ wait "$target"
 report_json "$TMP/int.mtrace" "$TMP/int.json"
 expect_eq "report of the SIGINT trace exit status" "$?" 0
 expect_total "$TMP/int.json" allocations 0
+
+# The default name holds the target's comm, which the target sets to any
+# bytes: made fit for a file name, it leads to no other directory (main
+# before the fix: '/../../out' with a directory 'memtrace.' in the working
+# directory wrote ../out.PID.mtrace, outside it).
+mkdir -p "$TMP/cwd/sub/memtrace."
+bash -c 'printf "/../../out" >/proc/$$/comm; while :; do sleep 0.05; done' &
+target=$!
+for _ in $(seq 50); do
+	[ "$(cat "/proc/$target/comm" 2>/dev/null)" = "/../../out" ] && break
+	sleep 0.1
+done
+(cd "$TMP/cwd/sub" && timeout -k 5 "$LIMIT" "$MEMTRACE" record -d 1 -p "$target" 2>"$TMP/name.err")
+expect_eq "memtrace -p of a process named '/../../out' exit status" "$?" 0
+kill "$target"
+wait "$target" 2>/dev/null
+expect_eq "its trace in the working directory, named safely" "$(cd "$TMP/cwd/sub" && ls memtrace.*.mtrace 2>/dev/null)" \
+	"memtrace._.._.._out.$target.mtrace"
+expect_eq "nothing written outside it" "$(find "$TMP/cwd" -name 'out.*' | wc -l)" 0
 finish

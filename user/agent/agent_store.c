@@ -329,9 +329,7 @@ int agent_target_start(struct agent *a, int pid, bool matched, unsigned uid)
 		char comm[64];
 
 		read_proc_string(pid, "comm", comm, sizeof(comm));
-		for (char *s = comm; *s; s++)
-			if (*s == '/' || *s == ' ' || (unsigned char)*s < 32)
-				*s = '_';
+		comm_file_safe(comm);
 		snprintf(t->output, sizeof(t->output), "%s/%s.%d", agent_trace_dir(a), comm, pid);
 		t->o.output = t->output;
 	} else {

@@ -198,6 +198,13 @@ int proc_stat_parse(const char *text, char *state, uint64_t *fields, size_t n)
 	return 0;
 }
 
+void comm_file_safe(char *comm)
+{
+	for (char *s = comm; *s; s++)
+		if (*s == '/' || *s == ' ' || (unsigned char)*s < 32)
+			*s = '_';
+}
+
 uint64_t proc_stat_start(const char *text, char *state)
 {
 	uint64_t f[19]; /* fields 4 to 22 */

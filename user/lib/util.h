@@ -28,6 +28,10 @@ uint64_t now_ns(clockid_t clock);
 /* "1.5 MiB"-style, into BUF. */
 void format_bytes(uint64_t bytes, char *buf, size_t cap);
 
+/* A process's name (its comm, which it sets to any bytes) made fit to be
+ * part of a file name in place: '/', spaces and control characters become
+ * '_', so that a name such as "/../x" names no other directory. */
+void comm_file_safe(char *comm);
 /* /proc/PID/NAME's first line into BUF ("?" if unreadable). */
 void read_proc_string(int pid, const char *name, char *buf, size_t cap);
 /* /proc/PID/NAME whole into BUF (NUL-terminated, at most CAP - 1 bytes): its length, or -1. */

@@ -203,9 +203,13 @@ static void output_name(struct follow *f, const struct tracee *t, const char *co
 	char own[64], base[PATH_MAX];
 	size_t len;
 
-	if (!comm && !f->o->output) {
-		read_proc_string(t->tgid, "comm", own, sizeof(own));
-		comm = own;
+	if (!f->o->output) {
+		/* the target's: "/../x" would be a path */
+		if (comm)
+			snprintf(own, sizeof(own), "%s", comm);
+		else
+			read_proc_string(t->tgid, "comm", own, sizeof(own));
+		comm_file_safe(own);
 	}
 	if (f->o->output) {
 		snprintf(base, sizeof(base), "%s", f->o->output);
@@ -213,7 +217,7 @@ static void output_name(struct follow *f, const struct tracee *t, const char *co
 		if (len > 7 && !strcmp(base + len - 7, ".mtrace"))
 			base[len - 7] = 0;
 	} else {
-		snprintf(base, sizeof(base), "memtrace.%s", comm);
+		snprintf(base, sizeof(base), "memtrace.%s", own);
 	}
 	if (f->o->output && t->tgid == f->root && !t->execs)
 		snprintf(buf, cap, "%s", f->o->output);

@@ -814,12 +814,17 @@ static void rotated_output(struct recording *r)
 
 static void default_output(struct recording *r)
 {
-	if (r->o.output && r->o.rotate_sec > 0)
+	char comm[sizeof(r->comm)];
+
+	if (r->o.output && r->o.rotate_sec > 0) {
 		rotated_output(r);
-	else if (r->o.output)
+	} else if (r->o.output) {
 		snprintf(r->output, sizeof(r->output), "%s", r->o.output);
-	else
-		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", r->comm, r->pid);
+	} else {
+		snprintf(comm, sizeof(comm), "%s", r->comm); /* the target's: "/../x" would be a path */
+		comm_file_safe(comm);
+		snprintf(r->output, sizeof(r->output), "memtrace.%s.%d.mtrace", comm, r->pid);
+	}
 }
 
 static int write_module(void *ctx, const struct trace_module *m)
