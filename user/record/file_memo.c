@@ -10,9 +10,11 @@
 #define FILE_MEMO_SLOTS 1024 /* a program maps tens of files, a tree a few programs */
 
 /* A file is its device and inode, and the same content while its size and
- * modification time stay (a file rewritten in place, a build's cp). */
+ * modification time stay (a file rewritten in place, a build's cp) and its
+ * change time: its owner (a target's user, for the files of its root) sets
+ * the modification time back with utimensat(2), never the change time. */
 struct file_key {
-	uint64_t dev, ino, size, mtime_ns;
+	uint64_t dev, ino, size, mtime_ns, ctime_ns;
 };
 
 static struct file_memo {
@@ -31,7 +33,8 @@ static int key_of(const char *path, struct file_key *k)
 	if (!path || stat(path, &st))
 		return -ENOENT;
 	*k = (struct file_key){ st.st_dev, st.st_ino, (uint64_t)st.st_size,
-				(uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec };
+				(uint64_t)st.st_mtim.tv_sec * 1000000000ULL + (uint64_t)st.st_mtim.tv_nsec,
+				(uint64_t)st.st_ctim.tv_sec * 1000000000ULL + (uint64_t)st.st_ctim.tv_nsec };
 	return 0;
 }
 

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Facts about mapped files, remembered by device, inode, size and
- * modification time (a file deleted or replaced since is another inode, one
- * rewritten in place has another time) for the life of this process and of
+ * Facts about mapped files, remembered by device, inode, size,
+ * modification and change time (a file deleted or replaced since is another
+ * inode, one rewritten in place has another change time, whatever its
+ * owner sets its modification time to) for the life of this process and of
  * every process forked from it. The --follow-children supervisor learns
  * them once per program (record_bind), and each recorder it forks for a
  * process of that program finds them instead of reading the file again:
