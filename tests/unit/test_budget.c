@@ -483,7 +483,8 @@ static void test_weight_without_frees(void **state)
 /* A target's lanes where its ring is one for all its CPUs (the agent's
  * --budget): as before on 2 CPUs (a quarter of the ring each), and
  * together at most half its ring however many CPUs (a quarter each, every
- * CPU: 8 MiB a target on 64 CPUs under --budget 1). */
+ * CPU: 8 MiB a target on 64 CPUs under --budget 1) until a lane is the
+ * least the loader makes, 4 KiB. */
 static void test_lanes_fixed(void **state)
 {
 	uint64_t ring = budget_ring_bytes(1);

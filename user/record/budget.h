@@ -56,9 +56,10 @@ static inline uint64_t budget_ring_bytes(double pct)
 /* The ring size a load's lanes are sized for (a lane is a quarter of it,
  * loader_opts.lane_ring_bytes) where a target's ring is one for all its
  * CPUs (the agent's --budget): a target's lanes together hold at most half
- * its ring RING_BYTES whatever the CPUs, the ring taking what a full lane
- * cannot (--budget 1: a lane of 128 KiB on 2 CPUs, 4 KiB on 64, where
- * 128 KiB each was 8 MiB a target). */
+ * its ring RING_BYTES, the ring taking what a full lane cannot (--budget 1:
+ * a lane of 128 KiB on 2 CPUs, 4 KiB on 64, where 128 KiB each was 8 MiB a
+ * target). Until a lane is the least the loader makes, 4 KiB
+ * (lane_size_for): past that (--budget 1 beyond 64 CPUs) 4 KiB a CPU. */
 static inline uint64_t budget_lane_ring_bytes(uint64_t ring_bytes, int nr_cpus)
 {
 	return nr_cpus > 2 ? ring_bytes * 2 / (uint64_t)nr_cpus : ring_bytes;

@@ -16,8 +16,9 @@
  * that appear are counted from when they are first seen, those that go
  * keep what they ran until their last read.
  *
- * Asleep (runclock__sleep), it reads schedstat too, from where the exact
- * count was. Without perf events (no CAP_PERFMON, perf_event_paranoid), past 256
+ * Asleep (runclock__sleep), it reads the process's CPU clock (as coarse as
+ * schedstat, but never back in time: its ended threads count too), from
+ * where the exact count was. Without perf events (no CAP_PERFMON, perf_event_paranoid), past 256
  * threads, or past a quarter of this process's descriptors held by all
  * runclocks together, it reads schedstat: the coarse figure.
  */
