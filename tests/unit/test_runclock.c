@@ -106,11 +106,11 @@ static int kill_spinner(void **state)
 	return 0;
 }
 
-static void test_exact_reads(void **state)
+/* The spinning child started, both its threads running, and its run
+ * clock: the clock, its pidfd in *PIDFD. */
+static struct runclock *spinner_start(int *pidfd)
 {
-	uint64_t first, last, before, after, kept;
 	struct runclock *rc;
-	int pidfd;
 
 	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	assert_true(own != MAP_FAILED);
@@ -120,10 +120,20 @@ static void test_exact_reads(void **state)
 		child();
 	while (!own[0] || !own[1]) /* both threads are running */
 		sleep_ms(1);
-	pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
-	assert_true(pidfd >= 0);
-	rc = runclock__open((int)spinner, pidfd);
+	*pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
+	assert_true(*pidfd >= 0);
+	rc = runclock__open((int)spinner, *pidfd);
 	assert_non_null(rc);
+	return rc;
+}
+
+static void test_exact_reads(void **state)
+{
+	uint64_t first, last, before, after, kept;
+	struct runclock *rc;
+	int pidfd;
+
+	rc = spinner_start(&pidfd);
 	assert_true(runclock__exact(rc));
 	/* Each interval between two reads bracketed by the threads' own
 	 * figures: what they ran from just after the first read to just
@@ -191,18 +201,7 @@ static void test_sleep_wake(void **state)
 	struct runclock *rc;
 	int pidfd;
 
-	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(own != MAP_FAILED);
-	spinner = fork();
-	assert_true(spinner >= 0);
-	if (!spinner)
-		child();
-	while (!own[0] || !own[1])
-		sleep_ms(1);
-	pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
-	assert_true(pidfd >= 0);
-	rc = runclock__open((int)spinner, pidfd);
-	assert_non_null(rc);
+	rc = spinner_start(&pidfd);
 	assert_int_equal(perf_fds(), 2);
 	sleep_ms(3);
 	last = runclock__read(rc);
