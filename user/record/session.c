@@ -23,6 +23,7 @@
 #include "rss.h"
 #include "map_wrappers.h"
 #include "symbolizer.h"
+#include "target_file.h"
 #include "exit_watch.h"
 #include "trace_writer.h"
 #include "unwinder.h"
@@ -432,10 +433,13 @@ static int watch_target(struct recording *r)
 		return fail("failed to watch PID %d: %s", r->pid, strerror(errno));
 	/* Held open, it keeps a container's files reachable after the target
 	 * exits and its mount namespace is gone: symbolization comes last. */
-	snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
-	r->rootfd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (r->rootfd < 0 && (errno == EACCES || errno == EPERM))
-		return access_denied(r->pid, path, errno);
+	r->rootfd = target_root_open(r->pid);
+	if (r->rootfd == -EACCES || r->rootfd == -EPERM) {
+		snprintf(path, sizeof(path), "/proc/%d/root", r->pid);
+		return access_denied(r->pid, path, -r->rootfd);
+	}
+	if (r->rootfd < 0)
+		r->rootfd = -1;
 	if (r->o.no_symbols && r->rootfd >= 0) {
 		/* only the symbols at the end use it: a reader names the frames
 		 * (the agent's traces in memory, a descriptor per target) */
@@ -658,7 +662,6 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
 	struct loader *l;
 	struct mark_finder *marks = NULL;
 	const struct probe *bad = NULL;
-	char root[64];
 	uint64_t h;
 	int err;
 
@@ -690,10 +693,10 @@ int record_prepare(struct record_opts *o, struct loader *shared, uint32_t slot, 
 	 * could be read after it goes on (its pidfd and command line can
 	 * wait: record_prepare_watch) */
 	o->prepared_pidfd = -1;
-	snprintf(root, sizeof(root), "/proc/%d/root", pid);
-	o->prepared_rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	o->prepared_rootfd = target_root_open(pid);
 	if (o->prepared_rootfd < 0) {
-		err = -errno;
+		err = o->prepared_rootfd;
+		o->prepared_rootfd = -1;
 		mark_finder__free(marks);
 		loader__close(l);
 		return err;
