@@ -7,8 +7,7 @@
 # the parent keeps its own, and a process sharing the parent's memory
 # (clone CLONE_VM) is left alone. fork_peek prints the first 64 bytes of
 # malloc and free against the C library's file: "differs" bytes unlike the
-# file, "int3" of them 0xcc. With --follow-children nothing changes; the
-# agent's targets are cleaned alike.
+# file, "int3" of them 0xcc. With --follow-children nothing changes.
 #
 # Its allocator is a private copy of libtinyalloc.so (a file of its own):
 # the kernel also takes a breakpoint out of every process no tracer wants it
@@ -16,7 +15,7 @@
 # so another memtrace on the host detaching from the C library's malloc
 # would clean the fork too, and a broken clean would pass.
 source "$(dirname "$0")/lib.sh"
-plan 28
+plan 25
 
 cp "$PROGS/libtinyalloc.so" "$TMP/libforkpeek.so"
 
@@ -60,10 +59,15 @@ expect_eq "parent while traced: free's breakpoint" "$(trapped parent free)" 1
 expect_eq "fork: malloc's bytes are the file's" "$(line 'fork malloc differs=0 int3=0')" 1
 expect_eq "fork: free's bytes are the file's" "$(line 'fork free differs=0 int3=0')" 1
 expect_eq "fork: its own allocations work" "$(line 'fork allocations ok')" 1
+# forked by the fork before memtrace cleaned it: found as its child
+expect_eq "grandchild: malloc's and free's bytes are the file's" \
+	"$(line 'grandchild malloc differs=0 int3=0')$(line 'grandchild free differs=0 int3=0')" 11
 expect_eq "parent after the fork was cleaned: malloc's breakpoints kept" "$(bytes parent-after malloc)" "$(bytes parent malloc)"
 expect_eq "parent after the fork was cleaned: free's breakpoints kept" "$(bytes parent-after free)" "$(bytes parent free)"
-expect_eq "-v: the fork counted as cleaned" \
-	"$(grep -c "^memtrace: 1 forked process not recorded, 1 with the probes' breakpoints taken out ([1-9][0-9]* in all)$" "$TMP/err")" 1
+# the grandchild is cleaned too when it forked before its parent was
+# (nearly always: the drain reads the rings on a timer), else only looked at
+expect_eq "-v: the fork and the grandchild counted, the fork as cleaned" \
+	"$(grep -c -E "^memtrace: 2 forked processes not recorded, [12] with the probes' breakpoints taken out \([1-9][0-9]* in all\)$" "$TMP/err")" 1
 report_json "$TMP/p.mtrace" "$TMP/p.json"
 # the parent is recorded exactly, before and after its fork; the fork not at all
 expect_site "$TMP/p.json" site_before allocations 10
@@ -80,28 +84,9 @@ expect_eq "--follow-children: memtrace exit status" "$RECORD_STATUS" 0
 expect_eq "--follow-children: the fork keeps its breakpoints" \
 	"$(trapped fork malloc)$(trapped fork free)" 11
 expect_eq "--follow-children: no fork counted as cleaned" "$(grep -c 'forked process' "$TMP/err")" 0
+expect_eq "--follow-children: the grandchild followed, its breakpoints kept" \
+	"$(trapped grandchild malloc)$(trapped grandchild free)" 11
 report_json "$TMP/f.mtrace" "$TMP/f.json"
 expect_site "$TMP/f.json" site_before allocations 10
 
-# the agent (--exact): its target's fork cleaned, its own breakpoints kept
-: >"$TMP/target.err"
-LD_PRELOAD=$TMP/libforkpeek.so "$PROGS/fork_peek" 10000 >"$TMP/out" 2>"$TMP/target.err" &
-target=$!
-wait_for_line "$TMP/target.err" "fork_peek: waiting for SIGUSR1" 10
-timeout -k 5 "$LIMIT" "$MEMTRACE" agent --exact -p "$target" --listen 127.0.0.1:16611 -d 60 2>"$TMP/agent.err" &
-agent=$!
-if wait_for_line "$TMP/agent.err" "memtrace: attached to PID $target" 10; then
-	ok "agent attached"
-else
-	not_ok "agent did not attach: $(head -c 300 "$TMP/agent.err")"
-fi
-kill -USR1 "$target"
-wait "$target"
-expect_eq "agent: target exit status" "$?" 0
-kill -INT "$agent"
-wait "$agent"
-expect_eq "agent: the fork's malloc and free bytes are the file's" \
-	"$(line 'fork malloc differs=0 int3=0')$(line 'fork free differs=0 int3=0')" 11
-expect_eq "agent: the parent's breakpoints kept (malloc)" "$(bytes parent-after malloc)" "$(bytes parent malloc)"
-expect_eq "agent: the parent's breakpoints kept (free)" "$(trapped parent-after free)" 1
 finish

@@ -8,9 +8,11 @@
  *           its memory (clone CLONE_VM) that waits; a fork (below); when the
  *           fork has exited, the first bytes again, then 5 x malloc(300) at
  *           site_after, leaked; exits 0 if the fork and the clone exited 0.
- *   fork:   waits (at most MS ms, the argument, 10000 if none) for its bytes to equal the file's, prints
- *           them, 20 x malloc(200) at site_child, each filled, checked and
- *           freed; exits 0 if they were right.
+ *   fork:   forks a grandchild at once, then waits (at most MS ms, the
+ *           argument, 10000 if none) for its bytes to equal the file's,
+ *           prints them, 20 x malloc(200) at site_child, each filled,
+ *           checked and freed; exits 0 if they were right and the
+ *           grandchild (the same wait and print, one allocation) exited 0.
  * Lines on stdout: "WHO FUNC differs=N int3=M" (N bytes of the first 64
  * unlike the file's, M of those 0xcc), and "fork allocations ok". No stdio:
  * the recorded parent makes exactly the allocations above.
@@ -134,22 +136,42 @@ static int cloned(void *arg)
 	return read(fd, &c, 1) == 1 ? 0 : 1;
 }
 
-static int fork_child(int wait_ms)
+/* Wait (at most WAIT_MS) for malloc's and free's bytes to be the file's. */
+static void wait_clean(int wait_ms)
 {
 	struct timespec ms = { 0, 1000000 };
-	int int3, ok = 1;
+	int int3;
 
 	for (int i = 0; i < wait_ms; i++) {
 		if (!differs((void *)malloc, file_malloc, &int3) && !differs((void *)free, file_free, &int3))
 			break;
 		nanosleep(&ms, NULL);
 	}
+}
+
+static int fork_child(int wait_ms)
+{
+	int ok = 1, status;
+	pid_t grandchild;
+
+	/* at once, with the breakpoints the fork copied still in: the
+	 * grandchild has them too, and no record tells memtrace of it */
+	grandchild = fork();
+	if (grandchild == 0) {
+		wait_clean(wait_ms);
+		say("grandchild", "malloc", (void *)malloc, file_malloc);
+		say("grandchild", "free", (void *)free, file_free);
+		_exit(site_child(0) ? 0 : 1);
+	}
+	wait_clean(wait_ms);
 	say("fork", "malloc", (void *)malloc, file_malloc);
 	say("fork", "free", (void *)free, file_free);
 	for (int i = 0; i < 20; i++)
 		ok &= site_child(i);
 	if (ok && write(1, "fork allocations ok\n", 20) != 20)
 		return 3;
+	ok &= grandchild > 0 && waitpid(grandchild, &status, 0) == grandchild && WIFEXITED(status) &&
+	      WEXITSTATUS(status) == 0;
 	return ok ? 0 : 1;
 }
 

@@ -250,6 +250,11 @@ static void agent_loader_open(struct agent *a)
 	record_loader_opts(&a->o, &lo);
 	lo.pid = 0;           /* no process of its own: slot 0 stays empty */
 	lo.ring_bytes = 4096; /* ... and its rings unused */
+	/* No fork of a target cleaned (fork_clean.h): a fork the agent's
+	 * --comm, --exe or --cgroup match becomes a target of its own, with
+	 * breakpoints of its own links, which a cleaning racing the match
+	 * would take out unseen. */
+	lo.report_forks = false;
 	/* the lanes are a load's: sized for the targets' rings, and where a
 	 * target's ring is one for all its CPUs, so that its lanes do not
 	 * grow with them either */

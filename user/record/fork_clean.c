@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include "fork_clean.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/kcmp.h>
@@ -122,15 +123,16 @@ static int restore_mapping(const struct fork_clean *fc, int mem_fd, uint64_t sta
 	return n;
 }
 
-int fork_clean__child(struct fork_clean *fc, int target, int child)
+static int fork_clean_tree(struct fork_clean *fc, int target, int child, int depth);
+
+/* CHILD's breakpoints out: how many, or -errno. */
+static int clean_one(struct fork_clean *fc, int target, int child)
 {
 	char path[64], line[512];
 	int mem_fd, same, n = 0;
 	FILE *maps;
 
 	fc->children++;
-	if (!fc->nr)
-		return 0;
 	/* Before: a pid that shares the target's memory now is left. Once
 	 * apart, a process never comes back to the target's mm; the check
 	 * after the open catches the pid going to another process between. */
@@ -172,6 +174,62 @@ int fork_clean__child(struct fork_clean *fc, int target, int child)
 out_mem:
 	close(mem_fd);
 	return n;
+}
+
+#define FORK_CLEAN_DEPTH 8 /* generations below a fork walked, at most */
+
+/* The processes CHILD's threads forked (CONFIG_PROC_CHILDREN's lists) that
+ * are still its children, cleaned in turn. */
+static void clean_children(struct fork_clean *fc, int target, int child, int depth)
+{
+	char path[64], line[4096];
+	struct dirent *t;
+	DIR *tasks;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", child);
+	tasks = opendir(path);
+	if (!tasks)
+		return;
+	while ((t = readdir(tasks))) {
+		FILE *f;
+
+		if (t->d_name[0] < '0' || t->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", child, t->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f)) {
+			char *p = line, *end;
+
+			for (long g; (g = strtol(p, &end, 10)) > 0; p = end)
+				fork_clean_tree(fc, target, (int)g, depth + 1);
+		}
+		fclose(f);
+	}
+	closedir(tasks);
+}
+
+/* CHILD, then what it forked before its breakpoints went: a process a
+ * child forks copies them as it got them, and nothing tells the recorder
+ * of a fork whose parent is not a target. One forked after the write has
+ * the restored bytes and is only looked at. */
+static int fork_clean_tree(struct fork_clean *fc, int target, int child, int depth)
+{
+	int n = clean_one(fc, target, child);
+
+	if (n > 0 && depth < FORK_CLEAN_DEPTH)
+		clean_children(fc, target, child, depth);
+	return n;
+}
+
+int fork_clean__child(struct fork_clean *fc, int target, int child)
+{
+	if (!fc->nr) {
+		fc->children++;
+		return 0;
+	}
+	return fork_clean_tree(fc, target, child, 0);
 }
 
 void fork_clean__free(struct fork_clean *fc)

@@ -48,8 +48,10 @@ struct fork_clean {
  * held "/proc/self/fd/N"); those known already are skipped. 0 or -errno. */
 int fork_clean__add(struct fork_clean *fc, const char *file, const uint64_t *offsets, size_t n);
 
-/* Take the breakpoints out of CHILD, forked by TARGET: how many were
- * restored (0: none found, or left alone), or -errno (the child gone). */
+/* Take the breakpoints out of CHILD, forked by TARGET, and out of the
+ * processes it forked before that (counted as children too): how many
+ * were restored in CHILD (0: none found, or left alone), or -errno (the
+ * child gone). */
 int fork_clean__child(struct fork_clean *fc, int target, int child);
 
 void fork_clean__free(struct fork_clean *fc);
