@@ -42,6 +42,7 @@ struct fork_clean {
 	uint64_t children;   /* forks reported */
 	uint64_t cleaned;    /* of them with every breakpoint found restored */
 	uint64_t restored;   /* breakpoints restored, all children */
+	uint64_t ns;         /* the recorder's time spent on them (its caller adds it) */
 };
 
 /* Remember N breakpoints at OFFSETS of FILE (a path memtrace opens: the

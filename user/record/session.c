@@ -1301,7 +1301,10 @@ static int on_record(void *ctx, const void *data, size_t size)
 static void on_fork(void *ctx, uint32_t child)
 {
 	struct recording *r = ctx;
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC);
 	int n = fork_clean__child(&r->forks, r->pid, (int)child);
+
+	r->forks.ns += now_ns(CLOCK_MONOTONIC) - t0;
 
 	if (r->o.verbose && n < 0 && n != -ENOENT && n != -ESRCH)
 		fprintf(stderr, "memtrace: warning: failed to take the breakpoints out of PID %u, a fork of PID %d: %s\n",
@@ -2122,9 +2125,9 @@ static int finish(struct recording *r)
 			(unsigned long long)by_lane, (unsigned long long)by_ring);
 	}
 	if (r->o.verbose && r->forks.children)
-		fprintf(stderr, "memtrace: %llu forked process%s not recorded, %llu with the probes' breakpoints taken out (%llu in all)\n",
+		fprintf(stderr, "memtrace: %llu forked process%s not recorded, %llu with the probes' breakpoints taken out (%llu in all), in %.1f ms\n",
 			(unsigned long long)r->forks.children, r->forks.children == 1 ? "" : "es",
-			(unsigned long long)r->forks.cleaned, (unsigned long long)r->forks.restored);
+			(unsigned long long)r->forks.cleaned, (unsigned long long)r->forks.restored, (double)r->forks.ns / 1e6);
 	if (r->o.verbose) {
 		uint64_t from_template, walked;
 
