@@ -129,11 +129,13 @@ static void say(const char *who, const char *name, void *func, const unsigned ch
 
 static int cloned(void *arg)
 {
-	int fd = *(int *)arg;
+	int *fds = arg;
 	char c;
 
-	/* shares the parent's memory: its breakpoints are the parent's own */
-	return read(fd, &c, 1) == 1 ? 0 : 1;
+	/* shares the parent's memory: its breakpoints are the parent's own;
+	 * its own copy of the write end closed, so a parent gone ends it */
+	close(fds[1]);
+	return read(fds[0], &c, 1) == 1 ? 0 : 1;
 }
 
 /* Wait (at most WAIT_MS) for malloc's and free's bytes to be the file's. */
@@ -197,7 +199,7 @@ int main(int argc, char **argv)
 	say("parent", "free", (void *)free, file_free);
 	if (pipe(pipe_fd))
 		return 2;
-	vm = clone(cloned, stack + sizeof(stack), CLONE_VM | SIGCHLD, &pipe_fd[0]);
+	vm = clone(cloned, stack + sizeof(stack), CLONE_VM | SIGCHLD, pipe_fd);
 	if (vm < 0)
 		return 2;
 	child = fork();
