@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "runclock.h"
+#include "util.h"
 #include <cmocka.h>
 
 #define MS 1000000ULL
@@ -76,6 +77,18 @@ static void child(void)
 	if (pthread_create(&t, NULL, second, NULL))
 		_exit(1);
 	spin_publishing(&own[0], false);
+}
+
+/* The same child with its main thread gone (pthread_exit): /proc shows it
+ * as a zombie (state Z), its second thread still spinning. */
+static void child_main_exits(void)
+{
+	pthread_t t;
+
+	signal(SIGUSR1, on_usr1);
+	if (pthread_create(&t, NULL, second, NULL))
+		_exit(1);
+	pthread_exit(NULL);
 }
 
 static void sleep_ms(int ms)
@@ -284,12 +297,65 @@ static void test_gone(void **state)
 	close(fds[0]);
 }
 
+/* A process whose main thread ended (pthread_exit) runs on in its other
+ * threads: known as itself and counted, not taken for gone though /proc
+ * says Z of it (its main thread's state; field 20 counts 2 threads). */
+static void test_main_thread_exited(void **state)
+{
+	uint64_t start, last, v, before, after;
+	struct runclock *rc;
+	char path[64], buf[512];
+	int pidfd, dir;
+	FILE *f;
+
+	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(own != MAP_FAILED);
+	spinner = fork();
+	assert_true(spinner >= 0);
+	if (!spinner)
+		child_main_exits();
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)spinner);
+	for (int i = 0; i < 2000; i++) { /* its main thread gone, the other running */
+		f = fopen(path, "re");
+		assert_non_null(f);
+		assert_non_null(fgets(buf, sizeof(buf), f));
+		fclose(f);
+		if (strstr(buf, ") Z ") && own[1])
+			break;
+		sleep_ms(1);
+	}
+	assert_non_null(strstr(buf, ") Z "));
+	assert_false(proc_stat_ended(buf));
+	pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
+	assert_true(pidfd >= 0);
+	start = proc_start_time((int)spinner, pidfd);
+	assert_true(start > 0);
+	dir = proc_dir_open((int)spinner, start);
+	assert_true(dir >= 0);
+	close(dir);
+	rc = runclock__open((int)spinner, pidfd);
+	assert_non_null(rc);
+	last = runclock__read(rc);
+	before = own[1];
+	sleep_ms(30);
+	v = runclock__read(rc);
+	after = own[1];
+	assert_true(v > last);
+	assert_true(v - last + slack(after - before) >= after - before);
+	print_message("main thread exited (state Z, 2 threads): still its own, %.2f ms counted of %.2f ms run\n",
+		      (double)(v - last) / 1e6, (double)(after - before) / 1e6);
+	runclock__free(rc);
+	close(pidfd);
+	munmap((void *)own, 4096);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_exact_reads, kill_spinner),
 		cmocka_unit_test_teardown(test_sleep_wake, kill_spinner),
 		cmocka_unit_test(test_gone),
+		cmocka_unit_test_teardown(test_main_thread_exited, kill_spinner),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

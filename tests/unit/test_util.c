@@ -37,6 +37,13 @@ static void test_name_with_parentheses(void **state)
 	assert_int_equal(f[18], 987654);        /* starttime, field 22 */
 	assert_int_equal(proc_stat_start(line, &st), 987654);
 	assert_int_equal(proc_stat_start("4242 (cut) S 1 2", &st), 0);
+	/* ended: dead, or a zombie with its main thread alone (field 20);
+	 * a zombie main thread with others running has not */
+	assert_false(proc_stat_ended(line));
+	assert_true(proc_stat_ended("9 (z) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5\n"));
+	assert_false(proc_stat_ended("9 (z) Z 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 2 0 5\n"));
+	assert_true(proc_stat_ended("9 (x) X 1 9 9 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 5\n"));
+	assert_true(proc_stat_ended("4242 (cut) Z 1 2"));
 	assert_int_equal(proc_stat_parse("4242 (cut) S 1 2", &st, f, 19), -EINVAL);
 	assert_int_equal(proc_stat_parse("no name at all", &st, f, 1), -EINVAL);
 }

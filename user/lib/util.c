@@ -212,6 +212,16 @@ uint64_t proc_stat_start(const char *text, char *state)
 	return proc_stat_parse(text, state, f, 19) ? 0 : f[18];
 }
 
+bool proc_stat_ended(const char *text)
+{
+	uint64_t f[17]; /* fields 4 to 20: the number of threads is the last */
+	char state = 0;
+
+	if (proc_stat_parse(text, &state, f, 17))
+		return true;
+	return state == 'X' || (state == 'Z' && f[16] <= 1);
+}
+
 void read_proc_string(int pid, const char *name, char *buf, size_t cap)
 {
 	if (read_proc_file(pid, name, buf, cap) <= 0)

@@ -46,6 +46,11 @@ int proc_stat_parse(const char *text, char *state, uint64_t *fields, size_t n);
  * the PID, what tells a process from a later one given its PID), its state
  * in *STATE (unless NULL); 0 if TEXT is no such line. */
 uint64_t proc_stat_start(const char *text, char *state);
+/* Whether such a line is of a process that has ended (dead, or a zombie
+ * not reaped yet): state X, or Z with no thread but its main one. One
+ * whose main thread called pthread_exit shows Z too, its other threads
+ * running and counted (field 20); so does an unreadable TEXT: true. */
+bool proc_stat_ended(const char *text);
 /* /proc/PID/NAME whole, however long, NUL-terminated in a buffer the caller
  * frees, its length in *LEN; NULL with errno set (ESRCH: PID is gone). */
 char *read_proc_alloc(int pid, const char *name, size_t *len);

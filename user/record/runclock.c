@@ -186,18 +186,23 @@ static void close_all(struct runclock *rc)
 }
 
 /* The start time (clock ticks after boot) in /proc/PID/stat read through
- * DIR, and its state; 0 if unreadable. */
-static uint64_t start_of(int dir, char *state)
+ * DIR, and in *ENDED whether that process ended (proc_stat_ended: not a
+ * process whose main thread alone did); 0 if unreadable. */
+static uint64_t start_of(int dir, bool *ended)
 {
 	char buf[1024];
 
-	return read_file_at(dir, "stat", buf, sizeof(buf)) > 0 ? proc_stat_start(buf, state) : 0;
+	if (read_file_at(dir, "stat", buf, sizeof(buf)) <= 0)
+		return 0;
+	*ended = proc_stat_ended(buf);
+	return proc_stat_start(buf, NULL);
 }
 
 uint64_t proc_start_time(int pid, int pidfd)
 {
 	struct pollfd p = { .fd = pidfd, .events = POLLIN };
-	char path[32], state = 0;
+	bool ended = true;
+	char path[32];
 	uint64_t start;
 	int dir;
 
@@ -205,18 +210,19 @@ uint64_t proc_start_time(int pid, int pidfd)
 	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return 0;
-	start = start_of(dir, &state);
+	start = start_of(dir, &ended);
 	close(dir);
 	/* its pidfd polled after the read: not readable, the process had not
 	 * ended, and the directory was its own */
-	if (state == 'Z' || state == 'X' || (pidfd >= 0 && poll(&p, 1, 0) != 0))
+	if (ended || (pidfd >= 0 && poll(&p, 1, 0) != 0))
 		return 0;
 	return start;
 }
 
 int proc_dir_open(int pid, uint64_t start)
 {
-	char path[32], state = 0;
+	bool ended = true;
+	char path[32];
 	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d", pid);
@@ -225,7 +231,7 @@ int proc_dir_open(int pid, uint64_t start)
 		return -errno;
 	/* the directory pins the process it names: its start time says
 	 * whether that is still ours, and its state whether it still runs */
-	if (start_of(fd, &state) != start || state == 'Z' || state == 'X') {
+	if (start_of(fd, &ended) != start || ended) {
 		close(fd);
 		return -ESRCH;
 	}
