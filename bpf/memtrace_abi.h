@@ -68,6 +68,7 @@ enum mt_mark_kind {
 	MT_MARK_WINDOW_BEGIN = 8, /* allocations taken from here; size: weight x 1e6 */
 	MT_MARK_WINDOW_END = 9,   /* allocations no longer taken; frees still are */
 	MT_MARK_TAIL_END = 10,    /* frees no longer taken either */
+	MT_MARK_LARGE_END = 11,   /* the large blocks' probes detached: their mmap and munmap no longer seen */
 };
 
 /* A STRING whose text the kernel gave (a thread's name, bpf/threads.bpf.h)

@@ -310,6 +310,55 @@ static void test_budget_large_and_error(void **state)
 	analysis__free(a);
 }
 
+/* The large blocks' probes detached (MT_MARK_LARGE_END, windows.c): a
+ * block mapped before stays exact; its munmap is no longer seen, so a
+ * window's FREE of it ends it there, an ALLOC at a block's address (its
+ * mapping gone, the address given again) ends it and is the window's own
+ * allocation, and the replay says from when. */
+static void test_budget_large_end(void **state)
+{
+	struct trace_meta meta = { .comm = "prog", .pid = 42, .start_mono_ns = START, .budget_ppm = 10000,
+				   .large_bytes = 128 << 10 };
+	struct trace_module libc = { .start = 0x7f0000000000, .end = 0x7f0000200000, .path = "/usr/lib/libc.so.6" };
+	static const uint64_t by_libc[] = { 0x7f0000001234, 0x401111 };
+	struct trace_stack s1 = { .id = 5, .nr = 2, .frames = by_libc };
+	struct analysis *a = analysis__new();
+	const struct analysis_budget *b;
+	const struct analysis_totals *t;
+	struct replay *r;
+	struct trace_map m;
+
+	assert_non_null(a);
+	r = analysis__replay(a);
+	assert_int_equal(analysis__set_meta(a, &meta), 0);
+	assert_int_equal(analysis__add_module(a, &libc), 0);
+	assert_int_equal(analysis__add_stack(a, &s1), 0);
+	m = (struct trace_map){ START + 10, 7, MT_MAP_MMAP, 0, 5, 0x10000000, 0, (1 << 20) + 4096, 3, 0x22 };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	m = (struct trace_map){ START + 11, 7, MT_MAP_MMAP, 0, 5, 0x20000000, 0, (1 << 20) + 4096, 3, 0x22 };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	m = (struct trace_map){ START + 12, 7, MT_MAP_MMAP, 0, 5, 0x30000000, 0, (1 << 20) + 4096, 3, 0x22 };
+	assert_int_equal(replay__add_map(r, &m), 0);
+	mark(a, MT_MARK_LARGE_END, 42, 2000, 0, 0, 0);
+	mark(a, MT_MARK_WINDOW_BEGIN, 42, 3000, 0, 0, 1000000);
+	ev(a, MT_EVENT_FREE, 7, 3001, 0, 0x10000010, 0, 0);              /* the first's free */
+	ev(a, MT_EVENT_ALLOC, 7, 3002, 0, 0x20000010, 1 << 20, 5);      /* the second's address again */
+	mark(a, MT_MARK_WINDOW_END, 42, 3100, 0, 0, 0);
+	mark(a, MT_MARK_TAIL_END, 42, 3200, 0, 0, 0);
+	assert_int_equal(analysis__finish(a), 0);
+	t = analysis__totals(a);
+	b = &analysis__trace(a)->budget;
+	assert_int_equal(b->large_until_ns, 2000);
+	assert_int_equal(b->large_allocations, 3);
+	assert_int_equal(b->large_frees, 2); /* the first by its free, the second by the new block */
+	assert_int_equal(t->allocations, 3 + 1);
+	assert_int_equal(t->unmatched_frees, 0);
+	/* live at the end: the third (its end unseen) and the window's new block */
+	assert_int_equal(t->leaked_bytes, (1 << 20) + 4096 - 16 + (1 << 20));
+	print_message("--budget large blocks after their probes went: 3 exact, 2 ended by what the window saw\n");
+	analysis__free(a);
+}
+
 /* --rss: each sample takes the live heap of its moment in the stream, times
  * are from the start, the peak is the sample of most resident memory, and
  * the first rollup is the start's, the next the end's. */
@@ -908,6 +957,7 @@ int main(void)
 		cmocka_unit_test(test_callbacks_follow_the_rules),
 		cmocka_unit_test(test_budget_windows),
 		cmocka_unit_test(test_budget_large_and_error),
+		cmocka_unit_test(test_budget_large_end),
 		cmocka_unit_test(test_rss_samples),
 		cmocka_unit_test(test_rss_maps),
 		cmocka_unit_test(test_rss_reconcile),

@@ -1128,6 +1128,13 @@ int replay__add_mark(struct replay *r, const struct trace_mark *m)
 		window_mark(r, m);
 		return 0;
 	}
+	if (m->kind == MT_MARK_LARGE_END && r->trace.budget.large_bytes) {
+		/* from here the large blocks' munmap is not seen: a block still
+		 * mapped ends when a window sees its free, or its address taken
+		 * again (event_halves) */
+		r->trace.budget.large_until_ns = m->ts > r->start_mono_ns ? m->ts - r->start_mono_ns : 1;
+		return 0;
+	}
 	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_THREAD_NAME)
 		return 0; /* a kind this version does not know */
 	if (m->kind != MT_MARK_FRAME || m->name) {
@@ -1613,10 +1620,34 @@ static inline bool in_large(const struct replay *r, uint64_t ptr)
 	return r->nlarge && large_find(r, ptr) >= 0;
 }
 
+/* After the large blocks' probes were detached (MT_MARK_LARGE_END), PTR in
+ * a block still mapped: its munmap will not be seen, so a window's free of
+ * it, or an allocation at its address (the mapping went and the address
+ * came back), ends it there. 1: it did, and PTR is the window's as any
+ * other; 0: PTR is in no such block. */
+static int large_gone(struct replay *r, uint64_t ptr, uint64_t ts)
+{
+	ssize_t i;
+	int err;
+
+	if (!r->trace.budget.large_until_ns || !r->nlarge || (i = large_find(r, ptr)) < 0)
+		return 0;
+	err = large_free(r, (size_t)i, ts);
+	return err ? err : 1;
+}
+
 static int event_halves(struct replay *r, const struct trace_event *e)
 {
 	int err;
 
+	/* the large blocks' end no longer seen: the window's own view of them */
+	if (r->trace.budget.large_until_ns && r->nlarge && e->ptr) {
+		if ((err = large_gone(r, e->ptr, e->ts)) < 0 ||
+		    (e->type == MT_EVENT_REALLOC && e->old_ptr && (err = large_gone(r, e->old_ptr, e->ts)) < 0))
+			return err;
+		if (e->type == MT_EVENT_FREE && err == 1)
+			return 0; /* its free, counted by large_free */
+	}
 	switch (e->type) {
 	case MT_EVENT_ALLOC:
 		return e->ptr && !in_large(r, e->ptr) ? alloc(r, e) : 0;

@@ -239,6 +239,7 @@ struct analysis_trace {
 		uint64_t large_bytes;   /* large blocks from this length are exact (meta); 0: none */
 		uint64_t large_allocations, large_allocated_bytes; /* of the totals: exact */
 		uint64_t large_frees;
+		uint64_t large_until_ns; /* their probes were detached then (MT_MARK_LARGE_END); 0: never */
 		double var_allocations, var_bytes; /* the totals' estimate's variance (less the exact part) */
 	} budget;
 	/* --rss (npoints > 0): resident memory over time, in time order */

@@ -171,6 +171,10 @@ static void report_text__budget(FILE *f, const struct analysis *a)
 			   "                    (the allocator's own mappings, from ", b->large_frees);
 		print_bytes(f, b->large_bytes);
 		fprintf(f, " up, at mmap and munmap)\n");
+		if (b->large_until_ns)
+			fprintf(f, "                    until %.1f s: their probes cost more than the budget, and were\n"
+				   "                    detached; later large blocks are estimated with the rest\n",
+				(double)b->large_until_ns / 1e9);
 	}
 	report_text__budget_error(f, a);
 	fprintf(f, "  cannot know:      the live heap and its peak, leaks (a block older than its tail may\n"

@@ -81,6 +81,7 @@ struct loader {
 	struct bpf_link **links; /* classic: one perf-event link per probe */
 	size_t nr_links;
 	struct fd_list fds;      /* multi: link fds */
+	struct fd_list wrap_fds; /* multi: the C library's wrappers' link fds (loader__detach_map_wrappers) */
 	/* --budget (opts.windowed): the allocator probes, attached only while a
 	 * window is open; the frees' links stay a tail longer than the allocations' */
 	struct probe *win_probes;
@@ -1055,6 +1056,7 @@ int loader__forget(struct loader *l)
 	if (l->nr_links || l->owns_skel)
 		return -EBUSY;
 	fd_list__close_to(&l->fds, 0);
+	fd_list__close_to(&l->wrap_fds, 0);
 	for (int g = 0; g < LOADER_NR_GROUPS; g++)
 		fd_list__close_to(&l->win[g], 0);
 	release_handle(l);
@@ -1978,7 +1980,7 @@ bool loader__maps_by_wrappers(struct loader *l)
 int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64_t *offsets, const uint32_t *calls,
 				size_t n)
 {
-	size_t keep_links = l->nr_links, keep_fds = l->fds.nr;
+	size_t keep_links = l->nr_links, keep_fds = l->fds.nr, keep_wrap = l->wrap_fds.nr;
 	uint64_t cookies[8];
 	int err = 0;
 
@@ -1995,7 +1997,7 @@ int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64
 		};
 		int fd = attach_req(l, &req);
 
-		err = fd < 0 ? fd : remember_link_fd(l, fd);
+		err = fd < 0 ? fd : fd_list__push(&l->wrap_fds, fd);
 	} else if (l->mode != LOADER_CLASSIC) {
 		/* the return first: an entry's pending call never outlives it */
 		struct uprobe_multi_req req = {
@@ -2004,13 +2006,13 @@ int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64
 		};
 		int fd = attach_req(l, &req);
 
-		err = fd < 0 ? fd : remember_link_fd(l, fd);
+		err = fd < 0 ? fd : fd_list__push(&l->wrap_fds, fd);
 		if (!err) {
 			req.prog_fd = bpf_program__fd(l->skel->progs.map_wrap_enter);
 			req.cookies = cookies;
 			req.ret = false;
 			fd = attach_req(l, &req);
-			err = fd < 0 ? fd : remember_link_fd(l, fd);
+			err = fd < 0 ? fd : fd_list__push(&l->wrap_fds, fd);
 		}
 	} else {
 		for (size_t i = 0; i < n && !err; i++) {
@@ -2024,11 +2026,23 @@ int loader__attach_map_wrappers(struct loader *l, const char *path, const uint64
 										       l->opts.pid, path, offsets[i], &entry));
 		}
 	}
-	if (err)
+	if (err) {
 		detach_since(l, keep_links, keep_fds);
-	else
+		fd_list__close_to(&l->wrap_fds, keep_wrap);
+	} else {
 		__atomic_fetch_add(&l->shared->maps_wrapped, 1, __ATOMIC_SEQ_CST);
+	}
 	return err;
+}
+
+int loader__detach_map_wrappers(struct loader *l)
+{
+	if (!l->wrap_fds.nr)
+		return l->mode == LOADER_CLASSIC && loader__maps_by_wrappers(l) ? -EOPNOTSUPP : 0;
+	/* closed last first: without sessions the entries' link, pushed after
+	 * the returns', so a call whose entry ran still has its return */
+	fd_list__close_to(&l->wrap_fds, 0);
+	return 0;
 }
 
 const char *loader__maps_how(struct loader *l)
@@ -2181,6 +2195,7 @@ void loader__detach(struct loader *l)
 	fd_list__close_to(&l->win[1], 0);
 	closer_join(l);
 	fd_list__close_to(&l->fds, 0);
+	fd_list__close_to(&l->wrap_fds, 0);
 }
 
 void loader__stack_counts(struct loader *l, uint64_t *from_template, uint64_t *walked)

@@ -204,6 +204,10 @@ uint64_t loader__closer_cpu_ns(struct loader *l);
  * probes', entries and returns, and the large blocks' probes' (MAP_HITS[0]
  * entries, [1] returns). */
 int loader__hits(struct loader *l, uint64_t *entries, uint64_t *returns, uint64_t map_hits[2]);
+/* --budget: detach the C library's wrappers' probes (the large blocks'
+ * where the kernel has no kprobes): 0, or -EOPNOTSUPP where they are
+ * perf-event links (LOADER_CLASSIC), which stay. */
+int loader__detach_map_wrappers(struct loader *l);
 /* The kernel's run-time statistics of BPF programs, on from now until close;
  * then the allocator programs' total run time and runs so far. 0 or -errno. */
 int loader__enable_stats(struct loader *l);

@@ -2033,7 +2033,12 @@ static void announce_windows(struct recording *r)
 		100.0 * (b->cost_ns - b->own_cost_ns - b->follow_cost_ns - b->large_cost_ns) / (b->cpu * wall),
 		large_part, 100.0 * b->own_cost_ns / (b->cpu * wall), follow);
 	/* They are attached throughout: the windows cannot make up for them. */
-	if (large > BUDGET_AIM * r->o.budget)
+	if (r->windows->large_end_ns)
+		fprintf(stderr, "memtrace: the large blocks' probes alone cost more than --budget %g%% allows (the target "
+				"calls the C library's mmap and munmap often: a thread or a mapping a request?): detached "
+				"%.1f s in, the large blocks after estimated with the rest; --large 0 spares them from the start\n",
+			r->o.budget, (double)(r->windows->large_end_ns - r->windows->started_ns) / 1e9);
+	else if (large > BUDGET_AIM * r->o.budget)
 		fprintf(stderr, "memtrace: the large blocks' probes alone cost more than --budget %g%% allows: the target "
 				"calls the C library's mmap and munmap often (a thread or a mapping a request?); --large 0 "
 				"turns them off, its large blocks then estimated with the rest\n",

@@ -224,6 +224,8 @@ int windows__start(struct windows *w, double pct, const struct budget_cost *cost
 	 * time is guessed from the trap's. */
 	w->stats = loader__enable_stats(l) == 0;
 	sample_as(w, &s, SAMPLE_CYCLE);
+	w->started_ns = now_ns;
+	w->started_cpu_ns = s.target_cpu_ns;
 	budget__init(&w->ctl, pct, cost, (int)sysconf(_SC_NPROCESSORS_ONLN), now_ns, &s);
 	if (w->rc && w->clock_sleeps)
 		runclock__sleep(w->rc);
@@ -333,6 +335,30 @@ static void charge_large(struct windows *w)
 	w->map_hits[1] = maps[1];
 }
 
+/* Past LARGE_LOOK_NS of recording, large blocks' probes that alone cost
+ * more than the budget aims at (a server starting a thread a request: a
+ * Python thread maps 16 KiB for its frames, glibc a thread's stack) are
+ * detached: the windows could never make up for them. The trace says from
+ * when (MT_MARK_LARGE_END); the large blocks after are estimated with the
+ * rest. AT_NS, CPU_NS: the time and the target's run time now. */
+#define LARGE_LOOK_NS (2000 * 1000 * 1000ULL)
+static int large_verdict(struct windows *w, uint64_t at_ns, uint64_t cpu_ns)
+{
+	struct trace_mark m;
+	double work;
+
+	if (w->large_end_ns || at_ns < w->started_ns + LARGE_LOOK_NS || !cpu_ns || cpu_ns <= w->started_cpu_ns)
+		return 0;
+	work = (double)(cpu_ns - w->started_cpu_ns) - w->ctl.large_cost_ns;
+	if (w->ctl.large_cost_ns <= BUDGET_AIM * w->ctl.fraction * (work > 0 ? work : 0))
+		return 0;
+	if (loader__detach_map_wrappers(w->l))
+		return 0; /* perf-event links stay: said at the end, as before */
+	w->large_end_ns = now_ns(CLOCK_MONOTONIC);
+	m = (struct trace_mark){ .kind = MT_MARK_LARGE_END, .tid = (uint32_t)w->pid, .ts = w->large_end_ns };
+	return drain__add_mark(w->d, &m);
+}
+
 int windows__step(struct windows *w, uint64_t now_ns)
 {
 	bool due = now_ns >= budget__next_ns(&w->ctl);
@@ -347,6 +373,12 @@ int windows__step(struct windows *w, uint64_t now_ns)
 		  w->ctl.state == BUDGET_TAIL ? SAMPLE_CYCLE :
 		  w->ctl.state == BUDGET_OFF  ? SAMPLE_PAUSE :
 						SAMPLE_COUNTERS);
+	if (due && s.target_cpu_ns) {
+		int err = large_verdict(w, now_ns, s.target_cpu_ns);
+
+		if (err)
+			return err;
+	}
 	switch (budget__tick(&w->ctl, now_ns, &s)) {
 	case BUDGET_OPEN:
 		return open_window(w);

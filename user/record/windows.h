@@ -35,6 +35,9 @@ struct windows {
 	struct budget_sample at_begin, at_end; /* counters when the window opened and closed */
 	struct budget_sample last; /* the last read in full (between windows they stay so) */
 	uint64_t map_hits[2];      /* the large blocks' probes' hits charged so far (entries, returns) */
+	uint64_t started_ns;       /* windows__start's NOW_NS */
+	uint64_t started_cpu_ns;   /* ... and the target's run time then */
+	uint64_t large_end_ns;     /* their probes detached then, costing more than the budget; 0: not */
 };
 
 /* This host's cost of a probe hit, timed on empty probes on this process. */
