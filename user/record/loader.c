@@ -459,10 +459,12 @@ static int *spare_take(struct loader *base, int i)
 }
 
 /* The handle's rings: the spare ones BASE made ahead (loader__spare_rings)
- * when they are of its size, else new ones. */
+ * when they are of its size and kind (a ring a CPU: never one_ring's),
+ * else new ones. */
 static int create_rings(struct loader *l, struct loader *base)
 {
-	int i = base && base->spare_bytes == l->opts.ring_bytes ? spare_index(base, l->slot) : -1, err;
+	int i = base && !l->opts.one_ring && base->spare_bytes == l->opts.ring_bytes ? spare_index(base, l->slot) : -1,
+	    err;
 
 	if (i >= 0) {
 		/* made and put in place ahead: updating the array of rings
