@@ -7,7 +7,7 @@
 # the series; bad command lines and bad requests get one line, 400/404/405,
 # never a crash (random query strings); nothing listens beyond 127.0.0.1.
 . "$(dirname "$0")/lib.sh"
-plan 126
+plan 127
 
 port=16471
 url=http://127.0.0.1:$port
@@ -358,6 +358,20 @@ wait "$agent8"
 expect_eq "--rotate 1 --keep 2 over 5 s: 2 files left" "$(ls "$TMP/keep" | grep -c '\.mtrace$')" 2
 newest=$(ls "$TMP/keep" | sort | tail -1)
 expect_eq "the newest is kept, whole" "$("$MEMTRACE" report --json "$TMP/keep/$newest" | jq -r '.trace.partial')" false
+# ... under sudo too, where each file is given to sudo's user (main before
+# the fix pruned only files of its own uid: none, 6 of 6 left here)
+mkdir -p "$TMP/keep_sudo"
+(exec "$PROGS/leak_rate" 5 >/dev/null 2>&1) &
+lr=$!
+SUDO_UID=65534 SUDO_GID=65534 timeout -k 5 60 "$MEMTRACE" agent -p "$lr" --exact -o "$TMP/keep_sudo" --rotate 1 --keep 2 \
+	--listen "127.0.0.1:$((port + 7))" 2>"$TMP/agent8s.err" &
+agent8=$!
+wait "$lr"
+sleep 0.5
+kill -INT "$agent8"
+wait "$agent8"
+expect_eq "--keep 2 under sudo: 2 files left, given to sudo's user" \
+	"$(stat -c %u "$TMP/keep_sudo"/*.mtrace | sort | uniq -c | awk '{ print $1 "x" $2 }')" "2x65534"
 
 # --- without -o: the report of the last --rotate seconds, from memory
 (exec "$PROGS/leak_rate" 6 >/dev/null 2>&1) &

@@ -456,7 +456,8 @@ static bool trace_file_writing(struct agent *a, const struct trace_file *f, cons
 /* -o DIR pruned (the main thread): the newest --keep files of each program
  * (COMM, whatever its PID: a restarted service's old files go too), then
  * the oldest until all of them hold --max-bytes at most. Only our own
- * regular files named as ours, never a file being written, each removed
+ * regular files named as ours (ours, or under sudo its user's: each trace
+ * made is given to them), never a file being written, each removed
  * relative to the directory (a name is never followed). */
 void agent_prune_traces(struct agent *a)
 {
@@ -465,6 +466,11 @@ void agent_prune_traces(struct agent *a)
 	uint64_t total = 0;
 	struct dirent *de;
 	DIR *d = opendir(a->out_dir);
+	uid_t owner = geteuid(), given;
+	gid_t group;
+
+	if (record_sudo_owner(&given, &group))
+		owner = given;
 
 	while (d && (de = readdir(d))) {
 		struct trace_file f;
@@ -472,7 +478,7 @@ void agent_prune_traces(struct agent *a)
 		char *name;
 
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid() || !(name = strdup(de->d_name)))
+		    st.st_uid != owner || !(name = strdup(de->d_name)))
 			continue;
 		if (!trace_file_parse(&f, name)) {
 			free(name);

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 /* What `memtrace record` was asked to do. */
 struct record_opts {
@@ -124,6 +125,11 @@ struct record_view {
 /* The recording `memtrace record` makes, with VIEW (NULL: none) riding on
  * it; O is parsed and checked. The exit status for memtrace. */
 int record_run(struct record_opts *o, const struct record_view *view);
+
+/* Under sudo (running as root, SUDO_UID and SUDO_GID set), the user and
+ * group who ran it, to whom every trace file made is given: true; false
+ * otherwise (the files stay ours). */
+bool record_sudo_owner(uid_t *uid, gid_t *gid);
 
 /*
  * --follow-children: give the command (or the process -p names) and every

@@ -1084,15 +1084,27 @@ static int write_threads(struct recording *r)
 /* Under sudo (running as root, SUDO_UID and SUDO_GID set), the trace
  * belongs to the user who asked for it, still mode 0600: they can report
  * on it without sudo, and nobody else can read it. 0, or -1 with errno. */
-static int give_to_sudo_user(const char *path)
+bool record_sudo_owner(uid_t *uid, gid_t *gid)
 {
 	const char *u = getenv("SUDO_UID"), *g = getenv("SUDO_GID");
-	uint64_t uid, gid;
+	uint64_t a, b;
 
-	if (geteuid() != 0 || !u || !g || parse_u64(u, &uid) || parse_u64(g, &gid) || uid > UINT32_MAX - 1 ||
-	    gid > UINT32_MAX - 1)
+	if (geteuid() != 0 || !u || !g || parse_u64(u, &a) || parse_u64(g, &b) || a > UINT32_MAX - 1 ||
+	    b > UINT32_MAX - 1)
+		return false;
+	*uid = (uid_t)a;
+	*gid = (gid_t)b;
+	return true;
+}
+
+static int give_to_sudo_user(const char *path)
+{
+	uid_t uid;
+	gid_t gid;
+
+	if (!record_sudo_owner(&uid, &gid))
 		return 0;
-	return fchownat(AT_FDCWD, path, (uid_t)uid, (gid_t)gid, AT_SYMLINK_NOFOLLOW);
+	return fchownat(AT_FDCWD, path, uid, gid, AT_SYMLINK_NOFOLLOW);
 }
 
 /* The trace's time 0: when the probes went live. */
