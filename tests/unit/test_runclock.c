@@ -119,18 +119,24 @@ static int kill_spinner(void **state)
 	return 0;
 }
 
+/* The child forked, running BODY, its figures in OWN. */
+static void spinner_fork(void (*body)(void))
+{
+	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	assert_true(own != MAP_FAILED);
+	spinner = fork();
+	assert_true(spinner >= 0);
+	if (!spinner)
+		body();
+}
+
 /* The spinning child started, both its threads running, and its run
  * clock: the clock, its pidfd in *PIDFD. */
 static struct runclock *spinner_start(int *pidfd)
 {
 	struct runclock *rc;
 
-	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(own != MAP_FAILED);
-	spinner = fork();
-	assert_true(spinner >= 0);
-	if (!spinner)
-		child();
+	spinner_fork(child);
 	while (!own[0] || !own[1]) /* both threads are running */
 		sleep_ms(1);
 	*pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
@@ -257,13 +263,30 @@ static void test_sleep_wake(void **state)
 	munmap((void *)own, 4096);
 }
 
+/* PID's start time, read with its pidfd (into *PIDFD), and its /proc
+ * directory opened by it: a process that runs, known as itself. */
+static uint64_t known_running(pid_t pid, int *pidfd)
+{
+	uint64_t start;
+	int dir;
+
+	*pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	assert_true(*pidfd >= 0);
+	start = proc_start_time((int)pid, *pidfd);
+	assert_true(start > 0);
+	dir = proc_dir_open((int)pid, start);
+	assert_true(dir >= 0);
+	close(dir);
+	return start;
+}
+
 /* A process that is gone cannot be opened, though its pidfd was opened
  * while it lived: not even while its /proc directory is still there (a
  * zombie; once reaped, its PID may be another's). And it is known by its
  * start time, not by its PID alone. */
 static void test_gone(void **state)
 {
-	int fds[2], status, pidfd, dir;
+	int fds[2], status, pidfd;
 	char c;
 	siginfo_t info;
 	uint64_t start;
@@ -276,13 +299,7 @@ static void test_gone(void **state)
 		close(fds[1]);
 		_exit(read(fds[0], &c, 1) < 0);
 	}
-	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
-	assert_true(pidfd >= 0);
-	start = proc_start_time((int)pid, pidfd);
-	assert_true(start > 0);
-	dir = proc_dir_open((int)pid, start);
-	assert_true(dir >= 0);
-	close(dir);
+	start = known_running(pid, &pidfd);
 	/* another process's start time: not ours, whatever its PID */
 	assert_int_equal(proc_dir_open((int)pid, start + 1), -ESRCH);
 	close(fds[1]);
@@ -302,18 +319,13 @@ static void test_gone(void **state)
  * says Z of it (its main thread's state; field 20 counts 2 threads). */
 static void test_main_thread_exited(void **state)
 {
-	uint64_t start, last, v, before, after;
+	uint64_t last, v, before, after;
 	struct runclock *rc;
 	char path[64], buf[512];
-	int pidfd, dir;
+	int pidfd;
 	FILE *f;
 
-	own = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	assert_true(own != MAP_FAILED);
-	spinner = fork();
-	assert_true(spinner >= 0);
-	if (!spinner)
-		child_main_exits();
+	spinner_fork(child_main_exits);
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)spinner);
 	for (int i = 0; i < 2000; i++) { /* its main thread gone, the other running */
 		f = fopen(path, "re");
@@ -326,13 +338,7 @@ static void test_main_thread_exited(void **state)
 	}
 	assert_non_null(strstr(buf, ") Z "));
 	assert_false(proc_stat_ended(buf));
-	pidfd = (int)syscall(SYS_pidfd_open, spinner, 0);
-	assert_true(pidfd >= 0);
-	start = proc_start_time((int)spinner, pidfd);
-	assert_true(start > 0);
-	dir = proc_dir_open((int)spinner, start);
-	assert_true(dir >= 0);
-	close(dir);
+	known_running(spinner, &pidfd);
 	rc = runclock__open((int)spinner, pidfd);
 	assert_non_null(rc);
 	last = runclock__read(rc);
