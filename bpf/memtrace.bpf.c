@@ -62,7 +62,9 @@ struct {
 	__type(value, struct mt_hit_count);
 } hits SEC(".maps");
 
-static __always_inline void count_hit(__u32 slot, bool ret)
+/* One hit of SLOT's: an allocator probe's (MAP false) or a large block's
+ * probe's on the C library's wrappers (MAP true), at entry or RET. */
+static __always_inline void count_hit_of(__u32 slot, bool map, bool ret)
 {
 	struct mt_hit_count *h;
 
@@ -71,25 +73,24 @@ static __always_inline void count_hit(__u32 slot, bool ret)
 	h = bpf_map_lookup_elem(&hits, &slot);
 	if (!h)
 		return;
-	if (ret)
+	if (map && ret)
+		h->map_returns++;
+	else if (map)
+		h->map_entries++;
+	else if (ret)
 		h->returns++;
 	else
 		h->entries++;
 }
 
+static __always_inline void count_hit(__u32 slot, bool ret)
+{
+	count_hit_of(slot, false, ret);
+}
+
 static __always_inline void count_map_hit(__u32 slot, bool ret)
 {
-	struct mt_hit_count *h;
-
-	if (!count_hits)
-		return;
-	h = bpf_map_lookup_elem(&hits, &slot);
-	if (!h)
-		return;
-	if (ret)
-		h->map_returns++;
-	else
-		h->map_entries++;
+	count_hit_of(slot, true, ret);
 }
 
 /* Bumped each time a slot gets a new process or a new trace (a recorder
