@@ -70,6 +70,7 @@ enum mt_mark_kind {
 	MT_MARK_TAIL_END = 10,    /* frees no longer taken either */
 	MT_MARK_LARGE_END = 11,   /* the large blocks' probes detached: their mmap and munmap no longer seen */
 };
+#define MT_MARK_KIND_LAST MT_MARK_LARGE_END /* what a writer takes; a reader skips what is past what it knows */
 
 /* A STRING whose text the kernel gave (a thread's name, bpf/threads.bpf.h)
  * is at a made-up address with this bit: no user pointer has it. */

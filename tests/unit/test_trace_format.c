@@ -1567,14 +1567,14 @@ static void test_marks_invalid(void **state)
 	const char *path = tmp_path("marks-invalid.mtrace");
 	struct trace_writer *w = trace_writer__open(path, &sample_meta);
 	struct trace_string s0 = { 0, "zero" };
-	struct trace_mark m0 = { 0 }, m8 = { .kind = MT_MARK_TAIL_END + 1 };
+	struct trace_mark m0 = { 0 }, m8 = { .kind = MT_MARK_KIND_LAST + 1 };
 
 	assert_non_null(w);
 	assert_int_equal(trace_writer__add_string(w, &s0), -EINVAL);
 	assert_int_equal(trace_writer__add_mark(w, &m0), -EINVAL);
 	assert_int_equal(trace_writer__add_mark(w, &m8), -EINVAL);
 	assert_int_equal(trace_writer__close(w, NULL), 0);
-	print_message("string id 0 and mark kinds 0 and %d refused with EINVAL\n", MT_MARK_TAIL_END + 1);
+	print_message("string id 0 and mark kinds 0 and %d refused with EINVAL\n", MT_MARK_KIND_LAST + 1);
 }
 
 /* A trace written on a machine of the other byte order reads the same. */

@@ -883,7 +883,7 @@ int trace_writer__add_rollup(struct trace_writer *w, const struct trace_rollup *
 
 int trace_writer__add_mark(struct trace_writer *w, const struct trace_mark *m)
 {
-	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_LARGE_END)
+	if (m->kind < MT_MARK_ZONE_BEGIN || m->kind > MT_MARK_KIND_LAST)
 		return -EINVAL;
 	int err = writer_prepare(w, TRACE_CHUNK_DATA, EVENT_RECORD_MAX);
 	if (err)
