@@ -146,6 +146,27 @@ static struct runclock *spinner_start(int *pidfd)
 	return rc;
 }
 
+/* N reads of RC 3 ms apart, each within its reference's bounds: from
+ * LAST (read between BEFORE and AFTER) on, it counts the reference's time
+ * (slack aside) and no more; the three are moved on to the last read. */
+static void reads_track(struct runclock *rc, int n, uint64_t *last, uint64_t *before, uint64_t *after)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t v, b, a;
+
+		sleep_ms(3);
+		b = reference();
+		v = runclock__read(rc);
+		a = reference();
+		assert_true(v >= *last);
+		assert_true(v - *last + slack(b - *after) >= b - *after);
+		assert_true(v - *last <= a - *before + slack(a - *before));
+		*last = v;
+		*before = b;
+		*after = a;
+	}
+}
+
 static void test_exact_reads(void **state)
 {
 	uint64_t first, last, before, after, kept;
@@ -163,20 +184,7 @@ static void test_exact_reads(void **state)
 	last = runclock__read(rc);
 	after = reference();
 	first = last;
-	for (int i = 0; i < 10; i++) {
-		uint64_t v, b, a;
-
-		sleep_ms(3);
-		b = reference();
-		v = runclock__read(rc);
-		a = reference();
-		assert_true(v >= last);
-		assert_true(v - last + slack(b - after) >= b - after);
-		assert_true(v - last <= a - before + slack(a - before));
-		last = v;
-		before = b;
-		after = a;
-	}
+	reads_track(rc, 10, &last, &before, &after);
 	kept = last;
 	kill(spinner, SIGUSR1); /* the second thread ends; what it ran stays counted */
 	for (int i = 0; i < 10; i++) {
@@ -242,20 +250,7 @@ static void test_sleep_wake(void **state)
 	last = runclock__read(rc);
 	after = reference();
 	assert_true(last >= asleep);
-	for (int i = 0; i < 5; i++) {
-		uint64_t b, a;
-
-		sleep_ms(3);
-		b = reference();
-		v = runclock__read(rc);
-		a = reference();
-		assert_true(v >= last);
-		assert_true(v - last + slack(b - after) >= b - after);
-		assert_true(v - last <= a - before + slack(a - before));
-		last = v;
-		before = b;
-		after = a;
-	}
+	reads_track(rc, 5, &last, &before, &after);
 	print_message("perf events awake 2, asleep 0; asleep, the count went on %.2f ms in 50 ms\n",
 		      (double)went / 1e6);
 	runclock__free(rc);
